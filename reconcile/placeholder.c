@@ -1,0 +1,6 @@
+/* placeholder until the first reconcile module lands */
+int reconcile_placeholder(void);
+int reconcile_placeholder(void)
+{
+        return 0;
+}

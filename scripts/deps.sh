@@ -1,0 +1,31 @@
+# shellcheck shell=bash
+# Sourced by scripts/test and scripts/run: makes sure the Debian packages capmaas needs are
+# installed. As root it installs what is missing; otherwise it prints the exact command.
+
+CAPMAAS_PACKAGES=(build-essential cmake pkg-config openssl
+  libmicrohttpd-dev libgnutls28-dev libcjson-dev libcurl4-gnutls-dev libyaml-dev libcmocka-dev
+  clang libclang-rt-14-dev curl nghttp2-client)
+
+capmaas_missing_packages() {
+  local p missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+      missing+=("$p")
+  done
+  echo "${missing[@]}"
+}
+
+capmaas_ensure_packages() {
+  local missing
+  missing=$(capmaas_missing_packages "$@")
+  [ -z "$missing" ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "capmaas needs these Debian packages; install them with:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y $missing" >&2
+    return 1
+  fi
+  echo "installing: $missing" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  # shellcheck disable=SC2086
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing; } >&2
+}

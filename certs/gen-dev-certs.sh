@@ -5,20 +5,29 @@
 # SANs: 127.0.0.1, localhost, capmaas-webhook-service.capmaas-system.svc and
 # …svc.cluster.local. Keys are EC P-256. Nothing here is for production: use cert-manager.
 #
-# usage: certs/gen-dev-certs.sh DIR [DAYS]
+# With --keep-ca an existing DIR/ca.crt + DIR/ca.key sign the new serving certificate (a
+# rotation, as cert-manager does it); otherwise a new CA is made.
+#
+# usage: certs/gen-dev-certs.sh [--keep-ca] DIR [DAYS]
 set -euo pipefail
-dir=${1:?usage: gen-dev-certs.sh DIR [DAYS]}
+keep_ca=0
+if [ "${1:-}" = "--keep-ca" ]; then keep_ca=1; shift; fi
+dir=${1:?usage: gen-dev-certs.sh [--keep-ca] DIR [DAYS]}
 days=${2:-30}
 mkdir -p "$dir"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 svc=capmaas-webhook-service.capmaas-system.svc
+if [ "$keep_ca" = 1 ] && [ -s "$dir/ca.crt" ] && [ -s "$dir/ca.key" ]; then
+  cp "$dir/ca.crt" "$dir/ca.key" "$tmp/"
+else
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
   -keyout "$tmp/ca.key" -out "$tmp/ca.crt" -days "$days" \
   -subj "/CN=capmaas development CA" \
   -addext "basicConstraints=critical,CA:TRUE" \
   -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+fi
 openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
   -keyout "$tmp/tls.key" -out "$tmp/tls.csr" -subj "/CN=$svc" 2>/dev/null
 cat > "$tmp/ext.cnf" <<EXT

@@ -24,10 +24,10 @@ struct http_header {
 struct http_request {
         const char *method;       /* "GET", "POST", … */
         const char *path;         /* URL path, query removed */
-        const char *query;        /* raw query string without '?', "" when none */
         const char *content_type; /* NULL when absent */
         const char *body;         /* NUL-terminated; "" when no body */
         size_t body_len;
+        void *conn; /* private to the server: query lookups */
 };
 
 /* What a handler answers. The handler sets status and, optionally, body (malloc'd, owned by
@@ -74,6 +74,15 @@ enum route_result router_lookup(const struct router *r,
                                 const char *path,
                                 const char *method,
                                 const struct route **ret_route);
+/* Looks up a query parameter. Returns true when present (with or without a value) and sets
+ * *ret_value to its value (NULL for "?verbose"). Implemented by the server. */
+bool http_request_query(const struct http_request *req, const char *name, const char **ret_value);
+/* Collects up to max values of a repeated query parameter (?exclude=a&exclude=b); returns
+ * how many were stored. Implemented by the server. */
+size_t http_request_query_all(const struct http_request *req,
+                              const char *name,
+                              const char **ret_values,
+                              size_t max);
 /* Fills resp with the plain-text error the server sends for status (404, 405, 413, 415, …). */
 void http_response_error(struct http_response *resp, unsigned status, const char *fmt, ...)
         PRINTF_LIKE(3, 4);

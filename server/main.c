@@ -1,5 +1,384 @@
-/* main: process wiring (placeholder until the server lands). */
-int main(void)
+/*
+ * main: process wiring. Parses the configuration, blocks the termination signals before any
+ * thread exists (every thread inherits the mask; main waits for them with sigwait), starts
+ * the listeners — webhooks over HTTPS, health and metrics over plain HTTP — and on SIGTERM
+ * or SIGINT stops accepting, lets requests in flight finish within
+ * --graceful-shutdown-timeout, and tears everything down in reverse order.
+ *
+ * This is the only file that sees both the webhooks and the reconcile libraries.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "buf.h"
+#include "certstore.h"
+#include "config.h"
+#include "err.h"
+#include "health.h"
+#include "http_server.h"
+#include "log.h"
+#include "metrics.h"
+#include "parse.h"
+#include "process_metrics.h"
+#include "router.h"
+#include "webhooks.h"
+#include "xalloc.h"
+
+#define METRICS_BODY_MAX (16u << 20)
+
+struct app {
+        const struct config *cfg;        /* borrowed */
+        struct metrics *metrics;         /* owned */
+        struct webhook_metrics wm;       /* families owned by metrics */
+        struct certstore *certs;         /* owned */
+        struct router *webhook_routes;   /* owned */
+        struct router *health_routes;    /* owned */
+        struct router *metrics_routes;   /* owned */
+        struct health *health;           /* owned */
+        struct http_server *webhook;     /* owned */
+        struct http_server *health_srv;  /* owned */
+        struct http_server *metrics_srv; /* owned */
+        struct http_observer observer;
+};
+
+static void observe_begin(void *ud, const char *path)
 {
+        struct app *app = ud;
+
+        metric_gauge_inc(metric_series(app->wm.in_flight, path, NULL));
+}
+
+static void observe_end(void *ud, const char *path, unsigned status, double seconds)
+{
+        struct app *app = ud;
+        char code[8];
+
+        (void)snprintf(code, sizeof(code), "%u", status);
+        metric_gauge_dec(metric_series(app->wm.in_flight, path, NULL));
+        metric_counter_inc(metric_series(app->wm.requests, path, code, NULL));
+        metric_histogram_observe(metric_series(app->wm.latency, path, NULL), seconds);
+}
+
+static void collect_cert_stats(struct metrics *m, void *ud)
+{
+        struct app *app = ud;
+        struct certstore_stats st;
+
+        (void)m;
+        certstore_stats(app->certs, &st);
+        metric_counter_set(app->wm.cert_reads, (double)st.reads);
+        metric_counter_set(app->wm.cert_read_errors, (double)st.read_errors);
+}
+
+static bool check_webhook_ready(void *ud, char **ret_reason)
+{
+        struct app *app = ud;
+        struct certstore_stats st;
+
+        if (!app->webhook) {
+                *ret_reason = xstrdup("webhook server not started");
+                return false;
+        }
+        certstore_stats(app->certs, &st);
+        if (!st.loaded || (st.not_after && st.not_after <= time(NULL))) {
+                *ret_reason = xstrdup("serving certificate missing or expired");
+                return false;
+        }
+        return true;
+}
+
+static void serve_metrics(void *ud, const struct http_request *req, struct http_response *resp)
+{
+        struct app *app = ud;
+        struct buf out;
+
+        (void)req;
+        buf_init(&out, METRICS_BODY_MAX);
+        if (metrics_render(app->metrics, &out) < 0) {
+                buf_release(&out);
+                http_response_error(resp, 500, "metrics too large");
+                return;
+        }
+        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        resp->body = buf_take(&out, &resp->body_len);
+}
+
+static int start_metrics(struct app *app, char **reterr)
+{
+        int r;
+
+        r = metrics_new(&app->metrics);
+        if (r == 0)
+                r = process_metrics_register(app->metrics);
+        if (r == 0)
+                r = webhook_metrics_register(app->metrics, &app->wm);
+        if (r == 0)
+                r = metrics_add_collector(app->metrics, collect_cert_stats, app, NULL);
+        if (r < 0)
+                *reterr = xasprintf("metrics registry: %s", cm_strerror(r));
+        return r;
+}
+
+static int load_certs(struct app *app, char **reterr)
+{
+        const struct config *cfg = app->cfg;
+        char *cert = xasprintf("%s/%s", cfg->webhook_cert_dir, cfg->webhook_cert_name);
+        char *key = xasprintf("%s/%s", cfg->webhook_cert_dir, cfg->webhook_key_name);
+        struct certstore_opts opts = {
+                .cert_path = cert,
+                .key_path = key,
+                .retire_ms = 2000u * 1000u * (uint64_t)cfg->webhook_read_timeout_s + 60000u,
+        };
+        int r;
+
+        r = certstore_new(&opts, &app->certs, reterr);
+        if (r == 0)
+                r = certstore_start(app->certs);
+        free(cert);
+        free(key);
+        return r;
+}
+
+static int start_webhook_server(struct app *app, char **reterr)
+{
+        const struct config *cfg = app->cfg;
+        struct http_server_opts opts = {
+                .name = "webhook",
+                .host = cfg->webhook_host,
+                .port = cfg->webhook_port,
+                .certs = app->certs,
+                .tls_min = cfg->tls_min_version,
+                .threads = cfg->webhook_threads,
+                .max_connections = cfg->webhook_max_connections,
+                .connection_memory_limit = cfg->webhook_connection_memory_limit,
+                .max_body_bytes = cfg->webhook_max_body_bytes,
+                .read_timeout_s = cfg->webhook_read_timeout_s,
+                .observer = &app->observer,
+        };
+        int r;
+
+        r = router_new(&app->webhook_routes);
+        if (r == 0)
+                r = webhooks_register(app->webhook_routes);
+        if (r < 0) {
+                *reterr = xasprintf("webhook routes: %s", cm_strerror(r));
+                return r;
+        }
+        router_freeze(app->webhook_routes);
+        opts.router = app->webhook_routes;
+        app->observer =
+                (struct http_observer){ .begin = observe_begin, .end = observe_end, .ud = app };
+        return http_server_start(&opts, &app->webhook, reterr);
+}
+
+/* Starts a plain-HTTP listener on addr ("host:port", ":port"; "0" disables it). */
+static int start_plain(const char *name,
+                       const char *addr,
+                       const struct router *routes,
+                       struct http_server **ret,
+                       char **reterr)
+{
+        struct http_server_opts opts = { .name = name,
+                                         .router = routes,
+                                         .threads = 1,
+                                         .max_connections = 64,
+                                         .max_body_bytes = 4096 };
+        char *host = NULL;
+        int r;
+
+        if (strcmp(addr, "0") == 0)
+                return CM_OK;
+        r = parse_host_port(addr, &host, &opts.port);
+        if (r < 0) {
+                *reterr = xasprintf("%s address \"%s\": expected host:port", name, addr);
+                return r;
+        }
+        opts.host = host;
+        r = http_server_start(&opts, ret, reterr);
+        free(host);
+        return r;
+}
+
+static int start_health(struct app *app, char **reterr)
+{
+        int r;
+
+        r = health_new(&app->health);
+        if (r == 0)
+                r = health_add_check(app->health, HEALTH_LIVE | HEALTH_READY, "ping",
+                                     health_check_ping, NULL);
+        if (r == 0)
+                r = health_add_check(app->health, HEALTH_READY, "webhook", check_webhook_ready,
+                                     app);
+        if (r == 0)
+                r = router_new(&app->health_routes);
+        if (r == 0)
+                r = health_register_routes(app->health, app->health_routes);
+        if (r < 0) {
+                *reterr = xasprintf("health routes: %s", cm_strerror(r));
+                return r;
+        }
+        router_freeze(app->health_routes);
+        return start_plain("health", app->cfg->health_addr, app->health_routes, &app->health_srv,
+                           reterr);
+}
+
+static int start_metrics_server(struct app *app, char **reterr)
+{
+        int r;
+
+        r = router_new(&app->metrics_routes);
+        if (r == 0)
+                r = router_add(app->metrics_routes, &(struct route){ .path = "/metrics",
+                                                                     .method = "GET",
+                                                                     .fn = serve_metrics,
+                                                                     .ud = app });
+        if (r < 0) {
+                *reterr = xasprintf("metrics routes: %s", cm_strerror(r));
+                return r;
+        }
+        router_freeze(app->metrics_routes);
+        return start_plain("metrics", app->cfg->metrics_bind_addr, app->metrics_routes,
+                           &app->metrics_srv, reterr);
+}
+
+static uint16_t port_of(struct http_server *s)
+{
+        return s ? http_server_port(s) : 0;
+}
+
+static int app_start(struct app *app, char **reterr)
+{
+        int r;
+
+        r = start_metrics(app, reterr);
+        if (r == 0)
+                r = load_certs(app, reterr);
+        if (r == 0)
+                r = start_webhook_server(app, reterr);
+        if (r == 0)
+                r = start_health(app, reterr);
+        if (r == 0)
+                r = start_metrics_server(app, reterr);
+        if (r < 0)
+                return r;
+        log_info("setup", "serving", "webhook_port=%u health_port=%u metrics_port=%u cert_dir=%s",
+                 port_of(app->webhook), port_of(app->health_srv), port_of(app->metrics_srv),
+                 app->cfg->webhook_cert_dir);
+        return CM_OK;
+}
+
+static void app_stop(struct app *app)
+{
+        const struct config *cfg = app->cfg;
+
+        if (app->webhook) {
+                http_server_quiesce(app->webhook);
+                if (!http_server_wait_idle(app->webhook, cfg->graceful_shutdown_timeout_ms))
+                        log_warn("shutdown", "requests still in flight at the deadline; closing",
+                                 "timeout_ms=%llu",
+                                 (unsigned long long)cfg->graceful_shutdown_timeout_ms);
+        }
+        app->webhook = http_server_free(app->webhook);
+        app->metrics_srv = http_server_free(app->metrics_srv);
+        app->health_srv = http_server_free(app->health_srv);
+        app->certs = certstore_free(app->certs);
+        app->webhook_routes = router_free(app->webhook_routes);
+        app->health_routes = router_free(app->health_routes);
+        app->metrics_routes = router_free(app->metrics_routes);
+        app->health = health_free(app->health);
+        app->metrics = metrics_free(app->metrics);
+}
+
+/* Waits for SIGTERM or SIGINT (blocked in every thread since before they started). */
+static int wait_for_signal(const sigset_t *set)
+{
+        int sig = 0;
+
+        while (sigwait(set, &sig) != 0 || (sig != SIGTERM && sig != SIGINT))
+                ;
+        return sig;
+}
+
+static void register_secrets(const struct config *cfg)
+{
+        const char *key = cfg->maas_api_key;
+        const char *last;
+
+        if (!key)
+                return;
+        /* The whole key and its token secret (the part after the last ':'), which is what
+         * an OAuth PLAINTEXT signature carries. */
+        log_add_secret(key);
+        last = strrchr(key, ':');
+        if (last)
+                log_add_secret(last + 1);
+}
+
+static int run(const struct config *cfg)
+{
+        struct app app = { .cfg = cfg };
+        sigset_t set;
+        char *err = NULL;
+        int sig;
+
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+        if (!cfg->webhooks_only)
+                log_warn("setup",
+                         "the controllers are not part of this build yet; serving "
+                         "webhooks, health and metrics only",
+                         "");
+        if (app_start(&app, &err) < 0) {
+                log_error("setup", "cannot start", "err=%s", err ? err : "unknown");
+                free(err);
+                app_stop(&app);
+                return 1;
+        }
+        sig = wait_for_signal(&set);
+        log_info("shutdown", "signal received; stopping", "signal=%s", sigabbrev_np(sig));
+        app_stop(&app);
+        log_info("shutdown", "stopped", "");
         return 0;
+}
+
+int main(int argc, char *argv[])
+{
+        struct config *cfg = NULL;
+        char *err = NULL;
+        int status;
+
+        signal(SIGPIPE, SIG_IGN);
+        xalloc_install_cjson_hooks();
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                fputs("capmaas: libcurl initialisation failed\n", stderr);
+                return 1;
+        }
+        if (config_load(argc, argv, environ, &cfg, &err) < 0) {
+                fprintf(stderr, "capmaas: %s\nRun 'capmaas --help' for the options.\n",
+                        err ? err : "invalid configuration");
+                free(err);
+                curl_global_cleanup();
+                return 2;
+        }
+        if (cfg->help)
+                config_print_help(stdout);
+        else if (cfg->version)
+                printf("capmaas %s\n", CAPMAAS_VERSION);
+        log_setup(cfg->logging_format, cfg->verbosity, 2);
+        register_secrets(cfg);
+        status = cfg->help || cfg->version ? 0 : run(cfg);
+        log_clear_secrets();
+        config_free(cfg);
+        curl_global_cleanup();
+        return status;
 }

@@ -1,0 +1,71 @@
+#pragma once
+/*
+ * admission: the AdmissionReview codec (admission.k8s.io v1 and v1beta1). A request is
+ * decoded into a struct that owns its object trees; a response is encoded in the version
+ * the request came in, with the request's uid echoed. Pure functions; thread-safe.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "compiler.h"
+
+enum admission_op {
+        ADMISSION_OP_CREATE,
+        ADMISSION_OP_UPDATE,
+        ADMISSION_OP_DELETE,
+        ADMISSION_OP_CONNECT,
+        ADMISSION_OP_COUNT,
+        ADMISSION_OP_INVALID = -1,
+};
+
+enum admission_version {
+        ADMISSION_V1,      /* admission.k8s.io/v1 */
+        ADMISSION_V1BETA1, /* admission.k8s.io/v1beta1 */
+};
+
+struct admission_request {
+        enum admission_version version;
+        char *uid; /* owned; never empty */
+        enum admission_op op;
+        char *kind;      /* owned; request.kind.kind ("MaasMachine") */
+        char *group;     /* owned; request.kind.group, "" when absent */
+        char *name;      /* owned; "" when absent (generateName) */
+        char *namespace; /* owned; "" when absent */
+        char *username;  /* owned; request.userInfo.username, "" when absent */
+        bool dry_run;
+        cJSON *object;     /* owned; NULL when absent (DELETE) */
+        cJSON *old_object; /* owned; NULL when absent (CREATE) */
+};
+
+#define ADMISSION_WARNINGS_MAX 16
+
+struct admission_response {
+        bool allowed;
+        unsigned code; /* status.code of a denial: 403 Forbidden or 422 Invalid */
+        char *reason;  /* owned; status.reason of a denial ("Forbidden", "Invalid") */
+        char *message; /* owned; status.message of a denial */
+        cJSON *causes; /* owned; status.details.causes array, may be NULL */
+        char *warnings[ADMISSION_WARNINGS_MAX]; /* owned */
+        size_t n_warnings;
+        cJSON *patch; /* owned; JSON Patch operations array; NULL or empty = no patch */
+};
+
+const char *admission_op_name(enum admission_op op);
+/* Decodes an AdmissionReview body. CM_EPARSE with *reterr (malloc'd) naming what is wrong:
+ * not JSON, not an AdmissionReview, missing request or uid, a field of the wrong type. */
+MUST_CHECK int admission_request_decode(const char *body,
+                                        size_t len,
+                                        struct admission_request *ret,
+                                        char **reterr);
+void admission_request_release(struct admission_request *req);
+/* Encodes the AdmissionReview answering req; *ret_json is freed with free(). */
+MUST_CHECK int admission_response_encode(const struct admission_request *req,
+                                         const struct admission_response *resp,
+                                         char **ret_json);
+void admission_response_release(struct admission_response *resp);
+/* Adds a warning (copied); warnings beyond the cap are dropped. */
+void admission_response_warn(struct admission_response *resp, const char *fmt, ...)
+        PRINTF_LIKE(2, 3);

@@ -1,0 +1,66 @@
+#pragma once
+/*
+ * http_server: an HTTP/1.1 listener on libmicrohttpd, plain or TLS (GnuTLS), serving a
+ * frozen router. One type serves the webhooks (TLS, thread pool) and the health and
+ * metrics endpoints (plain, one thread).
+ *
+ * Limits, all enforced before memory is spent: connection count, per-connection memory
+ * (headers), request body (a larger Content-Length is answered 413 without reading the body;
+ * a chunked body is cut off at the cap), idle timeout (a half-open or silent connection is
+ * dropped). TLS: 1.2 and 1.3 only (or 1.3 only); the certificate comes from a certstore at
+ * every handshake, so rotations need no restart.
+ *
+ * Routing: 404 unknown path, 405 known path with another method, 415 when a
+ * ROUTE_JSON_BODY route gets a non-JSON Content-Type. The query string is ignored by
+ * routing (the API server appends ?timeout=10s).
+ *
+ * Threads: start, quiesce and free from one owner thread; handlers and observers run on
+ * server threads and must be thread-safe.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compiler.h"
+#include "config.h"
+#include "router.h"
+
+struct certstore;
+struct http_server;
+
+/* Called around every routed request (unrouted ones are not observed, which keeps label
+ * cardinality bounded). path is the route's path. */
+struct http_observer {
+        void (*begin)(void *ud, const char *path);
+        void (*end)(void *ud, const char *path, unsigned status, double seconds);
+        void *ud;
+};
+
+struct http_server_opts {
+        const char *name;        /* for logs: "webhook", "health", "metrics" */
+        const char *host;        /* NULL or "" = every address (dual stack) */
+        uint16_t port;           /* 0 = pick a free port */
+        struct certstore *certs; /* borrowed; NULL = plain HTTP */
+        enum tls_version tls_min;
+        unsigned threads;                     /* 0 = 1 */
+        unsigned max_connections;             /* 0 = 1024 */
+        size_t connection_memory_limit;       /* 0 = 64 KiB */
+        size_t max_body_bytes;                /* 0 = 8 MiB */
+        unsigned read_timeout_s;              /* 0 = 10 */
+        const struct router *router;          /* borrowed, frozen, outlives the server */
+        const struct http_observer *observer; /* borrowed; may be NULL */
+};
+
+/* Binds and starts serving. *reterr (malloc'd) says why it failed: bind error, bad host. */
+MUST_CHECK int http_server_start(const struct http_server_opts *opts,
+                                 struct http_server **ret,
+                                 char **reterr);
+/* The bound port (useful with port 0). */
+uint16_t http_server_port(const struct http_server *s);
+/* Stops accepting new connections; requests in flight continue. */
+void http_server_quiesce(struct http_server *s);
+/* Waits until no connection is open or timeout_ms passes; true when idle. */
+bool http_server_wait_idle(struct http_server *s, uint64_t timeout_ms);
+/* Stops the server (closing whatever is still open) and frees it. Accepts NULL. */
+struct http_server *http_server_free(struct http_server *s);

@@ -1,0 +1,542 @@
+/*
+ * http_server: libmicrohttpd glue. Each request gets a context (route, capped body buffer,
+ * start time) owned by MHD's per-connection slot and freed in the completion callback.
+ * The TLS certificate is chosen per handshake by looking up the accepting socket's local
+ * port in a small table of TLS servers, because GnuTLS's retrieve callback carries no user
+ * pointer.
+ */
+#include "http_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "buf.h"
+#include "certstore.h"
+#include "err.h"
+#include "log.h"
+#include "xalloc.h"
+
+#define TLS_SERVERS_MAX 8
+
+struct http_server {
+        struct MHD_Daemon *mhd;
+        char *name;
+        const struct router *router;
+        const struct http_observer *observer;
+        struct certstore *certs;
+        size_t max_body;
+        uint16_t port;
+        char *priorities;
+};
+
+struct req_ctx {
+        const struct route *route;
+        struct buf body;
+        struct timespec start;
+        bool responded;   /* a response is queued; discard whatever else arrives */
+        bool observed;    /* observer->begin was called */
+        size_t discarded; /* bytes of an over-cap chunked body thrown away */
+        unsigned status;
+};
+
+/* Local port -> certstore for the TLS servers of this process. */
+static struct {
+        pthread_mutex_t lock;
+        uint16_t port[TLS_SERVERS_MAX];
+        struct certstore *certs[TLS_SERVERS_MAX];
+} tls_servers = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int tls_servers_set(uint16_t port, struct certstore *cs)
+{
+        int r = CM_ETOOBIG;
+
+        pthread_mutex_lock(&tls_servers.lock);
+        for (size_t i = 0; i < TLS_SERVERS_MAX; i++) {
+                if (tls_servers.port[i] == port || (cs && tls_servers.port[i] == 0)) {
+                        tls_servers.port[i] = cs ? port : 0;
+                        tls_servers.certs[i] = cs;
+                        r = CM_OK;
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&tls_servers.lock);
+        return r;
+}
+
+static struct certstore *tls_servers_find(uint16_t port)
+{
+        struct certstore *cs = NULL;
+
+        pthread_mutex_lock(&tls_servers.lock);
+        for (size_t i = 0; i < TLS_SERVERS_MAX; i++)
+                if (tls_servers.port[i] == port && tls_servers.certs[i])
+                        cs = tls_servers.certs[i];
+        pthread_mutex_unlock(&tls_servers.lock);
+        return cs;
+}
+
+static uint16_t session_local_port(gnutls_session_t session)
+{
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        int fd = gnutls_transport_get_int(session);
+
+        if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+                return 0;
+        if (ss.ss_family == AF_INET)
+                return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        if (ss.ss_family == AF_INET6)
+                return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+        return 0;
+}
+
+static int retrieve_cert(gnutls_session_t session,
+                         const gnutls_datum_t *req_ca_rdn,
+                         int nreqs,
+                         const gnutls_pk_algorithm_t *pk_algos,
+                         int pk_algos_length,
+                         gnutls_pcert_st **pcert,
+                         unsigned int *pcert_length,
+                         gnutls_privkey_t *privkey)
+{
+        struct certstore *cs = tls_servers_find(session_local_port(session));
+
+        (void)req_ca_rdn;
+        (void)nreqs;
+        (void)pk_algos;
+        (void)pk_algos_length;
+        if (!cs)
+                return -1;
+        certstore_current(cs, pcert, pcert_length, privkey);
+        return 0;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+        struct timespec now;
+
+        (void)clock_gettime(CLOCK_MONOTONIC, &now);
+        return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static enum MHD_Result queue(struct MHD_Connection *conn,
+                             struct req_ctx *ctx,
+                             struct http_response *resp)
+{
+        struct MHD_Response *r;
+        enum MHD_Result ok;
+        size_t len = resp->body ? resp->body_len : 0;
+
+        if (!resp->status)
+                resp->status = 200;
+        if (!resp->body)
+                resp->body = xstrdup("");
+        r = MHD_create_response_from_buffer_with_free_callback(len, resp->body, free);
+        if (!r)
+                return MHD_NO;
+        resp->body = NULL; /* the MHD response owns it now */
+        (void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                      resp->content_type ? resp->content_type
+                                                         : "text/plain; charset=utf-8");
+        for (size_t i = 0; i < resp->n_headers; i++)
+                (void)MHD_add_response_header(r, resp->headers[i].name, resp->headers[i].value);
+        ok = MHD_queue_response(conn, resp->status, r);
+        MHD_destroy_response(r);
+        ctx->responded = true;
+        ctx->status = resp->status;
+        http_response_release(resp);
+        return ok;
+}
+
+static enum MHD_Result queue_error(struct MHD_Connection *conn,
+                                   struct req_ctx *ctx,
+                                   unsigned status,
+                                   const char *msg)
+{
+        struct http_response resp = { 0 };
+
+        http_response_error(&resp, status, "%s", msg);
+        return queue(conn, ctx, &resp);
+}
+
+static bool body_too_big(struct MHD_Connection *conn, size_t max)
+{
+        const char *cl =
+                MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        unsigned long long n;
+        char *end;
+
+        if (!cl)
+                return false;
+        errno = 0;
+        n = strtoull(cl, &end, 10);
+        return errno != 0 || *end != '\0' || n > max;
+}
+
+/* First call for a request: route it and apply every check that needs no body. */
+static enum MHD_Result begin_request(struct http_server *s,
+                                     struct MHD_Connection *conn,
+                                     struct req_ctx *ctx,
+                                     const char *url,
+                                     const char *method)
+{
+        const char *ctype;
+
+        switch (router_lookup(s->router, url, method, &ctx->route)) {
+        case ROUTE_NOT_FOUND:
+                return queue_error(conn, ctx, 404, "404 page not found");
+        case ROUTE_METHOD_NOT_ALLOWED:
+                return queue_error(conn, ctx, 405, "405 method not allowed");
+        case ROUTE_FOUND:
+                break;
+        }
+        if (s->observer && s->observer->begin) {
+                s->observer->begin(s->observer->ud, ctx->route->path);
+                ctx->observed = true;
+        }
+        if (body_too_big(conn, s->max_body))
+                return queue_error(conn, ctx, 413, "request body too large");
+        ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if ((ctx->route->flags & ROUTE_JSON_BODY) && !http_content_type_is_json(ctype))
+                return queue_error(conn, ctx, 415,
+                                   "unsupported media type: Content-Type must be "
+                                   "application/json");
+        buf_init(&ctx->body, s->max_body);
+        return MHD_YES;
+}
+
+static enum MHD_Result finish_request(struct MHD_Connection *conn,
+                                      struct req_ctx *ctx,
+                                      const char *url,
+                                      const char *method)
+{
+        struct http_response resp = { 0 };
+        struct http_request req = {
+                .method = method,
+                .path = url,
+                .content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                            MHD_HTTP_HEADER_CONTENT_TYPE),
+                .body = ctx->body.data ? ctx->body.data : "",
+                .body_len = ctx->body.len,
+                .conn = conn,
+        };
+
+        ctx->route->fn(ctx->route->ud, &req, &resp);
+        return queue(conn, ctx, &resp);
+}
+
+/*
+ * A body without Content-Length (chunked) that passes the cap cannot be answered at once:
+ * libmicrohttpd accepts a response only before or after the body. The rest is read and
+ * thrown away, never stored, and 413 goes out when the body ends; a client that keeps
+ * sending past a second cap's worth is disconnected.
+ */
+static enum MHD_Result take_upload(struct http_server *s,
+                                   struct req_ctx *ctx,
+                                   const char *data,
+                                   size_t *size)
+{
+        size_t n = *size;
+
+        *size = 0;
+        if (!ctx->discarded && buf_append(&ctx->body, data, n) == 0)
+                return MHD_YES;
+        buf_release(&ctx->body);
+        ctx->discarded += n;
+        return ctx->discarded > s->max_body ? MHD_NO : MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls,
+                                  struct MHD_Connection *conn,
+                                  const char *url,
+                                  const char *method,
+                                  const char *version,
+                                  const char *upload_data,
+                                  size_t *upload_data_size,
+                                  void **req_cls)
+{
+        struct http_server *s = cls;
+        struct req_ctx *ctx = *req_cls;
+
+        (void)version;
+        if (!ctx) {
+                ctx = xcalloc(1, sizeof(*ctx));
+                (void)clock_gettime(CLOCK_MONOTONIC, &ctx->start);
+                *req_cls = ctx;
+                return begin_request(s, conn, ctx, url, method);
+        }
+        if (ctx->responded) {
+                *upload_data_size = 0;
+                return MHD_YES;
+        }
+        if (*upload_data_size)
+                return take_upload(s, ctx, upload_data, upload_data_size);
+        if (ctx->discarded)
+                return queue_error(conn, ctx, 413, "request body too large");
+        return finish_request(conn, ctx, url, method);
+}
+
+static void on_completed(void *cls,
+                         struct MHD_Connection *conn,
+                         void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+        struct http_server *s = cls;
+        struct req_ctx *ctx = *req_cls;
+
+        (void)conn;
+        (void)toe;
+        if (!ctx)
+                return;
+        if (ctx->observed && s->observer->end)
+                s->observer->end(s->observer->ud, ctx->route->path,
+                                 ctx->responded ? ctx->status : 499, seconds_since(&ctx->start));
+        buf_release(&ctx->body);
+        free(ctx);
+        *req_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+        struct http_server *s = cls;
+        char *msg;
+
+        if (LOG_DEBUG > atomic_load_explicit(&log_max_level, memory_order_relaxed))
+                return;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+        msg = xvasprintf(fmt, ap);
+#pragma GCC diagnostic pop
+        msg[strcspn(msg, "\n")] = '\0';
+        log_debug("http", "libmicrohttpd", "server=%s detail=%s", s->name, msg);
+        free(msg);
+}
+
+bool http_request_query(const struct http_request *req, const char *name, const char **ret_value)
+{
+        const char *value = NULL;
+        size_t value_len = 0;
+
+        if (!req->conn)
+                return false;
+        if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name),
+                                          &value, &value_len) != MHD_YES)
+                return false;
+        *ret_value = value;
+        return true;
+}
+
+struct query_collect {
+        const char *name;
+        const char **values;
+        size_t max;
+        size_t n;
+};
+
+static enum MHD_Result collect_arg(void *cls,
+                                   enum MHD_ValueKind kind,
+                                   const char *key,
+                                   const char *value)
+{
+        struct query_collect *qc = cls;
+
+        (void)kind;
+        if (strcmp(key, qc->name) == 0 && value && qc->n < qc->max)
+                qc->values[qc->n++] = value;
+        return MHD_YES;
+}
+
+size_t http_request_query_all(const struct http_request *req,
+                              const char *name,
+                              const char **ret_values,
+                              size_t max)
+{
+        struct query_collect qc = { .name = name, .values = ret_values, .max = max };
+
+        if (req->conn)
+                (void)MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, collect_arg, &qc);
+        return qc.n;
+}
+
+static int resolve_host(const char *host,
+                        uint16_t port,
+                        struct sockaddr_storage *ret,
+                        char **reterr)
+{
+        struct addrinfo hints = { .ai_flags = AI_NUMERICSERV | AI_PASSIVE,
+                                  .ai_socktype = SOCK_STREAM };
+        struct addrinfo *res = NULL;
+        char service[8];
+        int rc;
+
+        (void)snprintf(service, sizeof(service), "%u", port);
+        rc = getaddrinfo(host, service, &hints, &res);
+        if (rc != 0 || !res) {
+                *reterr = xasprintf("cannot resolve listen address \"%s\": %s", host,
+                                    gai_strerror(rc));
+                return CM_EINVAL;
+        }
+        memcpy(ret, res->ai_addr, res->ai_addrlen);
+        freeaddrinfo(res);
+        return CM_OK;
+}
+
+static const char *priorities_for(enum tls_version min)
+{
+        if (min == TLS_VERSION_13)
+                return "NORMAL:-VERS-ALL:+VERS-TLS1.3";
+        return "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
+}
+
+static unsigned server_flags(const struct http_server_opts *o, bool any_host)
+{
+        unsigned flags =
+                MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+
+        if (o->certs)
+                flags |= MHD_USE_TLS;
+        if (any_host)
+                flags |= MHD_USE_DUAL_STACK;
+        return flags;
+}
+
+static int start_daemon(struct http_server *s, const struct http_server_opts *o, char **reterr)
+{
+        bool any_host = !o->host || !*o->host;
+        struct sockaddr_storage addr = { 0 };
+        unsigned threads = o->threads ? o->threads : 1;
+        struct MHD_OptionItem opts[16];
+        size_t n = 0;
+        int r;
+
+        if (!any_host) {
+                r = resolve_host(o->host, o->port, &addr, reterr);
+                if (r < 0)
+                        return r;
+                opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &addr };
+        }
+        opts[n++] =
+                (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s };
+        opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s };
+        opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT,
+                                             o->max_connections ? o->max_connections : 1024, NULL };
+        opts[n++] = (struct MHD_OptionItem){
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                (intptr_t)(o->connection_memory_limit ? o->connection_memory_limit : 65536), NULL
+        };
+        opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT,
+                                             o->read_timeout_s ? o->read_timeout_s : 10, NULL };
+        if (threads > 1)
+                opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, threads, NULL };
+        if (o->certs) {
+                s->priorities = xstrdup(priorities_for(o->tls_min));
+                opts[n++] =
+                        (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, s->priorities };
+        }
+        opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+
+        /* The certificate callback goes as a variadic argument: a function pointer may not
+         * be stored in the option array's void *. */
+        if (o->certs)
+                s->mhd =
+                        MHD_start_daemon(server_flags(o, any_host), o->port, NULL, NULL, on_request,
+                                         s, MHD_OPTION_ARRAY, opts, MHD_OPTION_HTTPS_CERT_CALLBACK,
+                                         retrieve_cert, MHD_OPTION_END);
+        else
+                s->mhd = MHD_start_daemon(server_flags(o, any_host), o->port, NULL, NULL,
+                                          on_request, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+        if (!s->mhd) {
+                *reterr = xasprintf("%s server: cannot listen on %s:%u: %s", s->name,
+                                    any_host ? "*" : o->host, o->port, strerrordesc_np(errno));
+                return CM_EIO;
+        }
+        return CM_OK;
+}
+
+int http_server_start(const struct http_server_opts *o, struct http_server **ret, char **reterr)
+{
+        struct http_server *s = xcalloc(1, sizeof(*s));
+        const union MHD_DaemonInfo *info;
+        int r;
+
+        s->name = xstrdup(o->name ? o->name : "http");
+        s->router = o->router;
+        s->observer = o->observer;
+        s->certs = o->certs;
+        s->max_body = o->max_body_bytes ? o->max_body_bytes : 8u << 20;
+        if (o->certs && o->port && tls_servers_set(o->port, o->certs) < 0) {
+                *reterr = xasprintf("%s server: too many TLS listeners", s->name);
+                r = CM_ETOOBIG;
+                goto fail;
+        }
+        r = start_daemon(s, o, reterr);
+        if (r < 0)
+                goto fail;
+        info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+        s->port = info ? info->port : o->port;
+        if (o->certs && !o->port && tls_servers_set(s->port, o->certs) < 0) {
+                *reterr = xasprintf("%s server: too many TLS listeners", s->name);
+                r = CM_ETOOBIG;
+                goto fail;
+        }
+        *ret = s;
+        return CM_OK;
+fail:
+        http_server_free(s);
+        return r;
+}
+
+uint16_t http_server_port(const struct http_server *s)
+{
+        return s->port;
+}
+
+void http_server_quiesce(struct http_server *s)
+{
+        MHD_socket fd;
+
+        if (!s->mhd)
+                return;
+        fd = MHD_quiesce_daemon(s->mhd);
+        if (fd != MHD_INVALID_SOCKET)
+                close(fd);
+}
+
+bool http_server_wait_idle(struct http_server *s, uint64_t timeout_ms)
+{
+        const union MHD_DaemonInfo *info;
+        struct timespec step = { .tv_nsec = 10 * 1000000L };
+
+        for (uint64_t waited = 0;; waited += 10) {
+                info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+                if (!info || info->num_connections == 0)
+                        return true;
+                if (waited >= timeout_ms)
+                        return false;
+                (void)nanosleep(&step, NULL);
+        }
+}
+
+struct http_server *http_server_free(struct http_server *s)
+{
+        if (!s)
+                return NULL;
+        if (s->mhd)
+                MHD_stop_daemon(s->mhd);
+        if (s->certs && s->port)
+                (void)tls_servers_set(s->port, NULL);
+        free(s->priorities);
+        free(s->name);
+        free(s);
+        return NULL;
+}

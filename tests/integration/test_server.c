@@ -1,0 +1,449 @@
+/*
+ * The capmaas process over real loopback sockets: TLS versions, plain HTTP refused,
+ * routing and limits, certificate rotation under load, idle connections, health,
+ * readiness, metrics, graceful shutdown and secret hygiene in the logs.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+
+#include "testutil.h"
+#include "xalloc.h"
+
+#define VALIDATE_MM "/validate-infrastructure-cluster-x-k8s-io-v1beta1-maasmachine"
+
+static const char review[] =
+        "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+        "\"uid\":\"0b9a5e1c-1111-4a2b-9c3d-aabbccddeeff\",\"operation\":\"CREATE\","
+        "\"kind\":{\"group\":\"infrastructure.cluster.x-k8s.io\",\"version\":\"v1beta1\","
+        "\"kind\":\"MaasMachine\"},\"name\":\"m1\",\"namespace\":\"default\","
+        "\"object\":{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
+        "\"kind\":\"MaasMachine\",\"metadata\":{\"name\":\"m1\",\"namespace\":\"default\"},"
+        "\"spec\":{\"image\":\"ubuntu/jammy\",\"minCPU\":2,\"minMemory\":4096}}}}";
+
+struct fixture {
+        struct capmaas_proc proc;
+        char ca[300];
+};
+
+static char *url(const struct capmaas_proc *p, bool tls, uint16_t port, const char *path)
+{
+        return xasprintf("%s://127.0.0.1:%u%s", tls ? "https" : "http", port, path);
+}
+
+static int start_with(void **state, const char *cert_dir, const char *const *args)
+{
+        struct fixture *f = xcalloc(1, sizeof(*f));
+
+        if (capmaas_start(&f->proc, cert_dir, args, NULL) < 0) {
+                free(f);
+                return -1;
+        }
+        (void)snprintf(f->ca, sizeof(f->ca), "%s/ca.crt", f->proc.cert_dir);
+        *state = f;
+        return 0;
+}
+
+static int setup(void **state)
+{
+        static const char *const args[] = { "--webhook-max-body-bytes", "64Ki",
+                                            "--webhook-read-timeout", "1s", NULL };
+
+        return start_with(state, NULL, args);
+}
+
+static int teardown(void **state)
+{
+        struct fixture *f = *state;
+
+        assert_int_equal(capmaas_stop(&f->proc, 10000), 0);
+        free(f);
+        return 0;
+}
+
+static long post_review(struct fixture *f, long tls_version, const char *path, char **ret_body)
+{
+        char *u = url(&f->proc, true, f->proc.webhook_port, path);
+        struct test_http_result res;
+        struct test_http req = { .url = u,
+                                 .content_type = "application/json",
+                                 .body = review,
+                                 .ca_file = f->ca,
+                                 .tls_version = tls_version };
+        long status;
+
+        (void)test_http_do(&req, &res);
+        status = res.status;
+        if (ret_body)
+                *ret_body = xstrdup(res.body);
+        test_http_result_release(&res);
+        free(u);
+        return status;
+}
+
+static void test_server__tls12_and_tls13_accepted(void **state)
+{
+        struct fixture *f = *state;
+        char *body = NULL;
+
+        assert_int_equal(post_review(f, CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2,
+                                     VALIDATE_MM, &body),
+                         200);
+        assert_non_null(strstr(body, "\"uid\":\"0b9a5e1c-1111-4a2b-9c3d-aabbccddeeff\""));
+        free(body);
+        assert_int_equal(post_review(f, CURL_SSLVERSION_TLSv1_3, VALIDATE_MM, NULL), 200);
+}
+
+static void test_server__tls10_and_tls11_refused(void **state)
+{
+        struct fixture *f = *state;
+        struct tls_conn c;
+
+        /* Positive control: the same client code with TLS 1.2 succeeds. */
+        assert_int_equal(
+                tls_conn_open(&c, f->proc.webhook_port, "NORMAL:-VERS-ALL:+VERS-TLS1.2", f->ca), 0);
+        tls_conn_close(&c);
+        assert_true(tls_conn_open(&c, f->proc.webhook_port, "NORMAL:-VERS-ALL:+VERS-TLS1.1",
+                                  f->ca) < 0);
+        assert_true(tls_conn_open(&c, f->proc.webhook_port, "NORMAL:-VERS-ALL:+VERS-TLS1.0",
+                                  f->ca) < 0);
+}
+
+static void test_server__plain_http_on_tls_port_refused(void **state)
+{
+        struct fixture *f = *state;
+        char *u = url(&f->proc, false, f->proc.webhook_port, VALIDATE_MM);
+        struct test_http_result res;
+        struct test_http req = { .url = u, .content_type = "application/json", .body = review };
+
+        assert_int_not_equal(test_http_do(&req, &res), 0);
+        assert_int_not_equal(res.status, 200);
+        test_http_result_release(&res);
+        free(u);
+}
+
+static void test_server__routing_ignores_query_and_answers_404_405_415(void **state)
+{
+        struct fixture *f = *state;
+        char *ok = url(&f->proc, true, f->proc.webhook_port, VALIDATE_MM "?timeout=10s");
+        char *nope = url(&f->proc, true, f->proc.webhook_port, "/validate-nothing");
+        struct test_http_result res;
+
+        (void)test_http_do(&(struct test_http){ .url = ok,
+                                                .content_type = "application/json",
+                                                .body = review,
+                                                .ca_file = f->ca },
+                           &res);
+        assert_int_equal(res.status, 200);
+        assert_string_equal(res.content_type, "application/json");
+        test_http_result_release(&res);
+        (void)test_http_do(&(struct test_http){ .url = nope,
+                                                .content_type = "application/json",
+                                                .body = review,
+                                                .ca_file = f->ca },
+                           &res);
+        assert_int_equal(res.status, 404);
+        test_http_result_release(&res);
+        (void)test_http_do(&(struct test_http){ .url = ok, .ca_file = f->ca }, &res);
+        assert_int_equal(res.status, 405);
+        test_http_result_release(&res);
+        (void)test_http_do(
+                &(struct test_http){
+                        .url = ok, .content_type = "text/plain", .body = review, .ca_file = f->ca },
+                &res);
+        assert_int_equal(res.status, 415);
+        test_http_result_release(&res);
+        free(ok);
+        free(nope);
+}
+
+static void test_server__body_over_cap_gets_413(void **state)
+{
+        struct fixture *f = *state;
+        char *u = url(&f->proc, true, f->proc.webhook_port, VALIDATE_MM);
+        size_t n = 100 * 1024; /* the fixture caps bodies at 64 KiB */
+        char *big = xmalloc(n + 1);
+        struct test_http_result res;
+
+        memset(big, ' ', n);
+        big[n] = '\0';
+        (void)test_http_do(&(struct test_http){ .url = u,
+                                                .content_type = "application/json",
+                                                .body = big,
+                                                .ca_file = f->ca },
+                           &res);
+        assert_int_equal(res.status, 413);
+        test_http_result_release(&res);
+        (void)test_http_do(&(struct test_http){ .url = u,
+                                                .content_type = "application/json",
+                                                .body = big,
+                                                .ca_file = f->ca,
+                                                .chunked = true },
+                           &res);
+        assert_int_equal(res.status, 413);
+        test_http_result_release(&res);
+        free(big);
+        free(u);
+}
+
+static void test_server__idle_half_open_connection_dropped(void **state)
+{
+        struct fixture *f = *state;
+        int fd = tcp_connect(f->proc.webhook_port);
+
+        /* Half a TLS record header, then silence: the 1 s read timeout must close it. */
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "\x16\x03", 2), 2);
+        assert_true(tcp_wait_closed(fd, 5000));
+        close(fd);
+}
+
+static void test_server__malformed_review_gets_400_with_reason(void **state)
+{
+        struct fixture *f = *state;
+        char *u = url(&f->proc, true, f->proc.webhook_port, VALIDATE_MM);
+        struct test_http_result res;
+
+        (void)test_http_do(&(struct test_http){ .url = u,
+                                                .content_type = "application/json",
+                                                .body = "{\"kind\":\"AdmissionReview\"",
+                                                .ca_file = f->ca },
+                           &res);
+        assert_int_equal(res.status, 400);
+        assert_non_null(strstr(res.body, "not valid JSON"));
+        test_http_result_release(&res);
+        free(u);
+}
+
+static char *get_plain(uint16_t port, const char *path, long *ret_status)
+{
+        char *u = xasprintf("http://127.0.0.1:%u%s", port, path);
+        struct test_http_result res;
+        char *body;
+
+        (void)test_http_do(&(struct test_http){ .url = u }, &res);
+        *ret_status = res.status;
+        body = xstrdup(res.body);
+        test_http_result_release(&res);
+        free(u);
+        return body;
+}
+
+static void test_server__health_and_readiness_formats(void **state)
+{
+        struct fixture *f = *state;
+        long st;
+        char *b;
+
+        b = get_plain(f->proc.health_port, "/healthz", &st);
+        assert_int_equal(st, 200);
+        assert_string_equal(b, "ok");
+        free(b);
+        b = get_plain(f->proc.health_port, "/readyz?verbose", &st);
+        assert_int_equal(st, 200);
+        assert_string_equal(b, "[+]ping ok\n[+]webhook ok\nreadyz check passed\n");
+        free(b);
+        b = get_plain(f->proc.health_port, "/readyz?verbose&exclude=webhook", &st);
+        assert_string_equal(b, "[+]ping ok\nreadyz check passed\n");
+        free(b);
+        b = get_plain(f->proc.health_port, "/readyz/webhook", &st);
+        assert_int_equal(st, 200);
+        free(b);
+        b = get_plain(f->proc.health_port, "/healthz/nothing", &st);
+        assert_int_equal(st, 404);
+        free(b);
+}
+
+static void test_server__metrics_count_webhook_requests(void **state)
+{
+        struct fixture *f = *state;
+        long st;
+        char *b;
+
+        assert_int_equal(post_review(f, 0, VALIDATE_MM, NULL), 200);
+        assert_int_equal(post_review(f, 0, VALIDATE_MM, NULL), 200);
+        b = get_plain(f->proc.metrics_port, "/metrics", &st);
+        assert_int_equal(st, 200);
+        assert_non_null(strstr(b, "# TYPE process_resident_memory_bytes gauge\n"));
+        assert_non_null(strstr(b, "process_open_fds "));
+        assert_non_null(strstr(b, "process_cpu_seconds_total "));
+        assert_non_null(strstr(b, "process_start_time_seconds "));
+        assert_non_null(strstr(b, "controller_runtime_webhook_requests_total{webhook=\"" VALIDATE_MM
+                                  "\",code=\"200\"} "));
+        assert_non_null(
+                strstr(b, "controller_runtime_webhook_latency_seconds_bucket{webhook=\"" VALIDATE_MM
+                          "\",le=\"+Inf\"} "));
+        /* The gauge drops once the server has finished the connection's request, which may
+         * be a moment after the client has its answer. */
+        for (int i = 0; i < 100 && !strstr(b, "_in_flight{webhook=\"" VALIDATE_MM "\"} 0\n"); i++) {
+                free(b);
+                usleep(10 * 1000);
+                b = get_plain(f->proc.metrics_port, "/metrics", &st);
+        }
+        assert_non_null(
+                strstr(b, "controller_runtime_webhook_requests_in_flight{webhook=\"" VALIDATE_MM
+                          "\"} 0\n"));
+        free(b);
+}
+
+static void test_server__certificate_rotation_loses_no_request(void **state)
+{
+        char dir[64];
+        const char *src = test_env("CAPMAAS_SOURCE_DIR");
+        struct fixture *f;
+        char serial0[64];
+        char serial[64];
+        struct tls_conn c;
+        int failures = 0;
+        CURL *keepalive = curl_easy_init();
+        char *u;
+
+        (void)state;
+        test_mkdtemp(dir, sizeof(dir));
+        assert_int_equal(test_sh("%s/certs/gen-dev-certs.sh %s >/dev/null", src, dir), 0);
+        assert_int_equal(start_with((void **)&f, dir, NULL), 0);
+        u = url(&f->proc, true, f->proc.webhook_port, VALIDATE_MM);
+        assert_int_equal(tls_conn_open(&c, f->proc.webhook_port, NULL, f->ca), 0);
+        tls_conn_peer_serial(&c, serial0);
+        tls_conn_close(&c);
+        for (int i = 0; i < 400; i++) {
+                struct test_http_result res;
+
+                if (i == 50 || i == 200)
+                        assert_int_equal(test_sh("%s/certs/gen-dev-certs.sh --keep-ca %s "
+                                                 ">/dev/null &",
+                                                 src, dir),
+                                         0);
+                (void)test_http_do(&(struct test_http){ .url = u,
+                                                        .content_type = "application/json",
+                                                        .body = review,
+                                                        .ca_file = f->ca,
+                                                        .curl = i % 2 ? keepalive : NULL },
+                                   &res);
+                failures += res.status != 200;
+                test_http_result_release(&res);
+        }
+        assert_int_equal(failures, 0);
+        /* The new certificate is served without a restart (the watcher polls every 1 s). */
+        for (int i = 0; i < 100; i++) {
+                assert_int_equal(tls_conn_open(&c, f->proc.webhook_port, NULL, f->ca), 0);
+                tls_conn_peer_serial(&c, serial);
+                tls_conn_close(&c);
+                if (strcmp(serial, serial0) != 0)
+                        break;
+                usleep(100 * 1000);
+        }
+        assert_string_not_equal(serial, serial0);
+        curl_easy_cleanup(keepalive);
+        free(u);
+        assert_int_equal(capmaas_stop(&f->proc, 10000), 0);
+        free(f);
+        (void)test_sh("rm -rf %s", dir);
+}
+
+static void test_server__sigterm_lets_in_flight_request_finish(void **state)
+{
+        struct fixture *f;
+        struct tls_conn c;
+        size_t half = sizeof(review) / 2;
+        char *head;
+        char *reply = NULL;
+
+        (void)state;
+        assert_int_equal(start_with((void **)&f, NULL, NULL), 0);
+        assert_int_equal(tls_conn_open(&c, f->proc.webhook_port, NULL, f->ca), 0);
+        head = xasprintf("POST " VALIDATE_MM " HTTP/1.1\r\nHost: x\r\n"
+                         "Content-Type: application/json\r\nContent-Length: %zu\r\n"
+                         "Connection: close\r\n\r\n",
+                         sizeof(review) - 1);
+        assert_int_equal(tls_conn_send(&c, head, strlen(head)), 0);
+        assert_int_equal(tls_conn_send(&c, review, half), 0);
+        usleep(200 * 1000);
+        assert_int_equal(kill(f->proc.pid, SIGTERM), 0);
+        usleep(300 * 1000);
+        /* Stopped accepting: a new connection is refused while the old one is served. */
+        assert_true(tcp_connect(f->proc.webhook_port) < 0);
+        assert_int_equal(tls_conn_send(&c, review + half, sizeof(review) - 1 - half), 0);
+        (void)tls_conn_recv_all(&c, 5000, &reply);
+        assert_non_null(strstr(reply, "HTTP/1.1 200"));
+        assert_non_null(strstr(reply, "\"allowed\":true"));
+        tls_conn_close(&c);
+        assert_int_equal(capmaas_stop(&f->proc, 10000), 0);
+        free(reply);
+        free(head);
+        free(f);
+}
+
+static void test_server__api_key_never_logged(void **state)
+{
+        static const char *const args[] = { "-v", "5", NULL };
+        char *env[] = { "MAAS_API_KEY=consumerkey:tokenkey:Sup3rS3cretTokenSecret",
+                        "MAAS_ENDPOINT=http://127.0.0.1:5240/MAAS", NULL };
+        struct capmaas_proc p;
+        char *log;
+
+        (void)state;
+        assert_int_equal(capmaas_start(&p, NULL, args, env), 0);
+        assert_int_equal(capmaas_stop(&p, 10000), 0);
+        log = capmaas_log(&p);
+        assert_non_null(strstr(log, "serving"));
+        assert_null(strstr(log, "Sup3rS3cretTokenSecret"));
+        assert_null(strstr(log, "consumerkey:tokenkey"));
+        free(log);
+}
+
+static void test_server__bad_configuration_exits_2_naming_the_flag(void **state)
+{
+        (void)state;
+        assert_int_equal(test_sh("%s --webhooks-only --webhook-port=notaport 2>&1 | "
+                                 "grep -q -- '--webhook-port: invalid value'",
+                                 test_env("CAPMAAS_BIN")),
+                         0);
+        assert_int_equal(test_sh("%s --webhooks-only --webhook-port=notaport 2>/dev/null",
+                                 test_env("CAPMAAS_BIN")),
+                         2);
+        /* Missing certificates are a start-up error, not a crash. */
+        assert_int_equal(test_sh("%s --webhooks-only --webhook-port 0 --health-addr 0 "
+                                 "--metrics-bind-addr 0 --webhook-cert-dir /nonexistent "
+                                 ">/dev/null 2>&1",
+                                 test_env("CAPMAAS_BIN")),
+                         1);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_server__tls12_and_tls13_accepted),
+                cmocka_unit_test(test_server__tls10_and_tls11_refused),
+                cmocka_unit_test(test_server__plain_http_on_tls_port_refused),
+                cmocka_unit_test(test_server__routing_ignores_query_and_answers_404_405_415),
+                cmocka_unit_test(test_server__body_over_cap_gets_413),
+                cmocka_unit_test(test_server__idle_half_open_connection_dropped),
+                cmocka_unit_test(test_server__malformed_review_gets_400_with_reason),
+                cmocka_unit_test(test_server__health_and_readiness_formats),
+                cmocka_unit_test(test_server__metrics_count_webhook_requests),
+        };
+
+        const struct CMUnitTest lifecycle[] = {
+                cmocka_unit_test(test_server__certificate_rotation_loses_no_request),
+                cmocka_unit_test(test_server__sigterm_lets_in_flight_request_finish),
+                cmocka_unit_test(test_server__api_key_never_logged),
+                cmocka_unit_test(test_server__bad_configuration_exits_2_naming_the_flag),
+        };
+        int r;
+
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        r = cmocka_run_group_tests_name("server", tests, setup, teardown);
+        r += cmocka_run_group_tests_name("server_lifecycle", lifecycle, NULL, NULL);
+        curl_global_cleanup();
+        return r;
+}

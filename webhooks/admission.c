@@ -1,0 +1,316 @@
+/*
+ * admission: AdmissionReview decode and encode. Decoding copies the scalar fields and
+ * detaches the object trees from the parsed document, so the request owns exactly what it
+ * keeps and the document is freed before the handler runs.
+ */
+#include "admission.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base64.h"
+#include "err.h"
+#include "json.h"
+#include "xalloc.h"
+
+static const char *const op_names[ADMISSION_OP_COUNT] = {
+        [ADMISSION_OP_CREATE] = "CREATE",
+        [ADMISSION_OP_UPDATE] = "UPDATE",
+        [ADMISSION_OP_DELETE] = "DELETE",
+        [ADMISSION_OP_CONNECT] = "CONNECT",
+};
+
+static const char *const api_versions[] = {
+        [ADMISSION_V1] = "admission.k8s.io/v1",
+        [ADMISSION_V1BETA1] = "admission.k8s.io/v1beta1",
+};
+
+const char *admission_op_name(enum admission_op op)
+{
+        return op >= 0 && op < ADMISSION_OP_COUNT ? op_names[op] : "UNKNOWN";
+}
+
+static enum admission_op op_parse(const char *s)
+{
+        for (int i = 0; i < ADMISSION_OP_COUNT; i++)
+                if (strcmp(s, op_names[i]) == 0)
+                        return (enum admission_op)i;
+        return ADMISSION_OP_INVALID;
+}
+
+/* A string member: absent (or null) gives dflt; present but not a string is an error. */
+static int get_str(const cJSON *obj,
+                   const char *key,
+                   const char *path,
+                   const char *dflt,
+                   char **ret,
+                   char **reterr)
+{
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+        if (!item || cJSON_IsNull(item)) {
+                if (!dflt) {
+                        *reterr = xasprintf("%s%s: required field missing", path, key);
+                        return CM_EPARSE;
+                }
+                *ret = xstrdup(dflt);
+                return CM_OK;
+        }
+        if (!cJSON_IsString(item)) {
+                *reterr =
+                        xasprintf("%s%s: expected string, got %s", path, key, json_type_name(item));
+                return CM_EPARSE;
+        }
+        *ret = xstrdup(item->valuestring);
+        return CM_OK;
+}
+
+/* Detaches an optional object member; a non-object is an error. */
+static int take_object(cJSON *obj, const char *key, cJSON **ret, char **reterr)
+{
+        cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+        if (!item || cJSON_IsNull(item))
+                return CM_OK;
+        if (!cJSON_IsObject(item)) {
+                *reterr =
+                        xasprintf("request.%s: expected object, got %s", key, json_type_name(item));
+                return CM_EPARSE;
+        }
+        *ret = cJSON_DetachItemViaPointer(obj, item);
+        return CM_OK;
+}
+
+static int decode_envelope(const cJSON *root, enum admission_version *ret_version, char **reterr)
+{
+        const cJSON *api = cJSON_GetObjectItemCaseSensitive(root, "apiVersion");
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
+
+        if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "AdmissionReview") != 0) {
+                *reterr = xstrdup("kind: expected \"AdmissionReview\"");
+                return CM_EPARSE;
+        }
+        if (!cJSON_IsString(api)) {
+                *reterr = xstrdup("apiVersion: expected admission.k8s.io/v1 or v1beta1");
+                return CM_EPARSE;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(api_versions); i++) {
+                if (strcmp(api->valuestring, api_versions[i]) == 0) {
+                        *ret_version = (enum admission_version)i;
+                        return CM_OK;
+                }
+        }
+        *reterr = xasprintf("apiVersion: unsupported \"%s\" (expected admission.k8s.io/v1 or "
+                            "admission.k8s.io/v1beta1)",
+                            api->valuestring);
+        return CM_EPARSE;
+}
+
+static int decode_operation(const cJSON *request, struct admission_request *req, char **reterr)
+{
+        char *op = NULL;
+        int r = get_str(request, "operation", "request.", NULL, &op, reterr);
+
+        if (r < 0)
+                return r;
+        req->op = op_parse(op);
+        if (req->op == ADMISSION_OP_INVALID) {
+                *reterr = xasprintf("request.operation: unknown operation \"%s\"", op);
+                r = CM_EPARSE;
+        }
+        free(op);
+        return r;
+}
+
+static int decode_kind(const cJSON *request, struct admission_request *req, char **reterr)
+{
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(request, "kind");
+        int r;
+
+        if (!cJSON_IsObject(kind)) {
+                *reterr = xasprintf("request.kind: expected object, got %s", json_type_name(kind));
+                return CM_EPARSE;
+        }
+        r = get_str(kind, "kind", "request.kind.", NULL, &req->kind, reterr);
+        if (r == 0)
+                r = get_str(kind, "group", "request.kind.", "", &req->group, reterr);
+        return r;
+}
+
+static int decode_user_and_flags(const cJSON *request, struct admission_request *req, char **reterr)
+{
+        const cJSON *user = cJSON_GetObjectItemCaseSensitive(request, "userInfo");
+        const cJSON *dry = cJSON_GetObjectItemCaseSensitive(request, "dryRun");
+
+        if (dry && !cJSON_IsNull(dry) && !cJSON_IsBool(dry)) {
+                *reterr =
+                        xasprintf("request.dryRun: expected boolean, got %s", json_type_name(dry));
+                return CM_EPARSE;
+        }
+        req->dry_run = cJSON_IsTrue(dry);
+        if (user && !cJSON_IsNull(user) && !cJSON_IsObject(user)) {
+                *reterr = xasprintf("request.userInfo: expected object, got %s",
+                                    json_type_name(user));
+                return CM_EPARSE;
+        }
+        return get_str(cJSON_IsObject(user) ? user : NULL, "username", "request.userInfo.", "",
+                       &req->username, reterr);
+}
+
+static int decode_request(cJSON *request, struct admission_request *req, char **reterr)
+{
+        int r;
+
+        r = get_str(request, "uid", "request.", NULL, &req->uid, reterr);
+        if (r == 0 && !*req->uid) {
+                *reterr = xstrdup("request.uid: must not be empty");
+                r = CM_EPARSE;
+        }
+        if (r == 0)
+                r = decode_operation(request, req, reterr);
+        if (r == 0)
+                r = decode_kind(request, req, reterr);
+        if (r == 0)
+                r = get_str(request, "name", "request.", "", &req->name, reterr);
+        if (r == 0)
+                r = get_str(request, "namespace", "request.", "", &req->namespace, reterr);
+        if (r == 0)
+                r = decode_user_and_flags(request, req, reterr);
+        if (r == 0)
+                r = take_object(request, "object", &req->object, reterr);
+        if (r == 0)
+                r = take_object(request, "oldObject", &req->old_object, reterr);
+        return r;
+}
+
+int admission_request_decode(const char *body,
+                             size_t len,
+                             struct admission_request *ret,
+                             char **reterr)
+{
+        struct admission_request req = { .op = ADMISSION_OP_INVALID };
+        cJSON *root = NULL;
+        cJSON *request;
+        int r;
+
+        r = json_parse(body, len, &root);
+        if (r < 0 || !cJSON_IsObject(root)) {
+                *reterr = xstrdup(r < 0 ? "body is not valid JSON" : "body is not a JSON object");
+                r = CM_EPARSE;
+                goto out;
+        }
+        r = decode_envelope(root, &req.version, reterr);
+        if (r < 0)
+                goto out;
+        request = cJSON_GetObjectItemCaseSensitive(root, "request");
+        if (!cJSON_IsObject(request)) {
+                *reterr = xstrdup("request: missing or not an object");
+                r = CM_EPARSE;
+                goto out;
+        }
+        r = decode_request(request, &req, reterr);
+        if (r < 0)
+                goto out;
+        *ret = req;
+        req = (struct admission_request){ .op = ADMISSION_OP_INVALID };
+out:
+        admission_request_release(&req);
+        cJSON_Delete(root);
+        return r;
+}
+
+void admission_request_release(struct admission_request *req)
+{
+        free(req->uid);
+        free(req->kind);
+        free(req->group);
+        free(req->name);
+        free(req->namespace);
+        free(req->username);
+        cJSON_Delete(req->object);
+        cJSON_Delete(req->old_object);
+        *req = (struct admission_request){ .op = ADMISSION_OP_INVALID };
+}
+
+static void encode_status(cJSON *resp_obj, const struct admission_response *resp)
+{
+        cJSON *status = cJSON_AddObjectToObject(resp_obj, "status");
+        cJSON *details;
+
+        cJSON_AddNumberToObject(status, "code", resp->code ? resp->code : 403);
+        cJSON_AddStringToObject(status, "status", "Failure");
+        cJSON_AddStringToObject(status, "reason", resp->reason ? resp->reason : "Forbidden");
+        cJSON_AddStringToObject(status, "message", resp->message ? resp->message : "denied");
+        if (resp->causes && cJSON_GetArraySize(resp->causes) > 0) {
+                details = cJSON_AddObjectToObject(status, "details");
+                cJSON_AddItemToObject(details, "causes", cJSON_Duplicate(resp->causes, true));
+        }
+}
+
+static void encode_patch(cJSON *resp_obj, const cJSON *patch)
+{
+        char *text;
+        char *b64;
+
+        if (!patch || cJSON_GetArraySize(patch) == 0)
+                return;
+        text = cJSON_PrintUnformatted(patch);
+        b64 = base64_encode(text, strlen(text));
+        cJSON_AddStringToObject(resp_obj, "patchType", "JSONPatch");
+        cJSON_AddStringToObject(resp_obj, "patch", b64);
+        free(b64);
+        cJSON_free(text);
+}
+
+int admission_response_encode(const struct admission_request *req,
+                              const struct admission_response *resp,
+                              char **ret_json)
+{
+        cJSON *root = cJSON_CreateObject();
+        cJSON *r = NULL;
+        cJSON *warnings;
+        char *text;
+
+        cJSON_AddStringToObject(root, "apiVersion", api_versions[req->version]);
+        cJSON_AddStringToObject(root, "kind", "AdmissionReview");
+        r = cJSON_AddObjectToObject(root, "response");
+        cJSON_AddStringToObject(r, "uid", req->uid);
+        cJSON_AddBoolToObject(r, "allowed", resp->allowed);
+        if (!resp->allowed)
+                encode_status(r, resp);
+        else
+                encode_patch(r, resp->patch);
+        if (resp->n_warnings) {
+                warnings = cJSON_AddArrayToObject(r, "warnings");
+                for (size_t i = 0; i < resp->n_warnings; i++)
+                        cJSON_AddItemToArray(warnings, cJSON_CreateString(resp->warnings[i]));
+        }
+        text = cJSON_PrintUnformatted(root);
+        cJSON_Delete(root);
+        *ret_json = xstrdup(text);
+        cJSON_free(text);
+        return CM_OK;
+}
+
+void admission_response_release(struct admission_response *resp)
+{
+        free(resp->reason);
+        free(resp->message);
+        cJSON_Delete(resp->causes);
+        for (size_t i = 0; i < resp->n_warnings; i++)
+                free(resp->warnings[i]);
+        cJSON_Delete(resp->patch);
+        *resp = (struct admission_response){ 0 };
+}
+
+void admission_response_warn(struct admission_response *resp, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (resp->n_warnings == ADMISSION_WARNINGS_MAX)
+                return;
+        va_start(ap, fmt);
+        resp->warnings[resp->n_warnings++] = xvasprintf(fmt, ap);
+        va_end(ap);
+}

@@ -40,6 +40,7 @@ struct line {
         char buf[LOG_LINE_MAX];
         size_t len;
         bool truncated;
+        bool in_string; /* inside a JSON string: truncation must close it */
 };
 
 void log_setup(enum log_format format, int verbosity, int fd)
@@ -86,9 +87,10 @@ static void line_put(struct line *l, const char *s, size_t n)
 {
         size_t room = sizeof(l->buf) - l->len - 32; /* keep space for the marker */
 
-        if (n > room) {
-                n = room;
+        /* All or nothing, so an escape sequence is never cut in half. */
+        if (l->truncated || n > room) {
                 l->truncated = true;
+                return;
         }
         memcpy(l->buf + l->len, s, n);
         l->len += n;
@@ -105,7 +107,9 @@ static void line_finish(struct line *l)
         bool json = log_format == LOG_FORMAT_JSON;
         const char *tail;
 
-        if (l->truncated)
+        if (l->truncated && json && l->in_string)
+                tail = "\",\"truncated\":\"true\"}\n";
+        else if (l->truncated)
                 tail = json ? ",\"truncated\":\"true\"}\n" : " truncated=true\n";
         else
                 tail = json ? "}\n" : "\n";
@@ -221,7 +225,11 @@ static void put_pair(struct line *l, const char *key, size_t klen, const char *v
         line_puts(l, json ? "\":\"" : "=");
         if (!json && memchr(val, ' ', vlen))
                 line_puts(l, "\"");
+        l->in_string = json;
         line_put_escaped(l, val, vlen, json);
+        if (l->truncated)
+                return;
+        l->in_string = false;
         if (json || memchr(val, ' ', vlen))
                 line_puts(l, "\"");
 }

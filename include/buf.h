@@ -29,6 +29,9 @@ MUST_CHECK int buf_append(struct buf *b, const void *p, size_t n);
 MUST_CHECK int buf_append_str(struct buf *b, const char *s);
 MUST_CHECK int buf_printf(struct buf *b, const char *fmt, ...) PRINTF_LIKE(2, 3);
 MUST_CHECK int buf_vprintf(struct buf *b, const char *fmt, va_list ap) PRINTF_LIKE(2, 0);
+/* Makes room for n more bytes in one allocation (when the final size is known in advance,
+ * e.g. from Content-Length); CM_ETOOBIG past max. */
+MUST_CHECK int buf_reserve(struct buf *b, size_t n);
 /* Drops the first n bytes (n <= len). */
 void buf_consume(struct buf *b, size_t n);
 /* Hands the contents (never NULL, NUL-terminated) to the caller, who frees them with

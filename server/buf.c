@@ -30,7 +30,7 @@ void buf_reset(struct buf *b)
                 b->data[0] = '\0';
 }
 
-static int buf_reserve(struct buf *b, size_t extra)
+int buf_reserve(struct buf *b, size_t extra)
 {
         size_t need;
         size_t cap;

@@ -169,18 +169,21 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn,
         return queue(conn, ctx, &resp);
 }
 
-static bool body_too_big(struct MHD_Connection *conn, size_t max)
+/* The declared body size: 0 without Content-Length, SIZE_MAX when it is not a number. */
+static size_t content_length(struct MHD_Connection *conn)
 {
-        const char *cl =
-                MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
         unsigned long long n;
         char *end;
 
         if (!cl)
-                return false;
+                return 0;
         errno = 0;
         n = strtoull(cl, &end, 10);
-        return errno != 0 || *end != '\0' || n > max;
+        if (errno != 0 || *end != '\0' || n > SIZE_MAX)
+                return SIZE_MAX;
+        return (size_t)n;
 }
 
 /* First call for a request: route it and apply every check that needs no body. */
@@ -191,6 +194,7 @@ static enum MHD_Result begin_request(struct http_server *s,
                                      const char *method)
 {
         const char *ctype;
+        size_t declared;
 
         switch (router_lookup(s->router, url, method, &ctx->route)) {
         case ROUTE_NOT_FOUND:
@@ -204,7 +208,8 @@ static enum MHD_Result begin_request(struct http_server *s,
                 s->observer->begin(s->observer->ud, ctx->route->path);
                 ctx->observed = true;
         }
-        if (body_too_big(conn, s->max_body))
+        declared = content_length(conn);
+        if (declared > s->max_body)
                 return queue_error(conn, ctx, 413, "request body too large");
         ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if ((ctx->route->flags & ROUTE_JSON_BODY) && !http_content_type_is_json(ctype))
@@ -212,6 +217,8 @@ static enum MHD_Result begin_request(struct http_server *s,
                                    "unsupported media type: Content-Type must be "
                                    "application/json");
         buf_init(&ctx->body, s->max_body);
+        if (declared)
+                (void)!buf_reserve(&ctx->body, declared); /* cannot fail: declared <= max */
         return MHD_YES;
 }
 

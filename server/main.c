@@ -33,6 +33,15 @@
 
 #define METRICS_BODY_MAX (16u << 20)
 
+/* Series of one webhook path, looked up once at start so a request updates its metrics
+ * without taking the registry lock. */
+struct path_series {
+        const char *path; /* the route's own pointer, compared by address */
+        struct metric_series *in_flight;
+        struct metric_series *latency;
+        struct metric_series *ok; /* requests_total{code="200"} */
+};
+
 struct app {
         const struct config *cfg;        /* borrowed */
         struct metrics *metrics;         /* owned */
@@ -46,24 +55,56 @@ struct app {
         struct http_server *health_srv;  /* owned */
         struct http_server *metrics_srv; /* owned */
         struct http_observer observer;
+        struct path_series paths[16];
+        size_t n_paths;
 };
+
+static void cache_path_series(struct app *app)
+{
+        for (size_t i = 0; i < webhook_endpoints_n && i < ARRAY_SIZE(app->paths); i++) {
+                const char *path = webhook_endpoints[i].path;
+
+                app->paths[i] = (struct path_series){
+                        .path = path,
+                        .in_flight = metric_series(app->wm.in_flight, path, NULL),
+                        .latency = metric_series(app->wm.latency, path, NULL),
+                        .ok = metric_series(app->wm.requests, path, "200", NULL),
+                };
+                app->n_paths = i + 1;
+        }
+}
+
+static const struct path_series *find_path_series(const struct app *app, const char *path)
+{
+        for (size_t i = 0; i < app->n_paths; i++)
+                if (app->paths[i].path == path)
+                        return &app->paths[i];
+        return NULL;
+}
 
 static void observe_begin(void *ud, const char *path)
 {
         struct app *app = ud;
+        const struct path_series *ps = find_path_series(app, path);
 
-        metric_gauge_inc(metric_series(app->wm.in_flight, path, NULL));
+        metric_gauge_inc(ps ? ps->in_flight : metric_series(app->wm.in_flight, path, NULL));
 }
 
 static void observe_end(void *ud, const char *path, unsigned status, double seconds)
 {
         struct app *app = ud;
+        const struct path_series *ps = find_path_series(app, path);
         char code[8];
 
-        (void)snprintf(code, sizeof(code), "%u", status);
-        metric_gauge_dec(metric_series(app->wm.in_flight, path, NULL));
-        metric_counter_inc(metric_series(app->wm.requests, path, code, NULL));
-        metric_histogram_observe(metric_series(app->wm.latency, path, NULL), seconds);
+        if (ps && status == 200) {
+                metric_counter_inc(ps->ok);
+        } else {
+                (void)snprintf(code, sizeof(code), "%u", status);
+                metric_counter_inc(metric_series(app->wm.requests, path, code, NULL));
+        }
+        metric_gauge_dec(ps ? ps->in_flight : metric_series(app->wm.in_flight, path, NULL));
+        metric_histogram_observe(ps ? ps->latency : metric_series(app->wm.latency, path, NULL),
+                                 seconds);
 }
 
 static void collect_cert_stats(struct metrics *m, void *ud)
@@ -172,6 +213,7 @@ static int start_webhook_server(struct app *app, char **reterr)
                 return r;
         }
         router_freeze(app->webhook_routes);
+        cache_path_series(app);
         opts.router = app->webhook_routes;
         app->observer =
                 (struct http_observer){ .begin = observe_begin, .end = observe_end, .ud = app };

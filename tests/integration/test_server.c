@@ -35,7 +35,7 @@ struct fixture {
         char ca[300];
 };
 
-static char *url(const struct capmaas_proc *p, bool tls, uint16_t port, const char *path)
+static char *url(bool tls, uint16_t port, const char *path)
 {
         return xasprintf("%s://127.0.0.1:%u%s", tls ? "https" : "http", port, path);
 }
@@ -72,7 +72,7 @@ static int teardown(void **state)
 
 static long post_review(struct fixture *f, long tls_version, const char *path, char **ret_body)
 {
-        char *u = url(&f->proc, true, f->proc.webhook_port, path);
+        char *u = url(true, f->proc.webhook_port, path);
         struct test_http_result res;
         struct test_http req = { .url = u,
                                  .content_type = "application/json",
@@ -121,7 +121,7 @@ static void test_server__tls10_and_tls11_refused(void **state)
 static void test_server__plain_http_on_tls_port_refused(void **state)
 {
         struct fixture *f = *state;
-        char *u = url(&f->proc, false, f->proc.webhook_port, VALIDATE_MM);
+        char *u = url(false, f->proc.webhook_port, VALIDATE_MM);
         struct test_http_result res;
         struct test_http req = { .url = u, .content_type = "application/json", .body = review };
 
@@ -134,8 +134,8 @@ static void test_server__plain_http_on_tls_port_refused(void **state)
 static void test_server__routing_ignores_query_and_answers_404_405_415(void **state)
 {
         struct fixture *f = *state;
-        char *ok = url(&f->proc, true, f->proc.webhook_port, VALIDATE_MM "?timeout=10s");
-        char *nope = url(&f->proc, true, f->proc.webhook_port, "/validate-nothing");
+        char *ok = url(true, f->proc.webhook_port, VALIDATE_MM "?timeout=10s");
+        char *nope = url(true, f->proc.webhook_port, "/validate-nothing");
         struct test_http_result res;
 
         (void)test_http_do(&(struct test_http){ .url = ok,
@@ -169,7 +169,7 @@ static void test_server__routing_ignores_query_and_answers_404_405_415(void **st
 static void test_server__body_over_cap_gets_413(void **state)
 {
         struct fixture *f = *state;
-        char *u = url(&f->proc, true, f->proc.webhook_port, VALIDATE_MM);
+        char *u = url(true, f->proc.webhook_port, VALIDATE_MM);
         size_t n = 100 * 1024; /* the fixture caps bodies at 64 KiB */
         char *big = xmalloc(n + 1);
         struct test_http_result res;
@@ -210,7 +210,7 @@ static void test_server__idle_half_open_connection_dropped(void **state)
 static void test_server__malformed_review_gets_400_with_reason(void **state)
 {
         struct fixture *f = *state;
-        char *u = url(&f->proc, true, f->proc.webhook_port, VALIDATE_MM);
+        char *u = url(true, f->proc.webhook_port, VALIDATE_MM);
         struct test_http_result res;
 
         (void)test_http_do(&(struct test_http){ .url = u,
@@ -311,7 +311,7 @@ static void test_server__certificate_rotation_loses_no_request(void **state)
         test_mkdtemp(dir, sizeof(dir));
         assert_int_equal(test_sh("%s/certs/gen-dev-certs.sh %s >/dev/null", src, dir), 0);
         assert_int_equal(start_with((void **)&f, dir, NULL), 0);
-        u = url(&f->proc, true, f->proc.webhook_port, VALIDATE_MM);
+        u = url(true, f->proc.webhook_port, VALIDATE_MM);
         assert_int_equal(tls_conn_open(&c, f->proc.webhook_port, NULL, f->ca), 0);
         tls_conn_peer_serial(&c, serial0);
         tls_conn_close(&c);
@@ -386,8 +386,9 @@ static void test_server__sigterm_lets_in_flight_request_finish(void **state)
 static void test_server__api_key_never_logged(void **state)
 {
         static const char *const args[] = { "-v", "5", NULL };
-        char *env[] = { "MAAS_API_KEY=consumerkey:tokenkey:Sup3rS3cretTokenSecret",
-                        "MAAS_ENDPOINT=http://127.0.0.1:5240/MAAS", NULL };
+        char key[] = "MAAS_API_KEY=consumerkey:tokenkey:Sup3rS3cretTokenSecret";
+        char endpoint[] = "MAAS_ENDPOINT=http://127.0.0.1:5240/MAAS";
+        char *env[] = { key, endpoint, NULL };
         struct capmaas_proc p;
         char *log;
 

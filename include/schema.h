@@ -1,0 +1,445 @@
+#pragma once
+/*
+ * schema: the CRD types of infrastructure.cluster.x-k8s.io/v1beta1 (MaasCluster,
+ * MaasMachine, MaasMachineTemplate, MaasClusterTemplate) as C structs, and their JSON codec.
+ * Field semantics: upstream-capmaas.md section 1; CAPI contracts: kubernetes.md section 4.
+ *
+ * Presence convention (absent is never confused with zero):
+ *  - strings and nested objects are pointers: NULL = absent;
+ *  - int64 and bool scalars have a has_<field> flag next to them;
+ *  - lists and maps (struct schema_strv, schema_strmap, schema_conditions, ...) have a
+ *    `present` flag: an absent list and an empty list "[]" are different.
+ * A JSON null counts as absent (as in Kubernetes).
+ *
+ * Decode only checks types and shape (every error with its field path, all errors of an
+ * object collected); required fields and value rules are the webhooks' job. Decoded
+ * objects keep a deep copy of their JSON (`raw`). Encode starts from a copy of raw and
+ * overwrites or removes the known fields, so unknown fields (managedFields, future CAPI
+ * fields, unknown keys inside spec, status, conditions, ...) survive a decode/encode round
+ * trip. Entries of object lists (conditions, failureDomains, addresses, ownerReferences) are
+ * matched to their raw entry by key (type, name, uid; addresses by index) to keep their
+ * unknown fields.
+ *
+ * Ownership: every pointer in these structs is owned by the struct (one owner per
+ * allocation); release with the kind's _release(). Strings set by callers must be
+ * malloc'ed (xstrdup). Not thread-safe; a value has one owner thread.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "compiler.h"
+#include "json.h"
+
+/* ---- group, kinds, well-known names (upstream-capmaas.md 1.1, 1.2, 1.3, 1.7) ---- */
+
+#define SCHEMA_GROUP                   "infrastructure.cluster.x-k8s.io"
+#define SCHEMA_VERSION                 "v1beta1"
+#define SCHEMA_API_VERSION             SCHEMA_GROUP "/" SCHEMA_VERSION
+#define SCHEMA_KIND_CLUSTER            "MaasCluster"
+#define SCHEMA_KIND_MACHINE            "MaasMachine"
+#define SCHEMA_KIND_MACHINE_TEMPLATE   "MaasMachineTemplate"
+#define SCHEMA_KIND_CLUSTER_TEMPLATE   "MaasClusterTemplate"
+#define SCHEMA_PLURAL_CLUSTER          "maasclusters"
+#define SCHEMA_PLURAL_MACHINE          "maasmachines"
+#define SCHEMA_PLURAL_MACHINE_TEMPLATE "maasmachinetemplates"
+#define SCHEMA_PLURAL_CLUSTER_TEMPLATE "maasclustertemplates"
+
+#define SCHEMA_FINALIZER_CLUSTER         "maascluster.infrastructure.cluster.x-k8s.io"
+#define SCHEMA_FINALIZER_MACHINE         "maasmachine.infrastructure.cluster.x-k8s.io"
+#define SCHEMA_FINALIZER_HOST_EVACUATION "maas.lxd.io/host-evacuation"
+
+#define SCHEMA_LABEL_CLUSTER_NAME           "cluster.x-k8s.io/cluster-name"
+#define SCHEMA_LABEL_CONTROL_PLANE          "cluster.x-k8s.io/control-plane"
+#define SCHEMA_LABEL_WATCH_FILTER           "cluster.x-k8s.io/watch-filter"
+#define SCHEMA_ANNOTATION_PAUSED            "cluster.x-k8s.io/paused"
+#define SCHEMA_ANNOTATION_MANAGED_BY        "cluster.x-k8s.io/managed-by"
+#define SCHEMA_LABEL_API_SERVER_READY       "cluster-api-maas/api-server-ready"
+#define SCHEMA_LABEL_LXD_HOST_INITIALIZED   "lxdhost.cluster.com/initialized"
+#define SCHEMA_ANNOTATION_VM_NAME           "maas.spectrocloud.com/vm-name"
+#define SCHEMA_ANNOTATION_EVACUATION_DONE   "maas.lxd.io/evacuation-completed"
+#define SCHEMA_SECRET_BOOTSTRAP_CREDENTIALS "capmaas-manager-bootstrap-credentials"
+
+/* Condition status values, types and reasons (upstream-capmaas.md 1.6, kubernetes.md 4.1). */
+#define SCHEMA_CONDITION_TRUE    "True"
+#define SCHEMA_CONDITION_FALSE   "False"
+#define SCHEMA_CONDITION_UNKNOWN "Unknown"
+
+#define SCHEMA_COND_READY                "Ready"
+#define SCHEMA_COND_PAUSED               "Paused"
+#define SCHEMA_COND_MACHINE_DEPLOYED     "MachineDeployed"
+#define SCHEMA_COND_DNS_ATTACHED         "DNSAttached"
+#define SCHEMA_COND_LOAD_BALANCER_READY  "LoadBalancerReady"
+#define SCHEMA_COND_API_SERVER_AVAILABLE "APIServerAvailable"
+#define SCHEMA_COND_LXD_READY            "LXDReady"
+
+#define SCHEMA_REASON_MACHINE_DEPLOYED           "MachineDeployed"
+#define SCHEMA_REASON_WAITING_FOR_CLUSTER_INFRA  "WaitingForClusterInfrastructure"
+#define SCHEMA_REASON_WAITING_FOR_BOOTSTRAP_DATA "WaitingForBootstrapData"
+#define SCHEMA_REASON_MACHINE_DEPLOY_STARTED     "MachineDeployStartedReason"
+#define SCHEMA_REASON_MACHINE_DEPLOY_FAILED      "MachineDeployFailed"
+#define SCHEMA_REASON_MACHINE_DEPLOYING          "MachineDeploying"
+#define SCHEMA_REASON_MACHINE_TERMINATED         "MachineTerminatedReason"
+#define SCHEMA_REASON_MACHINE_POWERED_OFF        "MachinePoweredOff"
+#define SCHEMA_REASON_MACHINE_STATE_UNDEFINED    "MachineStateUndefined"
+#define SCHEMA_REASON_MACHINE_NOT_FOUND          "MachineNotFound"
+#define SCHEMA_REASON_DELETED                    "Deleted"
+#define SCHEMA_REASON_DNS_ATTACHED               "DNSAttached"
+#define SCHEMA_REASON_DNS_ATTACH_PENDING         "DNSAttachPending"
+#define SCHEMA_REASON_DNS_DETACH_PENDING         "DNSDetachPending"
+#define SCHEMA_REASON_LOAD_BALANCER_READY        "LoadBalancerReady"
+#define SCHEMA_REASON_LOAD_BALANCER_FAILED       "LoadBalancerFailed"
+#define SCHEMA_REASON_WAIT_FOR_DNS_NAME          "WaitForDNSName"
+#define SCHEMA_REASON_API_SERVER_AVAILABLE       "APIServerAvailable"
+#define SCHEMA_REASON_API_SERVER_NOT_READY       "APIServerNotReady"
+#define SCHEMA_REASON_LXD_READY                  "LXDReady"
+#define SCHEMA_REASON_LXD_FAILED                 "LXDFailed"
+#define SCHEMA_REASON_LXD_SETUP_PENDING          "LXDSetupPending"
+#define SCHEMA_REASON_PAUSED                     "Paused"
+#define SCHEMA_REASON_NOT_PAUSED                 "NotPaused"
+
+/* ---- building blocks ---- */
+
+struct schema_strv {
+        char **items; /* owned, each owned */
+        size_t n;
+        bool present;
+};
+
+struct schema_strmap_entry {
+        char *key;   /* owned */
+        char *value; /* owned */
+};
+
+struct schema_strmap {
+        struct schema_strmap_entry *items; /* owned; input order */
+        size_t n;
+        bool present;
+};
+
+/* metav1.Condition. lastTransitionTime is kept as the RFC 3339 text. */
+struct schema_condition {
+        char *type;
+        char *status; /* "True", "False", "Unknown" */
+        int64_t observed_generation;
+        bool has_observed_generation;
+        char *last_transition_time;
+        char *reason;
+        char *message;
+};
+
+struct schema_conditions {
+        struct schema_condition *items;
+        size_t n;
+        bool present;
+};
+
+struct schema_owner_ref {
+        char *api_version;
+        char *kind;
+        char *name;
+        char *uid;
+        bool controller, has_controller;
+        bool block_owner_deletion, has_block_owner_deletion;
+};
+
+struct schema_owner_refs {
+        struct schema_owner_ref *items;
+        size_t n;
+        bool present;
+};
+
+struct schema_meta {
+        char *name;
+        char *namespace;
+        char *uid;
+        char *resource_version;
+        int64_t generation;
+        bool has_generation;
+        char *creation_timestamp;
+        char *deletion_timestamp;
+        struct schema_strmap labels;
+        struct schema_strmap annotations;
+        struct schema_strv finalizers;
+        struct schema_owner_refs owner_refs;
+};
+
+/* ---- MaasCluster ---- */
+
+struct schema_api_endpoint {
+        char *host;
+        int64_t port; /* int32 range */
+        bool has_port;
+};
+
+struct maas_lxd_config {
+        bool enabled, has_enabled;
+        char *resource_pool;
+        char *zone;
+        char *storage_backend;
+        char *storage_size;
+        char *nic_type;
+        char *nic_parent;
+        char *network_bridge;
+        bool skip_network_update, has_skip_network_update;
+};
+
+struct maas_cluster_spec {
+        char *dns_domain;
+        struct schema_api_endpoint *control_plane_endpoint;
+        struct schema_strv failure_domains;
+        struct maas_lxd_config *lxd_config;
+};
+
+/* status.failureDomains entry (v1beta2 list form). */
+struct schema_failure_domain {
+        char *name;
+        bool control_plane, has_control_plane;
+        struct schema_strmap attributes;
+};
+
+struct schema_failure_domains {
+        struct schema_failure_domain *items;
+        size_t n;
+        bool present;
+};
+
+struct maas_cluster_network {
+        char *dns_name;
+};
+
+/* When present, encode always writes ready and initialization.provisioned (false when
+ * has_ is unset), as both CAPI contracts read them. */
+struct maas_cluster_status {
+        bool present;
+        bool ready, has_ready;
+        bool provisioned, has_provisioned; /* initialization.provisioned */
+        struct maas_cluster_network *network;
+        struct schema_failure_domains failure_domains;
+        struct schema_conditions conditions;
+};
+
+struct maas_cluster {
+        struct schema_meta meta;
+        struct maas_cluster_spec spec;
+        struct maas_cluster_status status;
+        cJSON *raw; /* owned copy of the decoded JSON; NULL for a new object */
+};
+
+/* spec.template.spec is a MaasClusterSpec; spec.template.metadata is kept in raw. */
+struct maas_cluster_template {
+        struct schema_meta meta;
+        struct maas_cluster_spec spec;
+        cJSON *raw;
+};
+
+/* ---- MaasMachine ---- */
+
+struct maas_vm_config {
+        int64_t disk_size;
+        bool has_disk_size;
+        char *storage_pool;
+        char *network;
+        struct schema_strmap interface_link_modes;
+        bool auto_start, has_auto_start;
+};
+
+struct maas_machine_lxd {
+        bool enabled, has_enabled;
+        struct maas_vm_config *vm_config;
+};
+
+struct maas_machine_spec {
+        char *failure_domain;
+        char *system_id;
+        char *parent;
+        char *provider_id;
+        char *resource_pool;
+        int64_t min_cpu;
+        bool has_min_cpu;
+        int64_t min_memory; /* MB */
+        bool has_min_memory;
+        int64_t min_disk_size; /* GB */
+        bool has_min_disk_size;
+        struct schema_strv tags;
+        char *image;
+        bool deploy_in_memory, has_deploy_in_memory;
+        struct maas_machine_lxd *lxd;
+};
+
+struct schema_address {
+        char *type; /* Hostname, ExternalIP, InternalIP, ExternalDNS, InternalDNS */
+        char *address;
+};
+
+struct schema_addresses {
+        struct schema_address *items;
+        size_t n;
+        bool present;
+};
+
+/* When present, encode always writes ready and initialization.provisioned. */
+struct maas_machine_status {
+        bool present;
+        bool ready, has_ready;
+        bool provisioned, has_provisioned; /* initialization.provisioned */
+        char *machine_state;
+        bool machine_powered, has_machine_powered;
+        char *hostname;
+        bool dns_attached, has_dns_attached;
+        struct schema_addresses addresses;
+        struct schema_conditions conditions;
+        char *failure_reason;
+        char *failure_message;
+};
+
+struct maas_machine {
+        struct schema_meta meta;
+        struct maas_machine_spec spec;
+        struct maas_machine_status status;
+        cJSON *raw;
+};
+
+/* spec.template.spec is a MaasMachineSpec; spec.template.metadata is kept in raw. */
+struct maas_machine_template {
+        struct schema_meta meta;
+        struct maas_machine_spec spec;
+        cJSON *raw;
+};
+
+/*
+ * ---- codec ----
+ * _decode: obj must be the whole object (apiVersion, kind, metadata, spec, status). Every
+ * type/shape error is appended to reterr (may be NULL) with its field path, e.g.
+ * "spec.template.spec.minCPU: expected integer, got string"; CM_EINVAL when there was any.
+ * *ret is written only on success (it needs no init) and must be released.
+ * _encode: builds a new object (caller cJSON_Delete()s it); never fails except CM_EINVAL
+ * for a NULL argument. apiVersion and kind are set when absent.
+ * _init: an empty, absent-everything value. _release: frees everything, leaves it _init'ed.
+ */
+void maas_cluster_init(struct maas_cluster *c);
+void maas_cluster_release(struct maas_cluster *c);
+MUST_CHECK int maas_cluster_decode(const cJSON *obj,
+                                   struct maas_cluster *ret,
+                                   struct json_errors *reterr);
+MUST_CHECK int maas_cluster_encode(const struct maas_cluster *c, cJSON **ret);
+
+void maas_cluster_template_init(struct maas_cluster_template *t);
+void maas_cluster_template_release(struct maas_cluster_template *t);
+MUST_CHECK int maas_cluster_template_decode(const cJSON *obj,
+                                            struct maas_cluster_template *ret,
+                                            struct json_errors *reterr);
+MUST_CHECK int maas_cluster_template_encode(const struct maas_cluster_template *t, cJSON **ret);
+
+void maas_machine_init(struct maas_machine *m);
+void maas_machine_release(struct maas_machine *m);
+MUST_CHECK int maas_machine_decode(const cJSON *obj,
+                                   struct maas_machine *ret,
+                                   struct json_errors *reterr);
+MUST_CHECK int maas_machine_encode(const struct maas_machine *m, cJSON **ret);
+
+void maas_machine_template_init(struct maas_machine_template *t);
+void maas_machine_template_release(struct maas_machine_template *t);
+MUST_CHECK int maas_machine_template_decode(const cJSON *obj,
+                                            struct maas_machine_template *ret,
+                                            struct json_errors *reterr);
+MUST_CHECK int maas_machine_template_encode(const struct maas_machine_template *t, cJSON **ret);
+
+/* Spec-level codec, for callers holding a spec at some other path. d's path must point at
+ * the spec object (e.g. "spec.template.spec"); errors go through d. Decode into an _init'ed
+ * or released spec. Encode writes the known fields into obj in place. */
+MUST_CHECK int maas_machine_spec_decode(struct json_dec *d,
+                                        const cJSON *obj,
+                                        struct maas_machine_spec *ret);
+void maas_machine_spec_encode(const struct maas_machine_spec *s, cJSON *obj);
+void maas_machine_spec_release(struct maas_machine_spec *s);
+MUST_CHECK int maas_cluster_spec_decode(struct json_dec *d,
+                                        const cJSON *obj,
+                                        struct maas_cluster_spec *ret);
+void maas_cluster_spec_encode(const struct maas_cluster_spec *s, cJSON *obj);
+void maas_cluster_spec_release(struct maas_cluster_spec *s);
+
+/* ---- lists and maps ---- */
+
+/* Appends a copy of s (sets present). */
+void schema_strv_add(struct schema_strv *v, const char *s);
+/* Index of s, or -1. */
+long schema_strv_find(const struct schema_strv *v, const char *s);
+/* Removes every copy of s; true if any was removed. */
+bool schema_strv_remove(struct schema_strv *v, const char *s);
+void schema_strv_release(struct schema_strv *v);
+/* Value for key, or NULL. */
+const char *schema_strmap_get(const struct schema_strmap *m, const char *key);
+/* Sets key to a copy of value, replacing an existing value (sets present). */
+void schema_strmap_set(struct schema_strmap *m, const char *key, const char *value);
+bool schema_strmap_remove(struct schema_strmap *m, const char *key);
+void schema_strmap_release(struct schema_strmap *m);
+
+/* ---- conditions (CAPI util/conditions semantics, upstream-capmaas.md 1.6) ---- */
+
+/* Borrowed input for schema_conditions_set(). message may be NULL (""). */
+struct schema_condition_in {
+        const char *type;
+        const char *status;
+        const char *reason;
+        const char *message;
+};
+
+/* Condition of this type, or NULL. */
+const struct schema_condition *schema_conditions_find(const struct schema_conditions *l,
+                                                      const char *type);
+/* True when the condition exists with status "True". */
+bool schema_conditions_is_true(const struct schema_conditions *l, const char *type);
+/*
+ * Adds or updates a condition: observedGeneration = generation, lastTransitionTime = now
+ * (RFC 3339 UTC, whole seconds) only when the condition is new or its status flips. Keeps
+ * the list sorted: Available, Ready first; Deleting, Paused last; the rest alphabetical.
+ * Returns true when anything changed (so a no-op reconcile can skip its write).
+ */
+bool schema_conditions_set(struct schema_conditions *l,
+                           const struct schema_condition_in *in,
+                           int64_t generation,
+                           time_t now);
+/* Removes the condition of this type; true if it existed. */
+bool schema_conditions_remove(struct schema_conditions *l, const char *type);
+void schema_conditions_release(struct schema_conditions *l);
+/* Formats t as "2006-01-02T15:04:05Z" into out (at least 21 bytes). */
+void schema_format_time(time_t t, char out[static 21]);
+
+/* ---- metadata helpers ---- */
+
+bool schema_meta_has_finalizer(const struct schema_meta *m, const char *finalizer);
+/* The ownerReference with controller=true, or NULL. */
+const struct schema_owner_ref *schema_meta_controller(const struct schema_meta *m);
+/* First ownerReference of this kind whose apiVersion's group is group, or NULL. */
+const struct schema_owner_ref *schema_meta_owner(const struct schema_meta *m,
+                                                 const char *group,
+                                                 const char *kind);
+void schema_meta_release(struct schema_meta *m);
+
+/* ---- MAAS-specific helpers ---- */
+
+/*
+ * Splits an image as the reference's splitImage does: "<osystem>/<series>" splits at the
+ * first '/' ("rhel/rocky-9" -> "rhel", "rocky-9"); no '/' -> "custom" and the whole string
+ * ("" -> "custom", ""). Both results are new strings the caller frees.
+ */
+void schema_image_split(const char *image, char **ret_osystem, char **ret_series);
+
+/* "maas:///<zone>/<system_id>". Caller frees. */
+char *schema_provider_id_format(const char *zone, const char *system_id);
+/*
+ * Parses "maas:///<zone>/<system_id>": zone may be empty, must not contain '/'; system_id
+ * must be non-empty without '/'. CM_EINVAL otherwise. Outputs (caller frees; either may be
+ * NULL) are written only on success.
+ */
+MUST_CHECK int schema_provider_id_parse(const char *provider_id,
+                                        char **ret_zone,
+                                        char **ret_system_id);
+/* The reference's lenient rule: if s matches ^[^:]+://.*[^/]$, the text after the last '/';
+ * else NULL. Returns a pointer into s. */
+const char *schema_provider_id_system_id(const char *s);

@@ -1,0 +1,474 @@
+/*
+ * json: cJSON helpers (c-style.md 6.10). The getters never read valueint (it saturates) and
+ * check that a number is integral and inside the exactly representable range before
+ * converting. Paths are built in a fixed buffer on the caller's stack, so decoding an
+ * object allocates only for the errors it reports. cJSON allocation failures abort, like
+ * xmalloc, so setters have no error path.
+ */
+#include "json.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "err.h"
+#include "xalloc.h"
+
+static cJSON *json_must(cJSON *item)
+{
+        if (!item)
+                abort(); /* out of memory with the default cJSON hooks */
+        return item;
+}
+
+static bool json_is_integral(double d)
+{
+        return isfinite(d) && floor(d) == d;
+}
+
+const char *json_type_name(const cJSON *item)
+{
+        if (!item)
+                return "missing";
+        if (cJSON_IsString(item))
+                return "string";
+        if (cJSON_IsNumber(item))
+                return json_is_integral(item->valuedouble) ? "integer" : "number";
+        if (cJSON_IsObject(item))
+                return "object";
+        if (cJSON_IsArray(item))
+                return "array";
+        if (cJSON_IsBool(item))
+                return "boolean";
+        if (cJSON_IsNull(item))
+                return "null";
+        return "invalid";
+}
+
+static bool json_only_whitespace(const char *p, const char *end)
+{
+        for (; p < end; p++) {
+                if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+                        return false;
+        }
+        return true;
+}
+
+int json_parse(const char *buf, size_t len, cJSON **ret)
+{
+        const char *end = NULL;
+        cJSON *root;
+
+        if (!buf || len == 0)
+                return CM_EPARSE;
+        root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+        if (!root)
+                return CM_EPARSE;
+        if (!end || end < buf || end > buf + len || !json_only_whitespace(end, buf + len)) {
+                cJSON_Delete(root);
+                return CM_EPARSE;
+        }
+        *ret = root;
+        return CM_OK;
+}
+
+char *json_pointer_escape(const char *segment)
+{
+        size_t n = strlen(segment);
+        char *out = xmalloc(2 * n + 1);
+        char *o = out;
+
+        for (const char *s = segment; *s; s++) {
+                if (*s == '~' || *s == '/') {
+                        *o++ = '~';
+                        *o++ = *s == '~' ? '0' : '1';
+                } else {
+                        *o++ = *s;
+                }
+        }
+        *o = '\0';
+        return out;
+}
+
+/* ---- paths ---- */
+
+void json_path_init(struct json_path *p, const char *root)
+{
+        p->len = 0;
+        p->buf[0] = '\0';
+        if (root)
+                (void)json_path_push_field(p, root);
+}
+
+static void json_path_append(struct json_path *p, const char *s, size_t n)
+{
+        size_t room = sizeof(p->buf) - 1 - p->len;
+
+        if (n > room)
+                n = room;
+        memcpy(p->buf + p->len, s, n);
+        p->len += n;
+        p->buf[p->len] = '\0';
+}
+
+size_t json_path_push_field(struct json_path *p, const char *name)
+{
+        size_t mark = p->len;
+
+        if (p->len > 0 && name[0] != '\0')
+                json_path_append(p, ".", 1);
+        json_path_append(p, name, strlen(name));
+        return mark;
+}
+
+static bool json_key_is_plain(const char *key)
+{
+        if (!key[0])
+                return false;
+        return strspn(key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
+               strlen(key);
+}
+
+size_t json_path_push_key(struct json_path *p, const char *key)
+{
+        size_t mark = p->len;
+
+        if (json_key_is_plain(key))
+                return json_path_push_field(p, key);
+        json_path_append(p, "[", 1);
+        json_path_append(p, key, strlen(key));
+        json_path_append(p, "]", 1);
+        return mark;
+}
+
+size_t json_path_push_index(struct json_path *p, size_t index)
+{
+        char tmp[32];
+        size_t mark = p->len;
+        int n = snprintf(tmp, sizeof(tmp), "[%zu]", index);
+
+        json_path_append(p, tmp, (size_t)n);
+        return mark;
+}
+
+void json_path_pop(struct json_path *p, size_t mark)
+{
+        if (mark < p->len) {
+                p->len = mark;
+                p->buf[mark] = '\0';
+        }
+}
+
+const char *json_path_str(const struct json_path *p)
+{
+        return p->buf;
+}
+
+/* ---- errors ---- */
+
+void json_errors_init(struct json_errors *e)
+{
+        memset(e, 0, sizeof(*e));
+}
+
+void json_errors_release(struct json_errors *e)
+{
+        for (size_t i = 0; i < e->n; i++) {
+                free(e->items[i].path);
+                free(e->items[i].message);
+        }
+        json_errors_init(e);
+}
+
+static void json_errors_vadd(struct json_errors *e, const char *path, const char *fmt, va_list ap)
+        PRINTF_LIKE(3, 0);
+
+static void json_errors_vadd(struct json_errors *e, const char *path, const char *fmt, va_list ap)
+{
+        if (e->n == JSON_ERRORS_MAX) {
+                e->dropped++;
+                return;
+        }
+        e->items[e->n].path = xstrdup(path ? path : "");
+        e->items[e->n].message = xvasprintf(fmt, ap);
+        e->n++;
+}
+
+void json_errors_add(struct json_errors *e, const char *path, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        json_errors_vadd(e, path, fmt, ap);
+        va_end(ap);
+}
+
+char *json_error_text(const struct json_error *err)
+{
+        if (!err->path[0])
+                return xstrdup(err->message);
+        return xasprintf("%s: %s", err->path, err->message);
+}
+
+char *json_errors_join(const struct json_errors *e, const char *sep)
+{
+        struct buf b;
+        char *text;
+        int r = 0;
+
+        buf_init(&b, SIZE_MAX / 2);
+        for (size_t i = 0; i < e->n; i++) {
+                text = json_error_text(&e->items[i]);
+                r |= buf_printf(&b, "%s%s", i ? sep : "", text);
+                free(text);
+        }
+        if (e->dropped)
+                r |= buf_printf(&b, ", and %zu more errors", e->dropped);
+        (void)r; /* the cap is unreachable; allocation failure aborts */
+        return buf_take(&b, NULL);
+}
+
+bool json_errors_contains(const struct json_errors *e, const char *text)
+{
+        bool found = false;
+        char *t;
+
+        for (size_t i = 0; i < e->n && !found; i++) {
+                t = json_error_text(&e->items[i]);
+                found = strcmp(t, text) == 0;
+                free(t);
+        }
+        return found;
+}
+
+/* ---- decoding context ---- */
+
+void json_dec_init(struct json_dec *d, const char *root, struct json_errors *errs)
+{
+        json_path_init(&d->path, root);
+        d->errs = errs;
+        d->failures = 0;
+}
+
+void json_dec_fail(struct json_dec *d, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (!d)
+                return;
+        d->failures++;
+        if (!d->errs)
+                return;
+        va_start(ap, fmt);
+        json_errors_vadd(d->errs, d->path.buf, fmt, ap);
+        va_end(ap);
+}
+
+void json_dec_type_error(struct json_dec *d, const char *want, const cJSON *item)
+{
+        json_dec_fail(d, "expected %s, got %s", want, json_type_name(item));
+}
+
+int json_number_to_int64(const cJSON *item, int64_t *ret)
+{
+        double v;
+
+        if (!cJSON_IsNumber(item) || !json_is_integral(item->valuedouble))
+                return CM_EINVAL;
+        v = item->valuedouble;
+        if (v < -(double)JSON_SAFE_INT_MAX || v > (double)JSON_SAFE_INT_MAX)
+                return CM_ETOOBIG;
+        *ret = (int64_t)v;
+        return CM_OK;
+}
+
+int json_as_string(struct json_dec *d, const cJSON *item, const char **ret)
+{
+        if (!cJSON_IsString(item) || !item->valuestring) {
+                json_dec_type_error(d, "string", item);
+                return CM_EINVAL;
+        }
+        *ret = item->valuestring;
+        return CM_OK;
+}
+
+int json_as_int64(struct json_dec *d, const cJSON *item, int64_t *ret)
+{
+        int r = json_number_to_int64(item, ret);
+
+        if (r == CM_EINVAL)
+                json_dec_type_error(d, "integer", item);
+        else if (r == CM_ETOOBIG)
+                json_dec_fail(d, "integer out of range (must be between %lld and %lld)",
+                              -JSON_SAFE_INT_MAX, JSON_SAFE_INT_MAX);
+        return r < 0 ? CM_EINVAL : CM_OK;
+}
+
+int json_as_bool(struct json_dec *d, const cJSON *item, bool *ret)
+{
+        if (!cJSON_IsBool(item)) {
+                json_dec_type_error(d, "boolean", item);
+                return CM_EINVAL;
+        }
+        *ret = cJSON_IsTrue(item);
+        return CM_OK;
+}
+
+int json_as_object(struct json_dec *d, const cJSON *item)
+{
+        if (!cJSON_IsObject(item)) {
+                json_dec_type_error(d, "object", item);
+                return CM_EINVAL;
+        }
+        return CM_OK;
+}
+
+int json_as_array(struct json_dec *d, const cJSON *item)
+{
+        if (!cJSON_IsArray(item)) {
+                json_dec_type_error(d, "array", item);
+                return CM_EINVAL;
+        }
+        return CM_OK;
+}
+
+/* Looks obj[key] up; NULL when absent or null. Pushes key onto d's path when found. */
+static const cJSON *json_member(struct json_dec *d, const cJSON *obj, const char *key, size_t *mark)
+{
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+        if (!item || cJSON_IsNull(item))
+                return NULL;
+        if (d)
+                *mark = json_path_push_field(&d->path, key);
+        return item;
+}
+
+static void json_member_done(struct json_dec *d, size_t mark)
+{
+        if (d)
+                json_path_pop(&d->path, mark);
+}
+
+int json_get_string(struct json_dec *d, const cJSON *obj, const char *key, const char **ret)
+{
+        size_t mark = 0;
+        const cJSON *item = json_member(d, obj, key, &mark);
+        int r;
+
+        if (!item)
+                return CM_ENOTFOUND;
+        r = json_as_string(d, item, ret);
+        json_member_done(d, mark);
+        return r;
+}
+
+int json_get_int64(struct json_dec *d, const cJSON *obj, const char *key, int64_t *ret)
+{
+        size_t mark = 0;
+        const cJSON *item = json_member(d, obj, key, &mark);
+        int r;
+
+        if (!item)
+                return CM_ENOTFOUND;
+        r = json_as_int64(d, item, ret);
+        json_member_done(d, mark);
+        return r;
+}
+
+int json_get_bool(struct json_dec *d, const cJSON *obj, const char *key, bool *ret)
+{
+        size_t mark = 0;
+        const cJSON *item = json_member(d, obj, key, &mark);
+        int r;
+
+        if (!item)
+                return CM_ENOTFOUND;
+        r = json_as_bool(d, item, ret);
+        json_member_done(d, mark);
+        return r;
+}
+
+int json_get_object(struct json_dec *d, const cJSON *obj, const char *key, const cJSON **ret)
+{
+        size_t mark = 0;
+        const cJSON *item = json_member(d, obj, key, &mark);
+        int r;
+
+        if (!item)
+                return CM_ENOTFOUND;
+        r = json_as_object(d, item);
+        json_member_done(d, mark);
+        if (r == CM_OK)
+                *ret = item;
+        return r;
+}
+
+int json_get_array(struct json_dec *d, const cJSON *obj, const char *key, const cJSON **ret)
+{
+        size_t mark = 0;
+        const cJSON *item = json_member(d, obj, key, &mark);
+        int r;
+
+        if (!item)
+                return CM_ENOTFOUND;
+        r = json_as_array(d, item);
+        json_member_done(d, mark);
+        if (r == CM_OK)
+                *ret = item;
+        return r;
+}
+
+/* ---- setters ---- */
+
+void json_set_item(cJSON *obj, const char *key, cJSON *item)
+{
+        if (cJSON_GetObjectItemCaseSensitive(obj, key)) {
+                if (!cJSON_ReplaceItemInObjectCaseSensitive(obj, key, item))
+                        abort();
+                return;
+        }
+        if (!cJSON_AddItemToObject(obj, key, item))
+                abort();
+}
+
+void json_set_string(cJSON *obj, const char *key, const char *value)
+{
+        json_set_item(obj, key, json_must(cJSON_CreateString(value)));
+}
+
+void json_set_int64(cJSON *obj, const char *key, int64_t value)
+{
+        json_set_item(obj, key, json_must(cJSON_CreateNumber((double)value)));
+}
+
+void json_set_bool(cJSON *obj, const char *key, bool value)
+{
+        json_set_item(obj, key, json_must(cJSON_CreateBool(value)));
+}
+
+cJSON *json_child_object(cJSON *obj, const char *key, bool *ret_created)
+{
+        cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+        bool created = false;
+
+        if (!cJSON_IsObject(item)) {
+                item = json_must(cJSON_CreateObject());
+                json_set_item(obj, key, item);
+                created = true;
+        }
+        if (ret_created)
+                *ret_created = created;
+        return item;
+}
+
+void json_remove_unless_null(cJSON *obj, const char *key)
+{
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+        if (item && !cJSON_IsNull(item))
+                cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+}

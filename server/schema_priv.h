@@ -1,0 +1,136 @@
+#pragma once
+/*
+ * schema_priv: the table-driven engine behind schema.h, private to server/schema_*.c.
+ *
+ * A struct type is described by a struct schema_type: its size and one struct schema_field
+ * per JSON member (kind, offset of the C member, offset of its has_/present flag). One
+ * generic walker decodes, encodes and releases any described type, so adding a CRD field
+ * is one table line. Kinds:
+ *   SK_STRING  char *                        NULL = absent
+ *   SK_INT64   int64_t + bool has_           +-2^53-1
+ *   SK_INT32   int64_t + bool has_           int32 range (Go int32 fields)
+ *   SK_BOOL    bool + bool has_
+ *   SK_STRV    struct schema_strv
+ *   SK_STRMAP  struct schema_strmap
+ *   SK_OBJECT  pointer to a struct of `type`  NULL = absent
+ *   SK_LIST    { T *items; size_t n; bool present; } of elements of `type`; raw entries are
+ *              matched by type->list_key (a string member) or by index when NULL.
+ * Same ownership and threading rules as schema.h.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "json.h"
+#include "schema.h"
+
+enum schema_kind {
+        SK_STRING,
+        SK_INT64,
+        SK_INT32,
+        SK_BOOL,
+        SK_STRV,
+        SK_STRMAP,
+        SK_OBJECT,
+        SK_LIST,
+        SK_COUNT,
+};
+
+struct schema_type;
+
+struct schema_field {
+        const char *json;
+        enum schema_kind kind;
+        size_t off;                     /* offset of the C member */
+        size_t has_off;                 /* SK_INT64/SK_INT32/SK_BOOL: offset of has_ flag */
+        const struct schema_type *type; /* SK_OBJECT: pointee; SK_LIST: element */
+};
+
+struct schema_type {
+        size_t size;
+        const struct schema_field *fields;
+        size_t n_fields;
+        const char *list_key; /* as a list element: JSON member that identifies an entry */
+};
+
+/* Generic list layout shared by schema_conditions, schema_addresses, ... */
+struct schema_list_layout {
+        void *items;
+        size_t n;
+        bool present;
+};
+
+#define SF_STR(json, T, m)                               \
+        {                                                \
+                json, SK_STRING, offsetof(T, m), 0, NULL \
+        }
+#define SF_I64(json, T, m)                                                 \
+        {                                                                  \
+                json, SK_INT64, offsetof(T, m), offsetof(T, has_##m), NULL \
+        }
+#define SF_I32(json, T, m)                                                 \
+        {                                                                  \
+                json, SK_INT32, offsetof(T, m), offsetof(T, has_##m), NULL \
+        }
+#define SF_BOOL(json, T, m)                                               \
+        {                                                                 \
+                json, SK_BOOL, offsetof(T, m), offsetof(T, has_##m), NULL \
+        }
+#define SF_STRV(json, T, m)                            \
+        {                                              \
+                json, SK_STRV, offsetof(T, m), 0, NULL \
+        }
+#define SF_MAP(json, T, m)                               \
+        {                                                \
+                json, SK_STRMAP, offsetof(T, m), 0, NULL \
+        }
+#define SF_OBJ(json, T, m, type)                         \
+        {                                                \
+                json, SK_OBJECT, offsetof(T, m), 0, type \
+        }
+#define SF_LIST(json, T, m, type)                      \
+        {                                              \
+                json, SK_LIST, offsetof(T, m), 0, type \
+        }
+
+/* Decodes every described member of obj (an object at d's path) into dst. */
+void schema_type_decode(struct json_dec *d,
+                        const cJSON *obj,
+                        const struct schema_type *t,
+                        void *dst);
+/* Writes every described member of src into obj in place (removing absent ones). */
+void schema_type_encode(cJSON *obj, const struct schema_type *t, const void *src);
+/* Frees every member of dst and zeroes it. */
+void schema_type_release(const struct schema_type *t, void *dst);
+
+/* Types shared between files. */
+extern const struct schema_type schema_meta_type;
+extern const struct schema_type schema_conditions_elem_type;
+
+/*
+ * A top-level kind: metadata, a spec at spec_path (NULL-terminated member names) and an
+ * optional status whose struct starts with the common status prefix (present, ready,
+ * provisioned). status_type NULL = the kind has no status.
+ */
+struct schema_kind_desc {
+        const char *kind;
+        const char *const *spec_path;
+        const struct schema_type *spec_type;
+        const struct schema_type *status_type;
+        size_t meta_off;
+        size_t spec_off;
+        size_t status_off;
+        size_t raw_off;
+        size_t size;
+};
+
+/* Decodes obj into dst (zeroed by the caller); on error releases dst and returns
+ * CM_EINVAL. */
+int schema_kind_decode(const struct schema_kind_desc *k,
+                       const cJSON *obj,
+                       void *dst,
+                       struct json_errors *reterr);
+int schema_kind_encode(const struct schema_kind_desc *k, const void *src, cJSON **ret);
+void schema_kind_release(const struct schema_kind_desc *k, void *dst);

@@ -1,4 +1,5 @@
 /*
+ * ctest: concurrency (the server runs under TSan in CI)
  * The capmaas process over real loopback sockets: TLS versions, plain HTTP refused,
  * routing and limits, certificate rotation under load, idle connections, health,
  * readiness, metrics, graceful shutdown and secret hygiene in the logs.

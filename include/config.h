@@ -1,0 +1,110 @@
+#pragma once
+/*
+ * config: the process configuration, built once in main and shared read-only by every
+ * thread afterwards (no locking needed; nothing may modify it after config_load()).
+ *
+ * Sources, highest precedence first:
+ *   1. command-line flags   --webhook-port=9443 or --webhook-port 9443; booleans as --flag,
+ *                           --flag=true|false; -v N / -v=N; -h/--help; --version
+ *   2. environment          CAPMAAS_<FLAG_IN_UPPER_SNAKE> (CAPMAAS_WEBHOOK_PORT) for every
+ *                           option, plus the reference provider's MAAS_ENDPOINT, MAAS_API_KEY
+ *                           and MAAS_CA_CERT
+ *   3. a YAML file          --config FILE (or CAPMAAS_CONFIG): a mapping whose keys are the
+ *                           flag names without the dashes (webhook-port: 9443)
+ *   4. built-in defaults    listed by --help
+ * Unknown flags, environment-free unknown YAML keys and bad values are errors whose message
+ * names the flag, variable or file:line:column.
+ *
+ * All strings are owned by the struct and freed by config_free().
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "compiler.h"
+#include "log.h"
+
+enum tls_version {
+        TLS_VERSION_12, /* "VersionTLS12" (default) */
+        TLS_VERSION_13, /* "VersionTLS13" */
+};
+
+enum release_erase {
+        RELEASE_ERASE_NONE,  /* "none" (default) */
+        RELEASE_ERASE_QUICK, /* "quick" */
+        RELEASE_ERASE_FULL,  /* "full" */
+};
+
+struct config {
+        bool help;         /* -h/--help given: print config_print_help() and exit 0 */
+        bool version;      /* --version given */
+        char *config_file; /* --config; NULL when none */
+
+        /* Kubernetes connection and scope */
+        char *kubeconfig;        /* --kubeconfig, $KUBECONFIG; NULL = in-cluster */
+        bool webhooks_only;      /* --webhooks-only: no Kubernetes connection at all */
+        char *namespace;         /* --namespace; "" = all namespaces */
+        char *watch_filter;      /* --watch-filter; "" = no filter */
+        double kube_api_qps;     /* --kube-api-qps, 20 */
+        unsigned kube_api_burst; /* --kube-api-burst, 30 */
+        uint64_t sync_period_ms; /* --sync-period, 120m */
+
+        /* Leader election */
+        bool leader_elect;        /* --leader-elect, false */
+        char *leader_election_id; /* --leader-election-id, controller-leader-election-capmaas */
+        char *leader_election_namespace;         /* --leader-election-namespace, $POD_NAMESPACE or
+                                                    capmaas-system */
+        uint64_t leader_elect_lease_duration_ms; /* --leader-elect-lease-duration, 15s */
+        uint64_t leader_elect_renew_deadline_ms; /* --leader-elect-renew-deadline, 10s */
+        uint64_t leader_elect_retry_period_ms;   /* --leader-elect-retry-period, 2s */
+
+        /* Controllers */
+        unsigned machine_concurrency;     /* --machine-concurrency, 2 */
+        unsigned cluster_concurrency;     /* --maascluster-concurrency, 2 */
+        uint64_t deploy_timeout_ms;       /* --deploy-timeout, 30m */
+        enum release_erase release_erase; /* --release-erase, none */
+
+        /* Webhook server (HTTPS) */
+        char *webhook_host;      /* --webhook-host, "" = all addresses */
+        uint16_t webhook_port;   /* --webhook-port, 9443 */
+        char *webhook_cert_dir;  /* --webhook-cert-dir, /tmp/k8s-webhook-server/serving-certs */
+        char *webhook_cert_name; /* --webhook-cert-name, tls.crt */
+        char *webhook_key_name;  /* --webhook-key-name, tls.key */
+        enum tls_version tls_min_version; /* --tls-min-version, VersionTLS12 */
+        unsigned webhook_threads;         /* --webhook-threads, 2 (thread-pool size, 1..256) */
+        unsigned webhook_max_connections; /* --webhook-max-connections, 1024 */
+        size_t webhook_connection_memory_limit; /* --webhook-connection-memory-limit, 64Ki */
+        size_t webhook_max_body_bytes;          /* --webhook-max-body-bytes, 8Mi */
+        unsigned webhook_read_timeout_s; /* --webhook-read-timeout, 10s (whole seconds, >= 1) */
+        uint64_t graceful_shutdown_timeout_ms; /* --graceful-shutdown-timeout, 30s */
+
+        /* Plain-HTTP listeners; "0" disables */
+        char *metrics_bind_addr; /* --metrics-bind-addr, :8080 */
+        char *health_addr;       /* --health-addr, :9440 */
+
+        /* Logging */
+        int verbosity;                  /* -v, 0 */
+        enum log_format logging_format; /* --logging-format, json */
+
+        /* MAAS */
+        char *maas_endpoint; /* $MAAS_ENDPOINT / --maas-endpoint, NULL when unset */
+        char *maas_api_key;  /* $MAAS_API_KEY or the file --maas-api-key-file; never a flag value */
+        char *maas_ca_file;  /* $MAAS_CA_CERT / --maas-ca-file */
+        bool maas_insecure_skip_verify;      /* --maas-insecure-skip-verify, false */
+        uint64_t maas_timeout_ms;            /* --maas-timeout, 30s (total per call) */
+        uint64_t maas_inventory_interval_ms; /* --maas-inventory-interval, 60s */
+        bool admission_maas_checks;          /* --admission-maas-checks, true */
+};
+
+/* Parses flags, environment (envp, NULL-terminated "K=V" strings) and the optional YAML
+ * file into a new config. On failure returns CM_EINVAL (or CM_EPARSE/CM_ETOOBIG/CM_EIO for
+ * the file) and sets *reterr to a malloc'd message naming the flag, variable or
+ * file:line:column; the caller frees it. */
+MUST_CHECK int config_load(
+        int argc, char *const argv[], char *const envp[], struct config **ret, char **reterr);
+/* Frees a config; accepts NULL; returns NULL. */
+struct config *config_free(struct config *c);
+/* Writes the usage text: every option with its environment variable and default. */
+void config_print_help(FILE *out);

@@ -1,0 +1,67 @@
+#pragma once
+/*
+ * http_transport: the seam between our HTTP clients (MAAS, later Kubernetes) and libcurl
+ * (c-style.md §6.8). A client builds a transport_request, calls t->send() and reads a
+ * transport_response; tests can put a fake behind the same struct.
+ *
+ * Ownership: the caller owns the transport (http_transport_free) and every response
+ * (transport_response_release). Threads: a transport is used by ONE thread at a time and
+ * never shared (libcurl's rule for easy handles); each worker thread creates its own. The
+ * process must have called curl_global_init() before any thread creates one.
+ *
+ * Names: router.h owns struct http_request/http_response (the server side), hence the
+ * transport_* names here.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compiler.h"
+
+struct transport_request {
+        const char *method;         /* "GET", "POST", "PUT", "DELETE" */
+        const char *url;            /* absolute http:// or https:// URL */
+        const char *const *headers; /* "Name: value" lines, borrowed */
+        size_t n_headers;
+        const void *body; /* NULL = no body */
+        size_t body_len;
+        uint32_t timeout_ms; /* total deadline; 0 = the transport's default */
+};
+
+struct transport_response {
+        long status; /* HTTP status */
+        char *body;  /* owned, NUL-terminated (never NULL after a successful send) */
+        size_t body_len;
+        char *content_type; /* owned; NULL when absent */
+        long retry_after_s; /* integer Retry-After header in seconds; -1 when absent */
+};
+
+struct http_transport {
+        /* 0 = a response arrived (any status) and *resp is filled; < 0 = CM_ETRANSPORT
+         * (connect/TLS/protocol), CM_ETIMEDOUT or CM_ETOOBIG (body over the cap), with
+         * *resp untouched and a human-readable reason in error[]. */
+        int (*send)(struct http_transport *t,
+                    const struct transport_request *req,
+                    struct transport_response *resp);
+        void (*destroy)(struct http_transport *t);
+        char error[256]; /* last failure's reason (never contains headers or bodies) */
+};
+
+struct http_transport_opts {
+        const char *ca_file;         /* PEM bundle to trust instead of the system CAs; copied */
+        bool insecure_skip_verify;   /* turn TLS verification off (explicit opt-in only) */
+        uint32_t connect_timeout_ms; /* 0 = 5000 */
+        uint32_t timeout_ms;         /* default total deadline per request; 0 = 30000 */
+        size_t max_body;             /* response body cap in bytes; 0 = 8 MiB */
+};
+
+/* Creates a libcurl transport: one easy handle reused across requests (keep-alive),
+ * CURLOPT_NOSIGNAL, http/https only, TLS verification on unless insecure_skip_verify.
+ * CM_EINVAL for an unreadable ca_file. */
+MUST_CHECK int http_transport_curl_new(const struct http_transport_opts *o,
+                                       struct http_transport **ret);
+/* Destroys any transport; accepts NULL; returns NULL. */
+struct http_transport *http_transport_free(struct http_transport *t);
+/* Frees what a response owns and resets it (status 0, retry_after_s -1). */
+void transport_response_release(struct transport_response *r);

@@ -1,0 +1,337 @@
+#pragma once
+/*
+ * maas_client: typed calls to the MAAS 2.0 region API (maas-api.md), shared by the
+ * webhooks' inventory refresh and the reconcilers.
+ *
+ * Threads and ownership: a struct maas_client belongs to ONE thread (each worker creates
+ * its own) and borrows that thread's http_transport, which must outlive it. Configuration
+ * (struct maas_config) is parsed once at start-up and copied into each client. Every
+ * result struct is filled only on success and belongs to the caller (its *_release
+ * function); an error detail (struct maas_error, which must start zeroed or released) is
+ * reset by every call, filled on failure when non-NULL (attempts is set on success too),
+ * and released with maas_error_release().
+ *
+ * Errors: 0, or a negative code: CM_ENOTFOUND (404), MAAS_ENOMATCH (allocate: no machine
+ * matches, 409), CM_ECONFLICT (other 409: wrong state), CM_EUNAUTHORIZED (401),
+ * CM_EFORBIDDEN (403), CM_EINVAL (400, with MAAS's field map in maas_error.fields when it
+ * sent one), CM_EUNSUPPORTED (410), CM_ESERVER (5xx after retries), CM_ETRANSPORT /
+ * CM_ETIMEDOUT / CM_ETOOBIG (no usable response), CM_EPARSE (2xx with malformed JSON).
+ *
+ * Retries: transport errors and 5xx are retried with exponential backoff and jitter on
+ * idempotent calls only (GET, PUT, DELETE and the POST ops that are safe to repeat:
+ * release, power_on, power_off, set_owner_data). A 503 carrying Retry-After is retried on
+ * every call, since MAAS sends it only when it did not act, after waiting Retry-After
+ * seconds capped at max_retry_after_ms. Allocate, deploy and DNS create are never repeated
+ * after a 5xx or a lost response: the caller looks for its stamp (agent_name) instead.
+ *
+ * The client never logs; it never puts the API key in an error message.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "backoff.h"
+#include "compiler.h"
+#include "http_transport.h"
+#include "maas_auth.h"
+
+/* Allocate found no machine matching the constraints (HTTP 409). Outside enum cm_err's
+ * range; maas_strerror() describes it. */
+enum maas_err {
+        MAAS_ENOMATCH = -100,
+};
+
+enum maas_error_class {
+        MAAS_ERR_NONE,
+        MAAS_ERR_NOT_FOUND,    /* 404 */
+        MAAS_ERR_NO_MATCH,     /* allocate 409 */
+        MAAS_ERR_CONFLICT,     /* other 409: node state violation */
+        MAAS_ERR_UNAUTHORIZED, /* 401 */
+        MAAS_ERR_FORBIDDEN,    /* 403 */
+        MAAS_ERR_VALIDATION,   /* 400 */
+        MAAS_ERR_TRANSIENT,    /* 5xx, transport error, timeout */
+        MAAS_ERR_PROTOCOL,     /* unexpected status or malformed body */
+};
+
+struct maas_error {
+        long http_status; /* 0 when no response arrived */
+        enum maas_error_class cls;
+        char *message;     /* MAAS's text (capped), or the transport's reason */
+        cJSON *fields;     /* 400 field map {"zone": ["No such zone: 'x'."]}, or NULL */
+        unsigned attempts; /* requests sent for this call */
+};
+
+void maas_error_release(struct maas_error *e);
+const char *maas_error_class_name(enum maas_error_class cls);
+/* cm_strerror() plus MAAS_ENOMATCH. */
+const char *maas_strerror(int err);
+
+struct maas_config {
+        char *base_url; /* ".../MAAS/api/2.0/" */
+        struct maas_credentials creds;
+};
+
+/* Builds the config from MAAS_ENDPOINT and MAAS_API_KEY values; CM_EINVAL and a message
+ * (without secrets) for a malformed one. */
+MUST_CHECK int maas_config_parse(const char *endpoint,
+                                 const char *api_key,
+                                 struct maas_config *ret,
+                                 char **ret_err);
+void maas_config_release(struct maas_config *c);
+
+struct maas_client_opts {
+        const struct maas_config *cfg;    /* copied */
+        struct http_transport *transport; /* borrowed; same thread */
+        unsigned max_attempts;            /* total tries per call; 0 = 4 */
+        struct backoff_policy backoff;    /* 0s = 200 ms .. 5 s */
+        uint64_t max_retry_after_ms;      /* cap on a Retry-After wait; 0 = 10 000 */
+        uint32_t timeout_ms;              /* per request; 0 = the transport's default */
+        /* Sleeps between attempts; NULL = nanosleep. Tests record the delays here. */
+        void (*sleep_ms)(void *ud, uint64_t ms);
+        void *sleep_ud;
+};
+
+struct maas_client;
+
+MUST_CHECK int maas_client_new(const struct maas_client_opts *o, struct maas_client **ret);
+struct maas_client *maas_client_free(struct maas_client *mc);
+
+/* --- results ---------------------------------------------------------------------------- */
+
+struct maas_strv {
+        char **v;
+        size_t n;
+};
+
+/* A MAAS machine. Named "node" (MAAS's own term) because struct maas_machine is the
+ * MaasMachine custom resource (schema.h). */
+struct maas_node {
+        char *system_id, *hostname, *fqdn;
+        char *zone, *pool; /* names */
+        int status;        /* maas-api.md §5 code */
+        char *status_name; /* "Ready", "Deployed", … */
+        char *power_state, *power_type;
+        char *osystem, *distro_series;
+        char *owner; /* NULL when unowned */
+        int cpu_count;
+        int64_t memory_mib;
+        double storage_mb;
+        int64_t swap_size; /* bytes; -1 when null */
+        bool ephemeral_deploy;
+        struct maas_strv tags;
+        struct maas_strv ip_addresses;
+        cJSON *owner_data; /* object string -> string; owned */
+};
+
+struct maas_node_list {
+        struct maas_node *items;
+        size_t n;
+};
+
+struct maas_named { /* zone, resource pool, tag or domain */
+        int id;     /* -1 for tags (which have none) */
+        char *name;
+        char *description; /* tags: comment */
+};
+
+struct maas_named_list {
+        struct maas_named *items;
+        size_t n;
+};
+
+struct maas_boot_resource {
+        int id;
+        char *type; /* "Synced" | "Uploaded" */
+        char *name; /* "ubuntu/jammy", "u-2204-0-k-1264-0" */
+        char *architecture;
+};
+
+struct maas_boot_resource_list {
+        struct maas_boot_resource *items;
+        size_t n;
+};
+
+struct maas_dns_resource {
+        int id;
+        char *fqdn;
+        int address_ttl; /* -1 when null */
+        struct maas_strv ips;
+};
+
+struct maas_dns_list {
+        struct maas_dns_resource *items;
+        size_t n;
+};
+
+struct maas_version {
+        char *version;
+        char *subversion;
+        struct maas_strv capabilities;
+};
+
+struct maas_user {
+        char *username;
+        bool is_superuser;
+};
+
+void maas_node_release(struct maas_node *m);
+void maas_node_list_release(struct maas_node_list *l);
+void maas_named_list_release(struct maas_named_list *l);
+void maas_boot_resource_list_release(struct maas_boot_resource_list *l);
+void maas_dns_resource_release(struct maas_dns_resource *d);
+void maas_dns_list_release(struct maas_dns_list *l);
+void maas_version_release(struct maas_version *v);
+void maas_user_release(struct maas_user *u);
+
+/* Decodes one machine object (exported for the inventory cache and tests). */
+MUST_CHECK int maas_node_from_json(const cJSON *o, struct maas_node *ret);
+
+/* Splits a MaasMachine image like the reference provider: "os/series" -> (os, series) at
+ * the first '/'; no '/' -> ("custom", image); "" -> ("custom", ""). New strings. */
+void maas_split_image(const char *image, char **ret_osystem, char **ret_series);
+
+/* --- calls --------------------------------------------------------------------------------- */
+
+MUST_CHECK int maas_get_version(struct maas_client *mc,
+                                struct maas_version *ret,
+                                struct maas_error *err);
+MUST_CHECK int maas_whoami(struct maas_client *mc, struct maas_user *ret, struct maas_error *err);
+MUST_CHECK int maas_list_zones(struct maas_client *mc,
+                               struct maas_named_list *ret,
+                               struct maas_error *err);
+MUST_CHECK int maas_list_pools(struct maas_client *mc,
+                               struct maas_named_list *ret,
+                               struct maas_error *err);
+MUST_CHECK int maas_list_tags(struct maas_client *mc,
+                              struct maas_named_list *ret,
+                              struct maas_error *err);
+MUST_CHECK int maas_list_domains(struct maas_client *mc,
+                                 struct maas_named_list *ret,
+                                 struct maas_error *err);
+MUST_CHECK int maas_list_boot_resources(struct maas_client *mc,
+                                        struct maas_boot_resource_list *ret,
+                                        struct maas_error *err);
+
+/* Server-side filters for GET machines/; every field optional (NULL / 0 = no filter).
+ * ids match any of; tags must all be present. */
+struct maas_node_filter {
+        const char *const *ids;
+        size_t n_ids;
+        const char *hostname;
+        const char *zone;
+        const char *pool;
+        const char *agent_name;
+        const char *const *tags;
+        size_t n_tags;
+};
+
+MUST_CHECK int maas_list_machines(struct maas_client *mc,
+                                  const struct maas_node_filter *f,
+                                  struct maas_node_list *ret,
+                                  struct maas_error *err);
+MUST_CHECK int maas_get_machine(struct maas_client *mc,
+                                const char *system_id,
+                                struct maas_node *ret,
+                                struct maas_error *err);
+
+struct maas_allocate_opts {
+        double cpu_count; /* minimum; 0 = none */
+        double mem_mib;   /* minimum; 0 = none */
+        const char *zone, *pool, *system_id, *agent_name, *comment;
+        const char *const *tags; /* each sent as its own tags= (MAAS requires all) */
+        size_t n_tags;
+        const char *const *not_tags;
+        size_t n_not_tags;
+        bool dry_run;
+        const char *not_pod_type; /* sends not_pod=true&not_pod_type=X when set */
+};
+
+/* POST machines/?op=allocate. MAAS_ENOMATCH when nothing matches. ret may be NULL. */
+MUST_CHECK int maas_allocate(struct maas_client *mc,
+                             const struct maas_allocate_opts *o,
+                             struct maas_node *ret,
+                             struct maas_error *err);
+
+struct maas_update_opts {
+        int64_t swap_size;    /* bytes; < 0 = leave as is */
+        const char *hostname; /* NULL = leave as is */
+};
+
+MUST_CHECK int maas_update_machine(struct maas_client *mc,
+                                   const char *system_id,
+                                   const struct maas_update_opts *o,
+                                   struct maas_node *ret,
+                                   struct maas_error *err);
+
+struct maas_deploy_opts {
+        const char *image;     /* split with maas_split_image into osystem + distro_series */
+        const char *user_data; /* raw cloud-init; sent base64-encoded; NULL = none */
+        size_t user_data_len;  /* 0 = strlen(user_data) */
+        bool ephemeral_deploy;
+        const char *hwe_kernel; /* NULL = MAAS default */
+};
+
+MUST_CHECK int maas_deploy(struct maas_client *mc,
+                           const char *system_id,
+                           const struct maas_deploy_opts *o,
+                           struct maas_node *ret,
+                           struct maas_error *err);
+
+struct maas_release_opts {
+        bool erase, quick_erase, force;
+        const char *comment;
+};
+
+/* o may be NULL (no options). */
+MUST_CHECK int maas_release(struct maas_client *mc,
+                            const char *system_id,
+                            const struct maas_release_opts *o,
+                            struct maas_node *ret,
+                            struct maas_error *err);
+MUST_CHECK int maas_power_on(struct maas_client *mc,
+                             const char *system_id,
+                             const char *comment,
+                             struct maas_node *ret,
+                             struct maas_error *err);
+MUST_CHECK int maas_power_off(struct maas_client *mc,
+                              const char *system_id,
+                              struct maas_node *ret,
+                              struct maas_error *err);
+/* GET ?op=query_power_state: "on", "off", "unknown" or "error" (new string). */
+MUST_CHECK int maas_query_power_state(struct maas_client *mc,
+                                      const char *system_id,
+                                      char **ret_state,
+                                      struct maas_error *err);
+/* Sets owner data: keys[i] = values[i]; an empty value deletes the key. */
+MUST_CHECK int maas_set_owner_data(struct maas_client *mc,
+                                   const char *system_id,
+                                   const char *const *keys,
+                                   const char *const *values,
+                                   size_t n,
+                                   struct maas_node *ret,
+                                   struct maas_error *err);
+
+/* DNS resources. fqdn may be NULL to list all. */
+MUST_CHECK int maas_list_dns_resources(struct maas_client *mc,
+                                       const char *fqdn,
+                                       struct maas_dns_list *ret,
+                                       struct maas_error *err);
+/* ttl < 0 = MAAS default. ips may be empty. */
+MUST_CHECK int maas_create_dns_resource(struct maas_client *mc,
+                                        const char *fqdn,
+                                        int ttl,
+                                        const char *const *ips,
+                                        size_t n_ips,
+                                        struct maas_dns_resource *ret,
+                                        struct maas_error *err);
+/* Replaces the address set (PUT ip_addresses). */
+MUST_CHECK int maas_update_dns_resource_ips(struct maas_client *mc,
+                                            int id,
+                                            const char *const *ips,
+                                            size_t n_ips,
+                                            struct maas_dns_resource *ret,
+                                            struct maas_error *err);
+MUST_CHECK int maas_delete_dns_resource(struct maas_client *mc, int id, struct maas_error *err);

@@ -1,0 +1,860 @@
+/*
+ * maas_client: the MAAS 2.0 calls. Each call builds a `struct call` (method, URL, urlencoded
+ * parameters, idempotency), runs it through maas_do() -- which signs every attempt with a
+ * fresh OAuth nonce and timestamp, retries as maas_client.h describes, classifies errors
+ * and parses the JSON body -- then decodes the result.
+ *
+ * Wire format follows gomaasapi/maas-client-go: GET parameters in the query; POST ops as
+ * "?op=<name>" with the other parameters urlencoded in the body; PUT parameters in the body;
+ * multi-valued parameters as repeated keys (each allocate tag separately, fixing the
+ * reference's last-tag-only bug). Confined to the owning thread; never logs.
+ */
+#include "maas_client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "base64.h"
+#include "buf.h"
+#include "err.h"
+#include "maas_decode.h"
+#include "xalloc.h"
+
+#define FORM_MAX    (1024 * 1024)
+#define MESSAGE_MAX 1024
+
+struct maas_client {
+        char *base_url;
+        struct maas_credentials creds;
+        struct http_transport *t;
+        unsigned max_attempts;
+        struct backoff_policy backoff;
+        uint64_t max_retry_after_ms;
+        uint32_t timeout_ms;
+        void (*sleep_ms)(void *ud, uint64_t ms);
+        void *sleep_ud;
+        uint64_t rng;
+};
+
+struct call {
+        const char *method;
+        char *url;       /* owned; includes the query */
+        struct buf form; /* urlencoded body (POST, PUT) */
+        bool idempotent;
+        bool allocate; /* a 409 means "no machine matches" */
+};
+
+/* --- configuration ------------------------------------------------------------------------ */
+
+int maas_config_parse(const char *endpoint,
+                      const char *api_key,
+                      struct maas_config *ret,
+                      char **ret_err)
+{
+        struct maas_config c = { 0 };
+        int r;
+
+        r = maas_endpoint_parse(endpoint, &c.base_url, ret_err);
+        if (r < 0)
+                return r;
+        r = maas_credentials_parse(api_key, &c.creds, ret_err);
+        if (r < 0) {
+                free(c.base_url);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+void maas_config_release(struct maas_config *c)
+{
+        free(c->base_url);
+        maas_credentials_release(&c->creds);
+        *c = (struct maas_config){ 0 };
+}
+
+static void default_sleep(void *ud, uint64_t ms)
+{
+        struct timespec ts = { .tv_sec = (time_t)(ms / 1000),
+                               .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+        (void)ud;
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+int maas_client_new(const struct maas_client_opts *o, struct maas_client **ret)
+{
+        struct maas_client *mc;
+
+        if (!o->cfg || !o->cfg->base_url || !o->cfg->creds.token_secret || !o->transport)
+                return CM_EINVAL;
+        mc = xcalloc(1, sizeof(*mc));
+        mc->base_url = xstrdup(o->cfg->base_url);
+        mc->creds = (struct maas_credentials){
+                .consumer_key = xstrdup(o->cfg->creds.consumer_key),
+                .token_key = xstrdup(o->cfg->creds.token_key),
+                .token_secret = xstrdup(o->cfg->creds.token_secret),
+        };
+        mc->t = o->transport;
+        mc->max_attempts = o->max_attempts ? o->max_attempts : 4;
+        mc->backoff = o->backoff.base_ms
+                              ? o->backoff
+                              : (struct backoff_policy){ .base_ms = 200, .max_ms = 5000 };
+        mc->max_retry_after_ms = o->max_retry_after_ms ? o->max_retry_after_ms : 10000;
+        mc->timeout_ms = o->timeout_ms;
+        mc->sleep_ms = o->sleep_ms ? o->sleep_ms : default_sleep;
+        mc->sleep_ud = o->sleep_ud;
+        if (getrandom(&mc->rng, sizeof(mc->rng), 0) != (ssize_t)sizeof(mc->rng))
+                mc->rng = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)mc;
+        *ret = mc;
+        return 0;
+}
+
+struct maas_client *maas_client_free(struct maas_client *mc)
+{
+        if (!mc)
+                return NULL;
+        free(mc->base_url);
+        maas_credentials_release(&mc->creds);
+        free(mc);
+        return NULL;
+}
+
+/* --- errors ------------------------------------------------------------------------------- */
+
+void maas_error_release(struct maas_error *e)
+{
+        if (!e)
+                return;
+        free(e->message);
+        cJSON_Delete(e->fields);
+        *e = (struct maas_error){ 0 };
+}
+
+const char *maas_error_class_name(enum maas_error_class cls)
+{
+        static const char *const names[] = {
+                [MAAS_ERR_NONE] = "none",
+                [MAAS_ERR_NOT_FOUND] = "not found",
+                [MAAS_ERR_NO_MATCH] = "no machine matches",
+                [MAAS_ERR_CONFLICT] = "state conflict",
+                [MAAS_ERR_UNAUTHORIZED] = "unauthorized",
+                [MAAS_ERR_FORBIDDEN] = "forbidden",
+                [MAAS_ERR_VALIDATION] = "validation",
+                [MAAS_ERR_TRANSIENT] = "transient",
+                [MAAS_ERR_PROTOCOL] = "protocol",
+        };
+
+        return (unsigned)cls < ARRAY_SIZE(names) && names[cls] ? names[cls] : "unknown";
+}
+
+const char *maas_strerror(int err)
+{
+        return err == MAAS_ENOMATCH ? "no machine matches the constraints" : cm_strerror(err);
+}
+
+static const struct {
+        long status;
+        enum maas_error_class cls;
+        int code;
+} status_map[] = {
+        { 400, MAAS_ERR_VALIDATION, CM_EINVAL },
+        { 401, MAAS_ERR_UNAUTHORIZED, CM_EUNAUTHORIZED },
+        { 403, MAAS_ERR_FORBIDDEN, CM_EFORBIDDEN },
+        { 404, MAAS_ERR_NOT_FOUND, CM_ENOTFOUND },
+        { 409, MAAS_ERR_CONFLICT, CM_ECONFLICT },
+        { 410, MAAS_ERR_PROTOCOL, CM_EUNSUPPORTED },
+};
+
+/* "zone: No such zone: 'x'." from the first entry of a 400 field map. */
+static char *field_message(const cJSON *fields)
+{
+        const cJSON *first = fields->child;
+        const cJSON *msg = cJSON_IsArray(first) ? first->child : first;
+
+        if (!first || !cJSON_IsString(msg))
+                return NULL;
+        return xasprintf("%s: %s", first->string, msg->valuestring);
+}
+
+static int classify(const struct call *c,
+                    const struct transport_response *resp,
+                    struct maas_error *err)
+{
+        enum maas_error_class cls = resp->status >= 500 ? MAAS_ERR_TRANSIENT : MAAS_ERR_PROTOCOL;
+        int code = resp->status >= 500 ? CM_ESERVER : CM_EIO;
+        cJSON *fields = NULL;
+
+        for (size_t i = 0; i < ARRAY_SIZE(status_map); i++)
+                if (status_map[i].status == resp->status) {
+                        cls = status_map[i].cls;
+                        code = status_map[i].code;
+                }
+        if (resp->status == 409 && c->allocate) {
+                cls = MAAS_ERR_NO_MATCH;
+                code = MAAS_ENOMATCH;
+        }
+        if (!err)
+                return code;
+        if (resp->status == 400) {
+                fields = cJSON_ParseWithLengthOpts(resp->body, resp->body_len, NULL, false);
+                if (!cJSON_IsObject(fields)) {
+                        cJSON_Delete(fields);
+                        fields = NULL;
+                }
+        }
+        err->http_status = resp->status;
+        err->cls = cls;
+        err->fields = fields;
+        err->message = fields ? field_message(fields) : NULL;
+        if (!err->message)
+                err->message = xstrndup(resp->body, resp->body_len < MESSAGE_MAX ? resp->body_len
+                                                                                 : MESSAGE_MAX);
+        return code;
+}
+
+static void transport_error(const struct maas_client *mc, struct maas_error *err)
+{
+        if (!err)
+                return;
+        err->http_status = 0;
+        err->cls = MAAS_ERR_TRANSIENT;
+        err->message = xstrdup(mc->t->error[0] ? mc->t->error : "transport error");
+}
+
+/* --- the request loop ------------------------------------------------------------------------ */
+
+static int send_once(struct maas_client *mc, const struct call *c, struct transport_response *resp)
+{
+        char nonce[33];
+        char *auth;
+        const char *hdrs[3];
+        struct transport_request req = {
+                .method = c->method,
+                .url = c->url,
+                .headers = hdrs,
+                .n_headers = 2,
+                .timeout_ms = mc->timeout_ms,
+        };
+        int r;
+
+        maas_auth_nonce(nonce);
+        auth = maas_auth_header(&mc->creds, (int64_t)time(NULL), nonce);
+        hdrs[0] = auth;
+        hdrs[1] = "Accept: application/json";
+        if (strcmp(c->method, "POST") == 0 || strcmp(c->method, "PUT") == 0) {
+                hdrs[2] = "Content-Type: application/x-www-form-urlencoded";
+                req.n_headers = 3;
+                req.body = c->form.data ? c->form.data : "";
+                req.body_len = c->form.len;
+        }
+        r = mc->t->send(mc->t, &req, resp);
+        explicit_bzero(auth, strlen(auth));
+        free(auth);
+        return r;
+}
+
+static uint64_t next_rand(struct maas_client *mc)
+{
+        mc->rng ^= mc->rng << 13;
+        mc->rng ^= mc->rng >> 7;
+        mc->rng ^= mc->rng << 17;
+        return mc->rng;
+}
+
+/* The delay before the next attempt, or UINT64_MAX when this outcome is final. */
+static uint64_t retry_delay(struct maas_client *mc,
+                            const struct call *c,
+                            int r,
+                            const struct transport_response *resp,
+                            unsigned attempt)
+{
+        uint64_t d;
+
+        if (attempt + 1 >= mc->max_attempts)
+                return UINT64_MAX;
+        if (r == 0 && resp->status == 503 && resp->retry_after_s >= 0) {
+                d = (uint64_t)resp->retry_after_s * 1000;
+                return d < mc->max_retry_after_ms ? d : mc->max_retry_after_ms;
+        }
+        if (!c->idempotent || (r == 0 && resp->status < 500) || r == CM_ETOOBIG)
+                return UINT64_MAX;
+        return backoff_jittered_ms(&mc->backoff, attempt, next_rand(mc));
+}
+
+static int parse_body(const struct transport_response *resp,
+                      cJSON **ret_doc,
+                      struct maas_error *err)
+{
+        cJSON *doc;
+
+        if (!ret_doc)
+                return 0;
+        *ret_doc = NULL;
+        if (resp->status == 204 || resp->body_len == 0)
+                return 0;
+        doc = cJSON_ParseWithLengthOpts(resp->body, resp->body_len, NULL, false);
+        if (!doc) {
+                if (err) {
+                        err->http_status = resp->status;
+                        err->cls = MAAS_ERR_PROTOCOL;
+                        err->message = xstrdup("MAAS answered with malformed JSON");
+                }
+                return CM_EPARSE;
+        }
+        *ret_doc = doc;
+        return 0;
+}
+
+static int maas_do(struct maas_client *mc,
+                   const struct call *c,
+                   cJSON **ret_doc,
+                   struct maas_error *err)
+{
+        struct transport_response resp = { .retry_after_s = -1 };
+        unsigned attempt = 0;
+        uint64_t delay;
+        int r;
+
+        if (err)
+                maas_error_release(err);
+        for (;;) {
+                transport_response_release(&resp);
+                r = send_once(mc, c, &resp);
+                delay = retry_delay(mc, c, r, &resp, attempt);
+                if (delay == UINT64_MAX)
+                        break;
+                mc->sleep_ms(mc->sleep_ud, delay);
+                attempt++;
+        }
+        if (err)
+                err->attempts = attempt + 1;
+        if (r < 0)
+                transport_error(mc, err);
+        else if (resp.status < 200 || resp.status > 299)
+                r = classify(c, &resp, err);
+        else
+                r = parse_body(&resp, ret_doc, err);
+        transport_response_release(&resp);
+        return r;
+}
+
+/* --- call building -----------------------------------------------------------------------------
+ */
+
+static void form_add(struct call *c, const char *k, const char *v)
+{
+        char *ek = maas_percent_encode(k);
+        char *ev = maas_percent_encode(v);
+
+        if (buf_printf(&c->form, "%s%s=%s", c->form.len ? "&" : "", ek, ev) < 0)
+                abort(); /* FORM_MAX is far above anything we send */
+        free(ek);
+        free(ev);
+}
+
+static void form_add_all(struct call *c, const char *k, const char *const *v, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                form_add(c, k, v[i]);
+}
+
+static void form_add_bool(struct call *c, const char *k, bool v)
+{
+        form_add(c, k, v ? "true" : "false");
+}
+
+/* path is relative to the API root; op (may be NULL) goes into the query. */
+static void call_init(struct call *c,
+                      struct maas_client *mc,
+                      const char *method,
+                      const char *path,
+                      const char *op,
+                      bool idempotent)
+{
+        *c = (struct call){ .method = method, .idempotent = idempotent };
+        buf_init(&c->form, FORM_MAX);
+        c->url = op ? xasprintf("%s%s?op=%s", mc->base_url, path, op)
+                    : xasprintf("%s%s", mc->base_url, path);
+}
+
+/* For GET: moves the parameters into the query string. */
+static void call_query(struct call *c)
+{
+        char *url;
+
+        if (!c->form.len)
+                return;
+        url = xasprintf("%s%c%s", c->url, strchr(c->url, '?') ? '&' : '?', c->form.data);
+        free(c->url);
+        c->url = url;
+        buf_reset(&c->form);
+}
+
+static void call_release(struct call *c)
+{
+        free(c->url);
+        buf_release(&c->form);
+}
+
+/* system_id goes into a path: reject anything that could change the URL. */
+static bool id_ok(const char *s)
+{
+        if (!s || !*s || strlen(s) > 64)
+                return false;
+        for (; *s; s++)
+                if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+                      (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' || *s == '.'))
+                        return false;
+        return true;
+}
+
+static int bad_id(struct maas_error *err)
+{
+        if (err) {
+                maas_error_release(err);
+                err->cls = MAAS_ERR_VALIDATION;
+                err->message = xstrdup("invalid system_id");
+        }
+        return CM_EINVAL;
+}
+
+/* --- running a call and decoding ---------------------------------------------------------------
+ */
+
+typedef int decode_fn(const cJSON *doc, void *ret);
+
+static int dec_machine(const cJSON *d, void *ret)
+{
+        return maas_node_from_json(d, ret);
+}
+
+static int dec_machines(const cJSON *d, void *ret)
+{
+        return maas_node_list_from_json(d, ret);
+}
+
+static int dec_named(const cJSON *d, void *ret)
+{
+        return maas_named_list_from_json(d, ret);
+}
+
+static int dec_boots(const cJSON *d, void *ret)
+{
+        return maas_boot_resource_list_from_json(d, ret);
+}
+
+static int dec_dns(const cJSON *d, void *ret)
+{
+        return maas_dns_resource_from_json(d, ret);
+}
+
+static int dec_dns_list(const cJSON *d, void *ret)
+{
+        return maas_dns_list_from_json(d, ret);
+}
+
+static int dec_version(const cJSON *d, void *ret)
+{
+        return maas_version_from_json(d, ret);
+}
+
+static int dec_user(const cJSON *d, void *ret)
+{
+        return maas_user_from_json(d, ret);
+}
+
+static int dec_power(const cJSON *d, void *ret)
+{
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(d, "state");
+
+        if (!cJSON_IsString(s))
+                return CM_EPARSE;
+        *(char **)ret = xstrdup(s->valuestring);
+        return 0;
+}
+
+/* Runs c, decodes into ret (when both dec and ret are set) and releases c. */
+static int run(
+        struct maas_client *mc, struct call *c, decode_fn *dec, void *ret, struct maas_error *err)
+{
+        cJSON *doc = NULL;
+        bool want = dec && ret;
+        int r = maas_do(mc, c, want ? &doc : NULL, err);
+
+        if (r == 0 && want) {
+                r = doc ? dec(doc, ret) : CM_EPARSE;
+                if (r < 0 && err) {
+                        err->cls = MAAS_ERR_PROTOCOL;
+                        err->message = xstrdup("unexpected JSON shape in MAAS's answer");
+                }
+        }
+        cJSON_Delete(doc);
+        call_release(c);
+        return r;
+}
+
+static int get_simple(struct maas_client *mc,
+                      const char *path,
+                      const char *op,
+                      decode_fn *dec,
+                      void *ret,
+                      struct maas_error *err)
+{
+        struct call c;
+
+        call_init(&c, mc, "GET", path, op, true);
+        return run(mc, &c, dec, ret, err);
+}
+
+/* --- discovery and inventory ------------------------------------------------------------------ */
+
+int maas_get_version(struct maas_client *mc, struct maas_version *ret, struct maas_error *err)
+{
+        return get_simple(mc, "version/", NULL, dec_version, ret, err);
+}
+
+int maas_whoami(struct maas_client *mc, struct maas_user *ret, struct maas_error *err)
+{
+        return get_simple(mc, "users/", "whoami", dec_user, ret, err);
+}
+
+int maas_list_zones(struct maas_client *mc, struct maas_named_list *ret, struct maas_error *err)
+{
+        return get_simple(mc, "zones/", NULL, dec_named, ret, err);
+}
+
+int maas_list_pools(struct maas_client *mc, struct maas_named_list *ret, struct maas_error *err)
+{
+        return get_simple(mc, "resourcepools/", NULL, dec_named, ret, err);
+}
+
+int maas_list_tags(struct maas_client *mc, struct maas_named_list *ret, struct maas_error *err)
+{
+        return get_simple(mc, "tags/", NULL, dec_named, ret, err);
+}
+
+int maas_list_domains(struct maas_client *mc, struct maas_named_list *ret, struct maas_error *err)
+{
+        return get_simple(mc, "domains/", NULL, dec_named, ret, err);
+}
+
+int maas_list_boot_resources(struct maas_client *mc,
+                             struct maas_boot_resource_list *ret,
+                             struct maas_error *err)
+{
+        return get_simple(mc, "boot-resources/", NULL, dec_boots, ret, err);
+}
+
+/* --- machines ------------------------------------------------------------------------------------
+ */
+
+static void form_add_opt(struct call *c, const char *k, const char *v)
+{
+        if (v)
+                form_add(c, k, v);
+}
+
+int maas_list_machines(struct maas_client *mc,
+                       const struct maas_node_filter *f,
+                       struct maas_node_list *ret,
+                       struct maas_error *err)
+{
+        struct call c;
+
+        call_init(&c, mc, "GET", "machines/", NULL, true);
+        if (f) {
+                form_add_all(&c, "id", f->ids, f->n_ids);
+                form_add_opt(&c, "hostname", f->hostname);
+                form_add_opt(&c, "zone", f->zone);
+                form_add_opt(&c, "pool", f->pool);
+                form_add_opt(&c, "agent_name", f->agent_name);
+                form_add_all(&c, "tags", f->tags, f->n_tags);
+        }
+        call_query(&c);
+        return run(mc, &c, dec_machines, ret, err);
+}
+
+/* A call on machines/<system_id>/ with an optional op. */
+static bool machine_call(struct call *c,
+                         struct maas_client *mc,
+                         const char *method,
+                         const char *system_id,
+                         const char *op,
+                         bool idempotent)
+{
+        char *path;
+
+        if (!id_ok(system_id))
+                return false;
+        path = xasprintf("machines/%s/", system_id);
+        call_init(c, mc, method, path, op, idempotent);
+        free(path);
+        return true;
+}
+
+int maas_get_machine(struct maas_client *mc,
+                     const char *system_id,
+                     struct maas_node *ret,
+                     struct maas_error *err)
+{
+        struct call c;
+
+        if (!machine_call(&c, mc, "GET", system_id, NULL, true))
+                return bad_id(err);
+        return run(mc, &c, dec_machine, ret, err);
+}
+
+static void num_param(struct call *c, const char *k, double v)
+{
+        char num[32];
+
+        if (v <= 0)
+                return;
+        snprintf(num, sizeof(num), "%.17g", v);
+        form_add(c, k, num);
+}
+
+int maas_allocate(struct maas_client *mc,
+                  const struct maas_allocate_opts *o,
+                  struct maas_node *ret,
+                  struct maas_error *err)
+{
+        struct call c;
+
+        /* never repeated after a 5xx or lost answer: the caller finds it by agent_name */
+        call_init(&c, mc, "POST", "machines/", "allocate", false);
+        c.allocate = true;
+        num_param(&c, "cpu_count", o->cpu_count);
+        num_param(&c, "mem", o->mem_mib);
+        form_add_opt(&c, "zone", o->zone);
+        form_add_opt(&c, "pool", o->pool);
+        form_add_all(&c, "tags", o->tags, o->n_tags);
+        form_add_all(&c, "not_tags", o->not_tags, o->n_not_tags);
+        form_add_opt(&c, "system_id", o->system_id);
+        form_add_opt(&c, "agent_name", o->agent_name);
+        form_add_opt(&c, "comment", o->comment);
+        if (o->dry_run)
+                form_add_bool(&c, "dry_run", true);
+        if (o->not_pod_type) {
+                form_add_bool(&c, "not_pod", true);
+                form_add(&c, "not_pod_type", o->not_pod_type);
+        }
+        return run(mc, &c, dec_machine, ret, err);
+}
+
+int maas_update_machine(struct maas_client *mc,
+                        const char *system_id,
+                        const struct maas_update_opts *o,
+                        struct maas_node *ret,
+                        struct maas_error *err)
+{
+        struct call c;
+        char num[32];
+
+        if (!machine_call(&c, mc, "PUT", system_id, NULL, true))
+                return bad_id(err);
+        if (o->swap_size >= 0) {
+                snprintf(num, sizeof(num), "%lld", (long long)o->swap_size);
+                form_add(&c, "swap_size", num);
+        }
+        form_add_opt(&c, "hostname", o->hostname);
+        return run(mc, &c, dec_machine, ret, err);
+}
+
+void maas_split_image(const char *image, char **ret_osystem, char **ret_series)
+{
+        const char *slash = image ? strchr(image, '/') : NULL;
+
+        if (!slash) {
+                *ret_osystem = xstrdup("custom");
+                *ret_series = xstrdup(image ? image : "");
+                return;
+        }
+        *ret_osystem = xstrndup(image, (size_t)(slash - image));
+        *ret_series = xstrdup(slash + 1);
+}
+
+int maas_deploy(struct maas_client *mc,
+                const char *system_id,
+                const struct maas_deploy_opts *o,
+                struct maas_node *ret,
+                struct maas_error *err)
+{
+        struct call c;
+        char *os, *series, *ud;
+
+        if (!machine_call(&c, mc, "POST", system_id, "deploy", false))
+                return bad_id(err);
+        maas_split_image(o->image, &os, &series);
+        form_add(&c, "osystem", os);
+        form_add(&c, "distro_series", series);
+        if (o->user_data) {
+                ud = base64_encode(o->user_data,
+                                   o->user_data_len ? o->user_data_len : strlen(o->user_data));
+                form_add(&c, "user_data", ud);
+                free(ud);
+        }
+        form_add_bool(&c, "ephemeral_deploy", o->ephemeral_deploy);
+        form_add_opt(&c, "hwe_kernel", o->hwe_kernel);
+        free(os);
+        free(series);
+        return run(mc, &c, dec_machine, ret, err);
+}
+
+int maas_release(struct maas_client *mc,
+                 const char *system_id,
+                 const struct maas_release_opts *o,
+                 struct maas_node *ret,
+                 struct maas_error *err)
+{
+        struct call c;
+
+        /* releasing a Releasing or Ready machine is a no-op success: safe to repeat */
+        if (!machine_call(&c, mc, "POST", system_id, "release", true))
+                return bad_id(err);
+        if (o && o->erase)
+                form_add_bool(&c, "erase", true);
+        if (o && o->quick_erase)
+                form_add_bool(&c, "quick_erase", true);
+        if (o && o->force)
+                form_add_bool(&c, "force", true);
+        if (o)
+                form_add_opt(&c, "comment", o->comment);
+        return run(mc, &c, dec_machine, ret, err);
+}
+
+int maas_power_on(struct maas_client *mc,
+                  const char *system_id,
+                  const char *comment,
+                  struct maas_node *ret,
+                  struct maas_error *err)
+{
+        struct call c;
+
+        if (!machine_call(&c, mc, "POST", system_id, "power_on", true))
+                return bad_id(err);
+        form_add_opt(&c, "comment", comment); /* encoded once, unlike the reference */
+        return run(mc, &c, dec_machine, ret, err);
+}
+
+int maas_power_off(struct maas_client *mc,
+                   const char *system_id,
+                   struct maas_node *ret,
+                   struct maas_error *err)
+{
+        struct call c;
+
+        if (!machine_call(&c, mc, "POST", system_id, "power_off", true))
+                return bad_id(err);
+        return run(mc, &c, dec_machine, ret, err);
+}
+
+int maas_query_power_state(struct maas_client *mc,
+                           const char *system_id,
+                           char **ret_state,
+                           struct maas_error *err)
+{
+        struct call c;
+
+        if (!machine_call(&c, mc, "GET", system_id, "query_power_state", true))
+                return bad_id(err);
+        return run(mc, &c, dec_power, ret_state, err);
+}
+
+int maas_set_owner_data(struct maas_client *mc,
+                        const char *system_id,
+                        const char *const *keys,
+                        const char *const *values,
+                        size_t n,
+                        struct maas_node *ret,
+                        struct maas_error *err)
+{
+        struct call c;
+
+        if (!machine_call(&c, mc, "POST", system_id, "set_owner_data", true))
+                return bad_id(err);
+        for (size_t i = 0; i < n; i++)
+                form_add(&c, keys[i], values[i] ? values[i] : "");
+        return run(mc, &c, dec_machine, ret, err);
+}
+
+/* --- DNS resources --------------------------------------------------------------------------- */
+
+int maas_list_dns_resources(struct maas_client *mc,
+                            const char *fqdn,
+                            struct maas_dns_list *ret,
+                            struct maas_error *err)
+{
+        struct call c;
+
+        call_init(&c, mc, "GET", "dnsresources/", NULL, true);
+        form_add_opt(&c, "fqdn", fqdn);
+        call_query(&c);
+        return run(mc, &c, dec_dns_list, ret, err);
+}
+
+/* ip_addresses is ONE field holding space-separated addresses (maas-api.md §7.8). */
+static void form_add_ips(struct call *c, const char *const *ips, size_t n)
+{
+        struct buf b;
+
+        buf_init(&b, FORM_MAX);
+        for (size_t i = 0; i < n; i++)
+                if (buf_printf(&b, "%s%s", i ? " " : "", ips[i]) < 0)
+                        abort();
+        form_add(c, "ip_addresses", b.data ? b.data : "");
+        buf_release(&b);
+}
+
+int maas_create_dns_resource(struct maas_client *mc,
+                             const char *fqdn,
+                             int ttl,
+                             const char *const *ips,
+                             size_t n_ips,
+                             struct maas_dns_resource *ret,
+                             struct maas_error *err)
+{
+        struct call c;
+        char num[16];
+
+        call_init(&c, mc, "POST", "dnsresources/", NULL, false);
+        form_add(&c, "fqdn", fqdn);
+        if (ttl >= 0) {
+                snprintf(num, sizeof(num), "%d", ttl);
+                form_add(&c, "address_ttl", num);
+        }
+        form_add_ips(&c, ips, n_ips);
+        return run(mc, &c, dec_dns, ret, err);
+}
+
+int maas_update_dns_resource_ips(struct maas_client *mc,
+                                 int id,
+                                 const char *const *ips,
+                                 size_t n_ips,
+                                 struct maas_dns_resource *ret,
+                                 struct maas_error *err)
+{
+        struct call c;
+        char *path = xasprintf("dnsresources/%d/", id);
+
+        call_init(&c, mc, "PUT", path, NULL, true);
+        free(path);
+        form_add_ips(&c, ips, n_ips);
+        return run(mc, &c, dec_dns, ret, err);
+}
+
+int maas_delete_dns_resource(struct maas_client *mc, int id, struct maas_error *err)
+{
+        struct call c;
+        char *path = xasprintf("dnsresources/%d/", id);
+
+        call_init(&c, mc, "DELETE", path, NULL, true);
+        free(path);
+        return run(mc, &c, NULL, NULL, err);
+}

@@ -1,0 +1,888 @@
+/*
+ * Integration: the MAAS client (server/maas_client.c over the libcurl transport) against a
+ * real maas-sim process on 127.0.0.1. Each test starts its own maas-sim (fresh state, port
+ * 0, URL from its first stdout line) and stops it at teardown. Fault injection goes through
+ * the sim's /_sim/ admin endpoint; the client's sleeps between retries are recorded instead
+ * of slept, so retry tests are fast and can assert the delays.
+ *
+ * Needs $CAPMAAS_BUILD_DIR/maas-sim (build the maas-sim target) and $CAPMAAS_SOURCE_DIR.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+
+#include "base64.h"
+#include "err.h"
+#include "maas_client.h"
+#include "testutil.h"
+#include "xalloc.h"
+
+#define ADMIN_KEY "ck:tk:secret1"
+#define USER2_KEY "ck2:tk2:secret2"
+
+struct sim_proc {
+        pid_t pid;
+        char url[128];  /* http://127.0.0.1:N/MAAS */
+        char root[128]; /* http://127.0.0.1:N */
+};
+
+struct fx {
+        struct sim_proc sim;
+        struct maas_config cfg;
+        struct http_transport *t;
+        struct maas_client *mc;
+        uint64_t slept[32];
+        size_t n_slept;
+};
+
+/* --- maas-sim process -------------------------------------------------------------------- */
+
+static int read_line(int fd, char *out, size_t n, int timeout_ms)
+{
+        size_t len = 0;
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+
+        while (len + 1 < n) {
+                char c;
+                ssize_t r;
+
+                if (poll(&p, 1, timeout_ms) <= 0)
+                        return -1;
+                r = read(fd, &c, 1);
+                if (r <= 0)
+                        return -1;
+                if (c == '\n')
+                        break;
+                out[len++] = c;
+        }
+        out[len] = '\0';
+        return 0;
+}
+
+static void exec_sim(int out_fd, const char *const *extra)
+{
+        const char *args[32];
+        char sim[512], inv[512];
+        size_t n = 0;
+
+        snprintf(sim, sizeof(sim), "%s/maas-sim", test_env("CAPMAAS_BUILD_DIR"));
+        snprintf(inv, sizeof(inv), "%s/tests/sim/maas/inventory-sample.yaml",
+                 test_env("CAPMAAS_SOURCE_DIR"));
+        dup2(out_fd, 1);
+        args[n++] = sim;
+        args[n++] = "--port";
+        args[n++] = "0";
+        args[n++] = "--inventory";
+        args[n++] = inv;
+        args[n++] = "--api-key";
+        args[n++] = ADMIN_KEY;
+        args[n++] = "--api-key";
+        args[n++] = USER2_KEY;
+        args[n++] = "--deploy-seconds";
+        args[n++] = "0.2";
+        args[n++] = "--release-seconds";
+        args[n++] = "0.1";
+        for (; extra && *extra && n < 30; extra++)
+                args[n++] = *extra;
+        args[n] = NULL;
+        execv(sim, (char *const *)(uintptr_t)args);
+        _exit(127);
+}
+
+static int sim_start(struct sim_proc *p, const char *const *extra)
+{
+        int fds[2];
+        char line[256];
+        const char *u;
+
+        if (pipe(fds) < 0)
+                return -1;
+        p->pid = fork();
+        if (p->pid == 0) {
+                close(fds[0]);
+                exec_sim(fds[1], extra);
+        }
+        close(fds[1]);
+        if (p->pid < 0 || read_line(fds[0], line, sizeof(line), 10000) < 0) {
+                close(fds[0]);
+                return -1;
+        }
+        close(fds[0]);
+        u = strstr(line, "http");
+        if (strncmp(line, "listening on ", 13) != 0 || !u)
+                return -1;
+        snprintf(p->url, sizeof(p->url), "%s", u);
+        snprintf(p->root, sizeof(p->root), "%.*s", (int)(strstr(u, "/MAAS") - u), u);
+        return 0;
+}
+
+static int sim_stop(struct sim_proc *p)
+{
+        int status = -1;
+
+        if (p->pid <= 0)
+                return -1;
+        kill(p->pid, SIGTERM);
+        for (int i = 0; i < 500; i++) { /* up to 5 s, then SIGKILL */
+                if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
+                        p->pid = 0;
+                        return status;
+                }
+                usleep(10000);
+        }
+        kill(p->pid, SIGKILL);
+        waitpid(p->pid, &status, 0);
+        p->pid = 0;
+        return -1;
+}
+
+/* --- admin endpoint ------------------------------------------------------------------------- */
+
+static cJSON *admin(struct fx *f, const char *method, const char *path, const char *body)
+{
+        char url[256];
+        struct test_http_result res;
+        cJSON *doc;
+
+        snprintf(url, sizeof(url), "%s/_sim/%s", f->sim.root, path);
+        assert_int_equal(
+                test_http_do(&(struct test_http){ .method = method,
+                                                  .url = url,
+                                                  .content_type = body ? "application/json" : NULL,
+                                                  .body = body },
+                             &res),
+                0);
+        assert_int_equal(res.status, 200);
+        doc = cJSON_Parse(res.body);
+        test_http_result_release(&res);
+        return doc;
+}
+
+static void faults(struct fx *f, const char *json)
+{
+        cJSON_Delete(admin(f, "POST", "faults", json));
+}
+
+/* Number of logged API requests with this op (and status when > 0). */
+static int count_requests(struct fx *f, const char *op, long status)
+{
+        cJSON *doc = admin(f, "GET", "requests", NULL);
+        const cJSON *e;
+        int n = 0;
+
+        cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(doc, "requests")) {
+                const cJSON *o = cJSON_GetObjectItemCaseSensitive(e, "op");
+                const cJSON *s = cJSON_GetObjectItemCaseSensitive(e, "status");
+
+                if (cJSON_IsString(o) && strcmp(o->valuestring, op) == 0 &&
+                    (status <= 0 || (cJSON_IsNumber(s) && s->valueint == status)))
+                        n++;
+        }
+        cJSON_Delete(doc);
+        return n;
+}
+
+/* The sim's view of one machine (for fields the API does not show, like user_data). */
+static char *sim_field(struct fx *f, const char *system_id, const char *key)
+{
+        cJSON *doc = admin(f, "GET", "state", NULL);
+        const cJSON *e;
+        char *v = NULL;
+
+        cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(doc, "machines")) {
+                const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "system_id");
+                const cJSON *x = cJSON_GetObjectItemCaseSensitive(e, key);
+
+                if (cJSON_IsString(id) && strcmp(id->valuestring, system_id) == 0 &&
+                    cJSON_IsString(x))
+                        v = xstrdup(x->valuestring);
+        }
+        cJSON_Delete(doc);
+        return v;
+}
+
+/* --- client fixture ------------------------------------------------------------------------------
+ */
+
+static void record_sleep(void *ud, uint64_t ms)
+{
+        struct fx *f = ud;
+
+        if (f->n_slept < sizeof(f->slept) / sizeof(f->slept[0]))
+                f->slept[f->n_slept++] = ms;
+}
+
+static struct maas_client *client_for(struct fx *f,
+                                      const char *url,
+                                      const char *key,
+                                      const struct http_transport_opts *to,
+                                      struct http_transport **ret_t,
+                                      struct maas_config *cfg)
+{
+        struct maas_client *mc = NULL;
+        char *err = NULL;
+
+        assert_int_equal(maas_config_parse(url, key, cfg, &err), 0);
+        assert_int_equal(http_transport_curl_new(to, ret_t), 0);
+        assert_int_equal(maas_client_new(&(struct maas_client_opts){ .cfg = cfg,
+                                                                     .transport = *ret_t,
+                                                                     .max_retry_after_ms = 2000,
+                                                                     .sleep_ms = record_sleep,
+                                                                     .sleep_ud = f },
+                                         &mc),
+                         0);
+        return mc;
+}
+
+static int setup(void **state)
+{
+        struct fx *f = xcalloc(1, sizeof(*f));
+
+        if (sim_start(&f->sim, NULL) < 0) {
+                free(f);
+                return -1;
+        }
+        f->mc = client_for(f, f->sim.url, ADMIN_KEY,
+                           &(struct http_transport_opts){ .timeout_ms = 5000 }, &f->t, &f->cfg);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fx *f = *state;
+        int st;
+
+        maas_client_free(f->mc);
+        http_transport_free(f->t);
+        maas_config_release(&f->cfg);
+        st = sim_stop(&f->sim);
+        free(f);
+        /* maas-sim must exit cleanly (0) on SIGTERM: no leaks under ASan either */
+        return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* Polls the machine (bounded) until its status_name is want. */
+static void wait_status(struct fx *f, const char *sid, const char *want, struct maas_node *ret)
+{
+        struct timespec pause = { .tv_nsec = 20 * 1000000L };
+
+        for (int i = 0; i < 250; i++) {
+                struct maas_node m = { 0 };
+
+                assert_int_equal(maas_get_machine(f->mc, sid, &m, NULL), 0);
+                if (strcmp(m.status_name, want) == 0) {
+                        *ret = m;
+                        return;
+                }
+                maas_node_release(&m);
+                nanosleep(&pause, NULL);
+        }
+        fail_msg("machine %s never reached %s", sid, want);
+}
+
+static bool strv_has(const struct maas_strv *v, const char *s)
+{
+        for (size_t i = 0; i < v->n; i++)
+                if (strcmp(v->v[i], s) == 0)
+                        return true;
+        return false;
+}
+
+/* --- lifecycle -------------------------------------------------------------------------------- */
+
+static void allocate_cp(struct fx *f, struct maas_node *m)
+{
+        static const char *const tags[] = { "ssd", "control-plane" };
+
+        assert_int_equal(maas_allocate(f->mc,
+                                       &(struct maas_allocate_opts){ .cpu_count = 2,
+                                                                     .mem_mib = 4096,
+                                                                     .pool = "capi",
+                                                                     .tags = tags,
+                                                                     .n_tags = 2,
+                                                                     .agent_name = "uid-1",
+                                                                     .comment = "test" },
+                                       m, NULL),
+                         0);
+        assert_string_equal(m->status_name, "Allocated");
+        assert_string_equal(m->owner, "admin");
+        assert_true(strv_has(&m->tags, "ssd") && strv_has(&m->tags, "control-plane"));
+        assert_string_equal(m->pool, "capi");
+}
+
+static void deploy_and_check(struct fx *f, const char *sid)
+{
+        static const char ud[] = "#cloud-config\nruncmd: [true]\n";
+        struct maas_node m = { 0 };
+        char *stored, *want;
+
+        assert_int_equal(
+                maas_deploy(f->mc, sid,
+                            &(struct maas_deploy_opts){ .image = "custom/u-2204-0-k-1264-0",
+                                                        .user_data = ud,
+                                                        .ephemeral_deploy = false },
+                            &m, NULL),
+                0);
+        assert_string_equal(m.status_name, "Deploying");
+        assert_string_equal(m.osystem, "custom");
+        assert_string_equal(m.distro_series, "u-2204-0-k-1264-0");
+        maas_node_release(&m);
+        stored = sim_field(f, sid, "user_data");
+        want = base64_encode(ud, strlen(ud));
+        assert_string_equal(stored, want); /* sent base64, stored verbatim */
+        free(stored);
+        free(want);
+        wait_status(f, sid, "Deployed", &m);
+        assert_string_equal(m.power_state, "on");
+        assert_true(m.ip_addresses.n > 0);
+        maas_node_release(&m);
+}
+
+static void power_cycle(struct fx *f, const char *sid)
+{
+        struct maas_node m = { 0 };
+        char *ps = NULL;
+
+        assert_int_equal(maas_power_off(f->mc, sid, &m, NULL), 0);
+        assert_string_equal(m.power_state, "off");
+        maas_node_release(&m);
+        assert_int_equal(maas_query_power_state(f->mc, sid, &ps, NULL), 0);
+        assert_string_equal(ps, "off");
+        free(ps);
+        assert_int_equal(maas_power_on(f->mc, sid, "maas provider power on", &m, NULL), 0);
+        assert_string_equal(m.power_state, "on");
+        maas_node_release(&m);
+}
+
+static void test_maas_client__allocate_deploy_power_release_lifecycle(void **state)
+{
+        struct fx *f = *state;
+        struct maas_node m = { 0 };
+        struct maas_version v = { 0 };
+        struct maas_user u = { 0 };
+        static const char *const k[] = { "cluster", "machine" }, *const val[] = { "c1", "m1" };
+        char *sid;
+
+        assert_int_equal(maas_get_version(f->mc, &v, NULL), 0);
+        assert_true(v.capabilities.n > 0);
+        maas_version_release(&v);
+        assert_int_equal(maas_whoami(f->mc, &u, NULL), 0);
+        assert_string_equal(u.username, "admin");
+        maas_user_release(&u);
+        allocate_cp(f, &m);
+        sid = xstrdup(m.system_id);
+        maas_node_release(&m);
+        assert_int_equal(maas_update_machine(f->mc, sid,
+                                             &(struct maas_update_opts){ .swap_size = 0 }, &m,
+                                             NULL),
+                         0);
+        assert_int_equal(m.swap_size, 0);
+        maas_node_release(&m);
+        assert_int_equal(maas_set_owner_data(f->mc, sid, k, val, 2, &m, NULL), 0);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(m.owner_data, "cluster")->valuestring,
+                            "c1");
+        maas_node_release(&m);
+        deploy_and_check(f, sid);
+        power_cycle(f, sid);
+        assert_int_equal(
+                maas_release(f->mc, sid, &(struct maas_release_opts){ .comment = "bye" }, &m, NULL),
+                0);
+        assert_string_equal(m.status_name, "Releasing");
+        maas_node_release(&m);
+        wait_status(f, sid, "Ready", &m);
+        assert_null(m.owner);
+        assert_string_equal(m.osystem, "");
+        assert_int_equal(m.ip_addresses.n, 0);
+        maas_node_release(&m);
+        free(sid);
+}
+
+static void test_maas_client__lists_inventory_and_filters(void **state)
+{
+        struct fx *f = *state;
+        struct maas_named_list l = { 0 };
+        struct maas_boot_resource_list b = { 0 };
+        struct maas_node_list ms = { 0 };
+        static const char *const tags[] = { "ssd" };
+        bool custom = false;
+
+        assert_int_equal(maas_list_zones(f->mc, &l, NULL), 0);
+        assert_int_equal(l.n, 4); /* default + az1..az3 */
+        maas_named_list_release(&l);
+        assert_int_equal(maas_list_pools(f->mc, &l, NULL), 0);
+        assert_int_equal(l.n, 2);
+        maas_named_list_release(&l);
+        assert_int_equal(maas_list_tags(f->mc, &l, NULL), 0);
+        assert_true(l.n >= 4);
+        maas_named_list_release(&l);
+        assert_int_equal(maas_list_domains(f->mc, &l, NULL), 0);
+        assert_string_equal(l.items[0].name, "maas");
+        maas_named_list_release(&l);
+        assert_int_equal(maas_list_boot_resources(f->mc, &b, NULL), 0);
+        for (size_t i = 0; i < b.n; i++)
+                custom = custom || (strcmp(b.items[i].name, "u-2204-0-k-1264-0") == 0 &&
+                                    strcmp(b.items[i].type, "Uploaded") == 0);
+        assert_true(custom);
+        maas_boot_resource_list_release(&b);
+        assert_int_equal(maas_list_machines(f->mc,
+                                            &(struct maas_node_filter){
+                                                    .zone = "az2", .tags = tags, .n_tags = 1 },
+                                            &ms, NULL),
+                         0);
+        assert_true(ms.n > 0 && ms.n < 24);
+        for (size_t i = 0; i < ms.n; i++)
+                assert_true(strcmp(ms.items[i].zone, "az2") == 0 &&
+                            strv_has(&ms.items[i].tags, "ssd"));
+        maas_node_list_release(&ms);
+}
+
+static void test_maas_client__list_by_repeated_ids(void **state)
+{
+        struct fx *f = *state;
+        struct maas_node_list all = { 0 }, some = { 0 };
+        const char *ids[2];
+
+        assert_int_equal(maas_list_machines(f->mc, NULL, &all, NULL), 0);
+        assert_int_equal(all.n, 24);
+        ids[0] = all.items[3].system_id;
+        ids[1] = all.items[7].system_id;
+        assert_int_equal(maas_list_machines(f->mc,
+                                            &(struct maas_node_filter){ .ids = ids, .n_ids = 2 },
+                                            &some, NULL),
+                         0);
+        assert_int_equal(some.n, 2);
+        maas_node_list_release(&some);
+        maas_node_list_release(&all);
+}
+
+static void test_maas_client__allocate_sends_every_tag(void **state)
+{
+        struct fx *f = *state;
+        static const char *const tags[] = { "ssd", "gpu" }; /* no machine has both */
+        struct maas_error err = { 0 };
+
+        /* the reference sent only the last tag, and "gpu" alone matches 6 machines */
+        assert_int_equal(maas_allocate(f->mc,
+                                       &(struct maas_allocate_opts){ .tags = tags, .n_tags = 2 },
+                                       NULL, &err),
+                         MAAS_ENOMATCH);
+        assert_non_null(strstr(err.message, "('tags', ['ssd', 'gpu'])"));
+        maas_error_release(&err);
+}
+
+/* --- error classes -------------------------------------------------------------------------- */
+
+static void test_maas_client__404_is_not_found_with_maas_message(void **state)
+{
+        struct fx *f = *state;
+        struct maas_error err = { 0 };
+        struct maas_node m = { 0 };
+
+        assert_int_equal(maas_get_machine(f->mc, "nope00", &m, &err), CM_ENOTFOUND);
+        assert_int_equal(err.http_status, 404);
+        assert_int_equal(err.cls, MAAS_ERR_NOT_FOUND);
+        assert_string_equal(err.message, "No Machine matches the given query.");
+        assert_null(m.system_id);
+        assert_int_equal(maas_delete_dns_resource(f->mc, 999, &err), CM_ENOTFOUND);
+        assert_string_equal(err.message, "No DNSResource matches the given query.");
+        maas_error_release(&err);
+        assert_int_equal(maas_get_machine(f->mc, "../zones", &m, &err), CM_EINVAL);
+        maas_error_release(&err);
+}
+
+static void test_maas_client__409_no_match_on_allocate(void **state)
+{
+        struct fx *f = *state;
+        struct maas_error err = { 0 };
+
+        assert_int_equal(
+                maas_allocate(f->mc, &(struct maas_allocate_opts){ .cpu_count = 999 }, NULL, &err),
+                MAAS_ENOMATCH);
+        assert_int_equal(err.http_status, 409);
+        assert_int_equal(err.cls, MAAS_ERR_NO_MATCH);
+        assert_true(strncmp(err.message, "No available machine matches constraints", 40) == 0);
+        assert_int_equal(err.attempts, 1);
+        assert_string_equal(maas_strerror(MAAS_ENOMATCH), "no machine matches the constraints");
+        maas_error_release(&err);
+}
+
+static void test_maas_client__409_state_conflict(void **state)
+{
+        struct fx *f = *state;
+        struct maas_error err = { 0 };
+        struct maas_node_list all = { 0 };
+
+        assert_int_equal(maas_list_machines(f->mc, NULL, &all, NULL), 0);
+        assert_int_equal(maas_power_on(f->mc, all.items[0].system_id, NULL, NULL, &err),
+                         CM_ECONFLICT);
+        assert_int_equal(err.cls, MAAS_ERR_CONFLICT);
+        assert_string_equal(err.message, "Can't start node: it hasn't been allocated.");
+        maas_error_release(&err);
+        maas_node_list_release(&all);
+}
+
+static void test_maas_client__400_validation_carries_field_map(void **state)
+{
+        struct fx *f = *state;
+        struct maas_error err = { 0 };
+        const cJSON *zone;
+
+        assert_int_equal(
+                maas_allocate(f->mc, &(struct maas_allocate_opts){ .zone = "nope" }, NULL, &err),
+                CM_EINVAL);
+        assert_int_equal(err.cls, MAAS_ERR_VALIDATION);
+        zone = cJSON_GetObjectItemCaseSensitive(err.fields, "zone");
+        assert_true(cJSON_IsArray(zone));
+        assert_string_equal(cJSON_GetArrayItem(zone, 0)->valuestring, "No such zone: 'nope'.");
+        assert_string_equal(err.message, "zone: No such zone: 'nope'.");
+        maas_error_release(&err);
+}
+
+static void test_maas_client__401_for_a_wrong_key(void **state)
+{
+        struct fx *f = *state;
+        struct maas_config cfg = { 0 };
+        struct http_transport *t = NULL;
+        struct maas_client *mc = client_for(f, f->sim.url, "ck:tk:wrong",
+                                            &(struct http_transport_opts){ 0 }, &t, &cfg);
+        struct maas_error err = { 0 };
+        struct maas_version v = { 0 };
+        struct maas_user u = { 0 };
+
+        assert_int_equal(maas_get_version(mc, &v, NULL), 0); /* version/ is anonymous */
+        maas_version_release(&v);
+        assert_int_equal(maas_whoami(mc, &u, &err), CM_EUNAUTHORIZED);
+        assert_int_equal(err.cls, MAAS_ERR_UNAUTHORIZED);
+        assert_null(strstr(err.message, "wrong"));
+        assert_int_equal(err.attempts, 1);
+        maas_error_release(&err);
+        maas_client_free(mc);
+        http_transport_free(t);
+        maas_config_release(&cfg);
+}
+
+static void test_maas_client__403_for_another_users_machine(void **state)
+{
+        struct fx *f = *state;
+        struct maas_config cfg = { 0 };
+        struct http_transport *t = NULL;
+        struct maas_client *mc =
+                client_for(f, f->sim.url, USER2_KEY, &(struct http_transport_opts){ 0 }, &t, &cfg);
+        struct maas_error err = { 0 };
+        struct maas_node m = { 0 };
+
+        allocate_cp(f, &m);
+        assert_int_equal(maas_release(mc, m.system_id, NULL, NULL, &err), CM_EFORBIDDEN);
+        assert_int_equal(err.cls, MAAS_ERR_FORBIDDEN);
+        maas_error_release(&err);
+        maas_node_release(&m);
+        maas_client_free(mc);
+        http_transport_free(t);
+        maas_config_release(&cfg);
+}
+
+/* --- retries --------------------------------------------------------------------------------- */
+
+static void test_maas_client__503_retry_after_is_honoured(void **state)
+{
+        struct fx *f = *state;
+        struct maas_error err = { 0 };
+        struct maas_named_list l = { 0 };
+
+        faults(f, "{\"unavailable\": {\"count\": 2, \"retry_after\": 1, \"op\": \"zones.read\"}}");
+        assert_int_equal(maas_list_zones(f->mc, &l, &err), 0);
+        assert_int_equal(err.attempts, 3);
+        assert_int_equal(f->n_slept, 2);
+        assert_int_equal(f->slept[0], 1000);
+        assert_int_equal(f->slept[1], 1000);
+        maas_named_list_release(&l);
+        maas_error_release(&err);
+}
+
+static void test_maas_client__retry_after_wait_is_capped(void **state)
+{
+        struct fx *f = *state;
+        struct maas_named_list l = { 0 };
+
+        faults(f, "{\"unavailable\": {\"count\": 1, \"retry_after\": 3600}}");
+        assert_int_equal(maas_list_zones(f->mc, &l, NULL), 0);
+        assert_int_equal(f->n_slept, 1);
+        assert_int_equal(f->slept[0], 2000); /* max_retry_after_ms of the fixture */
+        maas_named_list_release(&l);
+}
+
+static void test_maas_client__503_retry_after_retries_even_allocate(void **state)
+{
+        struct fx *f = *state;
+        struct maas_node m = { 0 };
+
+        /* MAAS sends Retry-After only when it did nothing, so a POST may be repeated */
+        faults(f, "{\"unavailable\": {\"count\": 1, \"retry_after\": 1, "
+                  "\"op\": \"machines.allocate\"}}");
+        assert_int_equal(maas_allocate(f->mc, &(struct maas_allocate_opts){ 0 }, &m, NULL), 0);
+        assert_int_equal(count_requests(f, "allocate", 0), 2);
+        maas_node_release(&m);
+}
+
+static void test_maas_client__500_on_get_is_retried_with_backoff(void **state)
+{
+        struct fx *f = *state;
+        struct maas_error err = { 0 };
+        struct maas_node_list l = { 0 };
+
+        faults(f, "{\"fail_next\": {\"count\": 2, \"status\": 500, \"op\": \"machines.read\"}}");
+        assert_int_equal(maas_list_machines(f->mc, NULL, &l, &err), 0);
+        assert_int_equal(err.attempts, 3);
+        assert_int_equal(f->n_slept, 2);
+        /* full-jitter exponential: [100, 200] then [200, 400] ms with the 200 ms base */
+        assert_true(f->slept[0] >= 100 && f->slept[0] <= 200);
+        assert_true(f->slept[1] >= 200 && f->slept[1] <= 400);
+        maas_node_list_release(&l);
+        maas_error_release(&err);
+}
+
+static void test_maas_client__500_on_allocate_is_not_retried(void **state)
+{
+        struct fx *f = *state;
+        struct maas_error err = { 0 };
+        struct maas_node_list l = { 0 };
+
+        faults(f, "{\"fail_next\": {\"count\": 1, \"status\": 500, "
+                  "\"op\": \"machines.allocate\"}}");
+        assert_int_equal(maas_allocate(f->mc, &(struct maas_allocate_opts){ 0 }, NULL, &err),
+                         CM_ESERVER);
+        assert_int_equal(err.http_status, 500);
+        assert_int_equal(err.cls, MAAS_ERR_TRANSIENT);
+        assert_int_equal(err.attempts, 1);
+        assert_int_equal(f->n_slept, 0);
+        assert_int_equal(count_requests(f, "allocate", 0), 1);
+        maas_error_release(&err);
+        assert_int_equal(maas_list_machines(f->mc, &(struct maas_node_filter){ .agent_name = "x" },
+                                            &l, NULL),
+                         0);
+        maas_node_list_release(&l);
+}
+
+static void test_maas_client__gives_up_after_max_attempts(void **state)
+{
+        struct fx *f = *state;
+        struct maas_error err = { 0 };
+        struct maas_named_list l = { 0 };
+
+        faults(f, "{\"fail_next\": {\"count\": 100, \"status\": 502, \"op\": \"zones.read\"}}");
+        assert_int_equal(maas_list_zones(f->mc, &l, &err), CM_ESERVER);
+        assert_int_equal(err.attempts, 4);
+        assert_int_equal(err.http_status, 502);
+        assert_int_equal(count_requests(f, "", 502), 4);
+        maas_error_release(&err);
+}
+
+static void test_maas_client__transport_error_is_transient(void **state)
+{
+        struct fx *f = *state;
+        struct maas_config cfg = { 0 };
+        struct http_transport *t = NULL;
+        struct maas_client *mc;
+        struct maas_error err = { 0 };
+        struct maas_named_list l = { 0 };
+        char url[160];
+
+        snprintf(url, sizeof(url), "%s", f->sim.url);
+        assert_int_equal(sim_stop(&f->sim) >= 0, 1);
+        assert_int_equal(sim_start(&f->sim, NULL), 0); /* the old port is now closed */
+        mc = client_for(f, url, ADMIN_KEY, &(struct http_transport_opts){ 0 }, &t, &cfg);
+        assert_int_equal(maas_list_zones(mc, &l, &err), CM_ETRANSPORT);
+        assert_int_equal(err.cls, MAAS_ERR_TRANSIENT);
+        assert_int_equal(err.http_status, 0);
+        assert_int_equal(err.attempts, 4);
+        assert_non_null(err.message);
+        maas_error_release(&err);
+        maas_client_free(mc);
+        http_transport_free(t);
+        maas_config_release(&cfg);
+}
+
+static void test_maas_client__total_timeout_applies(void **state)
+{
+        struct fx *f = *state;
+        struct maas_config cfg = { 0 };
+        struct http_transport *t = NULL;
+        struct maas_client *mc =
+                client_for(f, f->sim.url, ADMIN_KEY,
+                           &(struct http_transport_opts){ .timeout_ms = 100 }, &t, &cfg);
+        struct maas_error err = { 0 };
+
+        faults(f, "{\"latency_ms\": 400}");
+        assert_int_equal(
+                maas_allocate(mc, &(struct maas_allocate_opts){ .dry_run = true }, NULL, &err),
+                CM_ETIMEDOUT);
+        assert_int_equal(err.cls, MAAS_ERR_TRANSIENT);
+        maas_error_release(&err);
+        faults(f, "{\"latency_ms\": 0}");
+        maas_client_free(mc);
+        http_transport_free(t);
+        maas_config_release(&cfg);
+}
+
+/* --- simulated machine faults --------------------------------------------------------------- */
+
+static void test_maas_client__failed_deployment_and_unknown_bmc(void **state)
+{
+        struct fx *f = *state;
+        struct maas_node m = { 0 };
+        char *sid, *ps = NULL, *doc;
+
+        assert_int_equal(maas_allocate(f->mc, &(struct maas_allocate_opts){ 0 }, &m, NULL), 0);
+        sid = xstrdup(m.system_id);
+        maas_node_release(&m);
+        doc = xasprintf("{\"fail_deploy\": [\"%s\"], \"bmc_unknown\": [\"%s\"]}", sid, sid);
+        faults(f, doc);
+        assert_int_equal(maas_deploy(f->mc, sid,
+                                     &(struct maas_deploy_opts){ .image = "ubuntu/jammy" }, NULL,
+                                     NULL),
+                         0);
+        wait_status(f, sid, "Failed deployment", &m);
+        maas_node_release(&m);
+        assert_int_equal(maas_query_power_state(f->mc, sid, &ps, NULL), 0);
+        assert_string_equal(ps, "unknown");
+        free(ps);
+        free(doc);
+        free(sid);
+}
+
+/* --- DNS ---------------------------------------------------------------------------------------
+ */
+
+static void test_maas_client__dns_resource_create_list_update_delete(void **state)
+{
+        struct fx *f = *state;
+        struct maas_dns_resource d = { 0 }, u = { 0 };
+        struct maas_dns_list l = { 0 };
+        static const char *const ips[] = { "10.0.0.5", "10.0.0.6" };
+        struct maas_error err = { 0 };
+
+        assert_int_equal(maas_create_dns_resource(f->mc, "c1-abc123.maas", 10, NULL, 0, &d, NULL),
+                         0);
+        assert_string_equal(d.fqdn, "c1-abc123.maas");
+        assert_int_equal(d.address_ttl, 10);
+        assert_int_equal(d.ips.n, 0);
+        assert_int_equal(maas_list_dns_resources(f->mc, "c1-abc123.maas", &l, NULL), 0);
+        assert_int_equal(l.n, 1);
+        assert_int_equal(l.items[0].id, d.id);
+        maas_dns_list_release(&l);
+        assert_int_equal(maas_update_dns_resource_ips(f->mc, d.id, ips, 2, &u, NULL), 0);
+        assert_int_equal(u.ips.n, 2);
+        assert_string_equal(u.ips.v[1], "10.0.0.6");
+        maas_dns_resource_release(&u);
+        assert_int_equal(maas_create_dns_resource(f->mc, "c1-abc123.maas", 10, NULL, 0, NULL, &err),
+                         CM_EINVAL);
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(err.fields, "__all__"));
+        assert_int_equal(maas_delete_dns_resource(f->mc, d.id, &err), 0);
+        assert_int_equal(maas_list_dns_resources(f->mc, "c1-abc123.maas", &l, NULL), 0);
+        assert_int_equal(l.n, 0);
+        maas_dns_list_release(&l);
+        maas_dns_resource_release(&d);
+        maas_error_release(&err);
+}
+
+/* --- TLS ----------------------------------------------------------------------------------------
+ */
+
+static void tls_version_call(struct fx *f,
+                             const char *url,
+                             const struct http_transport_opts *to,
+                             int want)
+{
+        struct maas_config cfg = { 0 };
+        struct http_transport *t = NULL;
+        struct maas_client *mc = client_for(f, url, ADMIN_KEY, to, &t, &cfg);
+        struct maas_version v = { 0 };
+        struct maas_error err = { 0 };
+
+        assert_int_equal(maas_get_version(mc, &v, &err), want);
+        if (want == CM_ETRANSPORT)
+                assert_int_equal(err.attempts, 4); /* idempotent: retried, then given up */
+        maas_version_release(&v);
+        maas_error_release(&err);
+        maas_client_free(mc);
+        http_transport_free(t);
+        maas_config_release(&cfg);
+}
+
+static void test_maas_client__tls_verification_uses_the_given_ca(void **state)
+{
+        struct fx *f = *state;
+        const char *certs = test_env("CAPMAAS_TEST_CERTS");
+        char cert[512], key[512], ca[512], other[256], other_ca[300];
+        struct sim_proc tls = { 0 };
+        const char *extra[] = { "--tls-cert", cert, "--tls-key", key, NULL };
+
+        snprintf(cert, sizeof(cert), "%s/tls.crt", certs);
+        snprintf(key, sizeof(key), "%s/tls.key", certs);
+        snprintf(ca, sizeof(ca), "%s/ca.crt", certs);
+        test_mkdtemp(other, sizeof(other));
+        assert_int_equal(test_sh("'%s/certs/gen-dev-certs.sh' '%s' >/dev/null",
+                                 test_env("CAPMAAS_SOURCE_DIR"), other),
+                         0);
+        snprintf(other_ca, sizeof(other_ca), "%s/ca.crt", other);
+        assert_int_equal(sim_start(&tls, extra), 0);
+        assert_true(strncmp(tls.url, "https://127.0.0.1:", 18) == 0);
+        tls_version_call(f, tls.url, &(struct http_transport_opts){ .ca_file = ca }, 0);
+        tls_version_call(f, tls.url, &(struct http_transport_opts){ .ca_file = other_ca },
+                         CM_ETRANSPORT);
+        tls_version_call(f, tls.url, &(struct http_transport_opts){ 0 }, CM_ETRANSPORT);
+        tls_version_call(f, tls.url, &(struct http_transport_opts){ .insecure_skip_verify = true },
+                         0);
+        assert_int_equal(sim_stop(&tls), 0);
+        test_sh("rm -rf '%s'", other);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+                T(test_maas_client__allocate_deploy_power_release_lifecycle),
+                T(test_maas_client__lists_inventory_and_filters),
+                T(test_maas_client__list_by_repeated_ids),
+                T(test_maas_client__allocate_sends_every_tag),
+                T(test_maas_client__404_is_not_found_with_maas_message),
+                T(test_maas_client__409_no_match_on_allocate),
+                T(test_maas_client__409_state_conflict),
+                T(test_maas_client__400_validation_carries_field_map),
+                T(test_maas_client__401_for_a_wrong_key),
+                T(test_maas_client__403_for_another_users_machine),
+                T(test_maas_client__503_retry_after_is_honoured),
+                T(test_maas_client__retry_after_wait_is_capped),
+                T(test_maas_client__503_retry_after_retries_even_allocate),
+                T(test_maas_client__500_on_get_is_retried_with_backoff),
+                T(test_maas_client__500_on_allocate_is_not_retried),
+                T(test_maas_client__gives_up_after_max_attempts),
+                T(test_maas_client__transport_error_is_transient),
+                T(test_maas_client__total_timeout_applies),
+                T(test_maas_client__failed_deployment_and_unknown_bmc),
+                T(test_maas_client__dns_resource_create_list_update_delete),
+                T(test_maas_client__tls_verification_uses_the_given_ca),
+#undef T
+        };
+        int r;
+
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        r = cmocka_run_group_tests_name("maas_client", tests, NULL, NULL);
+        curl_global_cleanup();
+        return r;
+}

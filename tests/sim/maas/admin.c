@@ -1,0 +1,319 @@
+/*
+ * maas-sim admin endpoint (/_sim/, no auth, loopback only): state dump, request log (a
+ * bounded ring), fault injection and run-time inventory additions. Also the fault decision
+ * used by every API request. Functions here take sim.lock themselves, except
+ * sim_fault_pick() which runs under the dispatcher's lock.
+ *
+ * Fault document (POST /_sim/faults, also built from the command-line flags):
+ *   {"clear": true, "error_rate": {"machines.allocate": 0.5, "*": 0.1}, "error_status": 500,
+ *    "latency_ms": 50, "unavailable": {"count": 3, "retry_after": 1, "op": "machine.read"},
+ *    "fail_next": {"count": 1, "status": 500, "op": "machine.deploy"},
+ *    "fail_deploy": ["sysid"], "bmc_unknown": ["sysid"], "power_off": ["sysid"]}
+ * Op keys are "<resource>.<op or read|create|update|delete>", e.g. "machines.allocate",
+ * "machine.deploy", "machine.read", "dnsresource.update"; a bare op name ("deploy") matches
+ * the part after the dot; "*" or no op matches every request.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "sim.h"
+#include "xalloc.h"
+
+void sim_faults_release(struct sim_faults *f)
+{
+        for (size_t i = 0; i < f->n_rates; i++)
+                free(f->rates[i].op);
+        free(f->rates);
+        free(f->unavailable_op);
+        free(f->fail_op);
+        sim_strv_release(&f->fail_deploy);
+        sim_strv_release(&f->bmc_unknown);
+        *f = (struct sim_faults){ .error_status = 500 };
+}
+
+static bool op_matches(const char *want, const char *opkey)
+{
+        const char *dot = strchr(opkey, '.');
+
+        return !want || strcmp(want, "*") == 0 || strcmp(want, opkey) == 0 ||
+               (dot && strcmp(want, dot + 1) == 0);
+}
+
+static uint64_t next_random(struct sim *s)
+{
+        uint64_t x = s->rng ? s->rng : 0x9e3779b97f4a7c15ULL;
+
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s->rng = x;
+        return x;
+}
+
+unsigned sim_fault_pick(struct sim *s, const char *opkey, unsigned *ret_retry_after)
+{
+        struct sim_faults *f = &s->faults;
+
+        if (f->unavailable && op_matches(f->unavailable_op, opkey)) {
+                f->unavailable--;
+                *ret_retry_after = f->retry_after;
+                return 503;
+        }
+        if (f->fail_next && op_matches(f->fail_op, opkey)) {
+                f->fail_next--;
+                return f->fail_status;
+        }
+        for (size_t i = 0; i < f->n_rates; i++) {
+                double u = (double)(next_random(s) >> 11) / 9007199254740992.0;
+
+                if (op_matches(f->rates[i].op, opkey) && u < f->rates[i].rate)
+                        return f->error_status;
+        }
+        return 0;
+}
+
+void sim_log_request(
+        struct sim *s, const char *method, const char *path, const char *op, unsigned status)
+{
+        struct sim_log_entry *e;
+
+        pthread_mutex_lock(&s->lock);
+        e = &s->log[s->log_count % SIM_LOG_SLOTS];
+        snprintf(e->method, sizeof(e->method), "%s", method);
+        snprintf(e->path, sizeof(e->path), "%s", path);
+        snprintf(e->op, sizeof(e->op), "%s", op ? op : "");
+        e->status = status;
+        s->log_count++;
+        pthread_mutex_unlock(&s->lock);
+}
+
+/* --- faults ------------------------------------------------------------------------------- */
+
+static unsigned jint(const cJSON *o, const char *k, unsigned dflt)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+        return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 1e9
+                       ? (unsigned)v->valuedouble
+                       : dflt;
+}
+
+static char *jop(const cJSON *o)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "op");
+
+        return cJSON_IsString(v) ? xstrdup(v->valuestring) : NULL;
+}
+
+static void apply_rates(struct sim_faults *f, const cJSON *rates)
+{
+        const cJSON *e;
+
+        cJSON_ArrayForEach (e, rates) {
+                if (!cJSON_IsNumber(e))
+                        continue;
+                f->rates = xrealloc(f->rates, (f->n_rates + 1) * sizeof(*f->rates));
+                f->rates[f->n_rates++] =
+                        (struct sim_rate){ .op = xstrdup(e->string), .rate = e->valuedouble };
+        }
+}
+
+static void apply_lists(struct sim *s, const cJSON *doc)
+{
+        const cJSON *e;
+
+        cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(doc, "fail_deploy"))
+                if (cJSON_IsString(e))
+                        sim_strv_add(&s->faults.fail_deploy, e->valuestring);
+        cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(doc, "bmc_unknown"))
+                if (cJSON_IsString(e))
+                        sim_strv_add(&s->faults.bmc_unknown, e->valuestring);
+        cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(doc, "power_off")) {
+                struct sim_machine *m =
+                        cJSON_IsString(e) ? sim_find_machine(s, e->valuestring) : NULL;
+
+                if (m)
+                        sim_set(&m->power_state, "off"); /* behind the provider's back */
+        }
+}
+
+int sim_faults_apply(struct sim *s, const cJSON *doc, char **ret_err)
+{
+        struct sim_faults *f = &s->faults;
+        const cJSON *u = cJSON_GetObjectItemCaseSensitive(doc, "unavailable");
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(doc, "fail_next");
+
+        if (!cJSON_IsObject(doc)) {
+                *ret_err = xstrdup("faults: a JSON object is required");
+                return CM_EINVAL;
+        }
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "clear")))
+                sim_faults_release(f);
+        apply_rates(f, cJSON_GetObjectItemCaseSensitive(doc, "error_rate"));
+        f->error_status = jint(doc, "error_status", f->error_status ? f->error_status : 500);
+        f->latency_ms = jint(doc, "latency_ms", f->latency_ms);
+        if (cJSON_IsObject(u)) {
+                f->unavailable = jint(u, "count", 1);
+                f->retry_after = jint(u, "retry_after", 1);
+                free(f->unavailable_op);
+                f->unavailable_op = jop(u);
+        }
+        if (cJSON_IsObject(n)) {
+                f->fail_next = jint(n, "count", 1);
+                f->fail_status = jint(n, "status", 500);
+                free(f->fail_op);
+                f->fail_op = jop(n);
+        }
+        apply_lists(s, doc);
+        return 0;
+}
+
+/* --- endpoints ------------------------------------------------------------------------------ */
+
+static cJSON *state_json(struct sim *s)
+{
+        cJSON *doc = cJSON_CreateObject();
+        cJSON *ms = cJSON_AddArrayToObject(doc, "machines");
+        cJSON *dns = cJSON_AddArrayToObject(doc, "dnsresources");
+
+        for (size_t i = 0; i < s->n_machines; i++) {
+                struct sim_machine *m = &s->machines[i];
+                cJSON *o = cJSON_CreateObject();
+
+                sim_machine_tick(s, m);
+                cJSON_AddStringToObject(o, "system_id", m->system_id);
+                cJSON_AddStringToObject(o, "hostname", m->hostname);
+                cJSON_AddStringToObject(o, "status_name", sim_status_name(m->status));
+                cJSON_AddStringToObject(o, "power_state", m->power_state);
+                cJSON_AddItemToObject(o, "owner",
+                                      m->owner ? cJSON_CreateString(m->owner) : cJSON_CreateNull());
+                cJSON_AddItemToObject(o, "agent_name",
+                                      m->agent_name ? cJSON_CreateString(m->agent_name)
+                                                    : cJSON_CreateNull());
+                cJSON_AddStringToObject(o, "zone", s->zones[m->zone].name);
+                cJSON_AddStringToObject(o, "pool", s->pools[m->pool].name);
+                cJSON_AddStringToObject(o, "osystem", m->osystem);
+                cJSON_AddStringToObject(o, "distro_series", m->distro_series);
+                cJSON_AddBoolToObject(o, "ephemeral_deploy", m->ephemeral);
+                cJSON_AddItemToObject(o, "user_data",
+                                      m->user_data ? cJSON_CreateString(m->user_data)
+                                                   : cJSON_CreateNull());
+                cJSON_AddItemToObject(o, "owner_data", cJSON_Duplicate(m->owner_data, true));
+                cJSON_AddItemToArray(ms, o);
+        }
+        for (size_t i = 0; i < s->n_dns; i++) {
+                cJSON *o = cJSON_CreateObject();
+                char *fqdn = xasprintf("%s.%s", s->dns[i].name, s->domains[s->dns[i].domain].name);
+                cJSON *ips = cJSON_AddArrayToObject(o, "ips");
+
+                cJSON_AddNumberToObject(o, "id", s->dns[i].id);
+                cJSON_AddStringToObject(o, "fqdn", fqdn);
+                for (size_t j = 0; j < s->dns[i].ips.n; j++)
+                        cJSON_AddItemToArray(ips, cJSON_CreateString(s->dns[i].ips.v[j]));
+                cJSON_AddItemToArray(dns, o);
+                free(fqdn);
+        }
+        return doc;
+}
+
+static cJSON *requests_json(const struct sim *s)
+{
+        cJSON *doc = cJSON_CreateObject();
+        cJSON *arr = cJSON_AddArrayToObject(doc, "requests");
+        uint64_t first = s->log_count > SIM_LOG_SLOTS ? s->log_count - SIM_LOG_SLOTS : 0;
+
+        cJSON_AddNumberToObject(doc, "count", (double)s->log_count);
+        for (uint64_t i = first; i < s->log_count; i++) {
+                const struct sim_log_entry *e = &s->log[i % SIM_LOG_SLOTS];
+                cJSON *o = cJSON_CreateObject();
+
+                cJSON_AddStringToObject(o, "method", e->method);
+                cJSON_AddStringToObject(o, "path", e->path);
+                cJSON_AddStringToObject(o, "op", e->op);
+                cJSON_AddNumberToObject(o, "status", e->status);
+                cJSON_AddItemToArray(arr, o);
+        }
+        return doc;
+}
+
+typedef int add_fn(struct sim *s, const cJSON *o, char **ret_err);
+
+static int add_items(struct sim *s, const cJSON *doc, add_fn *fn, char **ret_err)
+{
+        const cJSON *e;
+        int r;
+
+        if (cJSON_IsObject(doc))
+                return fn(s, doc, ret_err);
+        if (!cJSON_IsArray(doc)) {
+                *ret_err = xstrdup("a JSON object or array is required");
+                return CM_EINVAL;
+        }
+        cJSON_ArrayForEach (e, doc) {
+                r = fn(s, e, ret_err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* POST endpoints taking a JSON body; lock held. */
+static int admin_post(struct sim *s, const char *path, const cJSON *doc, char **ret_err)
+{
+        if (strcmp(path, "/_sim/faults") == 0)
+                return sim_faults_apply(s, doc, ret_err);
+        if (strcmp(path, "/_sim/machines") == 0)
+                return add_items(s, doc, sim_add_machine_json, ret_err);
+        if (strcmp(path, "/_sim/pools") == 0)
+                return add_items(s, doc, sim_add_pool_json, ret_err);
+        *ret_err = xasprintf("unknown admin endpoint %s", path);
+        return CM_ENOTFOUND;
+}
+
+static void admin_locked(struct sim *s,
+                         const char *method,
+                         const char *path,
+                         const char *body,
+                         size_t body_len,
+                         struct sim_resp *rp)
+{
+        bool get = strcmp(method, "GET") == 0;
+        cJSON *doc;
+        char *err = NULL;
+        int r;
+
+        if (get && strcmp(path, "/_sim/state") == 0) {
+                sim_reply_json(rp, state_json(s));
+        } else if (get && strcmp(path, "/_sim/requests") == 0) {
+                sim_reply_json(rp, requests_json(s));
+        } else if (strcmp(method, "POST") == 0 && strcmp(path, "/_sim/reset-log") == 0) {
+                s->log_count = 0;
+                sim_reply_text(rp, 200, "ok\n");
+        } else if (strcmp(method, "POST") == 0) {
+                doc = cJSON_ParseWithLengthOpts(body, body_len, NULL, false);
+                r = doc ? admin_post(s, path, doc, &err) : CM_EPARSE;
+                if (r < 0)
+                        sim_reply_text(rp, r == CM_ENOTFOUND ? 404 : 400, "%s\n",
+                                       err ? err : "malformed JSON");
+                else
+                        sim_reply_text(rp, 200, "ok\n");
+                cJSON_Delete(doc);
+                free(err);
+        } else {
+                sim_reply_text(rp, 404, "unknown admin endpoint %s %s\n", method, path);
+        }
+}
+
+void sim_admin(struct sim *s,
+               const char *method,
+               const char *path,
+               const char *body,
+               size_t body_len,
+               struct sim_resp *rp)
+{
+        pthread_mutex_lock(&s->lock);
+        admin_locked(s, method, path, body, body_len, rp);
+        pthread_mutex_unlock(&s->lock);
+}

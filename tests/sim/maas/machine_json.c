@@ -1,0 +1,322 @@
+/*
+ * maas-sim machine JSON: renders a machine with every key of maas-api.md §6.1 (the keys
+ * gomaasapi's strict schema requires, with their types), plus interfaces with links and
+ * subnets, and one physical block device. Called with sim.lock held. It does not apply the
+ * lazy transitions itself: readers call sim_machine_tick() first, while deploy renders its
+ * answer before the tick so the response shows Deploying even with --deploy-seconds 0.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+#include "xalloc.h"
+
+static void add_str_or_null(cJSON *o, const char *k, const char *v)
+{
+        if (v)
+                cJSON_AddStringToObject(o, k, v);
+        else
+                cJSON_AddNullToObject(o, k);
+}
+
+static cJSON *str_array(const struct sim_strv *v)
+{
+        cJSON *a = cJSON_CreateArray();
+
+        for (size_t i = 0; i < v->n; i++)
+                cJSON_AddItemToArray(a, cJSON_CreateString(v->v[i]));
+        return a;
+}
+
+cJSON *sim_zone_json(const struct sim *s, size_t i)
+{
+        cJSON *o = cJSON_CreateObject();
+        char *uri = xasprintf(SIM_API_PREFIX "zones/%s/", s->zones[i].name);
+
+        cJSON_AddNumberToObject(o, "id", s->zones[i].id);
+        cJSON_AddStringToObject(o, "name", s->zones[i].name);
+        cJSON_AddStringToObject(o, "description", s->zones[i].description);
+        cJSON_AddStringToObject(o, "resource_uri", uri);
+        free(uri);
+        return o;
+}
+
+cJSON *sim_pool_json(const struct sim *s, size_t i)
+{
+        cJSON *o = cJSON_CreateObject();
+        char *uri = xasprintf(SIM_API_PREFIX "resourcepool/%d/", s->pools[i].id);
+
+        cJSON_AddNumberToObject(o, "id", s->pools[i].id);
+        cJSON_AddStringToObject(o, "name", s->pools[i].name);
+        cJSON_AddStringToObject(o, "description", s->pools[i].description);
+        cJSON_AddStringToObject(o, "resource_uri", uri);
+        free(uri);
+        return o;
+}
+
+cJSON *sim_domain_json(const struct sim *s, size_t i)
+{
+        const struct sim_domain *d = &s->domains[i];
+        cJSON *o = cJSON_CreateObject();
+        char *uri = xasprintf(SIM_API_PREFIX "domains/%d/", d->id);
+        size_t count = 0;
+
+        for (size_t j = 0; j < s->n_dns; j++)
+                count += s->dns[j].domain == i;
+        cJSON_AddNumberToObject(o, "id", d->id);
+        cJSON_AddStringToObject(o, "name", d->name);
+        if (d->ttl >= 0)
+                cJSON_AddNumberToObject(o, "ttl", d->ttl);
+        else
+                cJSON_AddNullToObject(o, "ttl");
+        cJSON_AddBoolToObject(o, "authoritative", d->authoritative);
+        cJSON_AddNumberToObject(o, "resource_record_count", (double)count);
+        cJSON_AddBoolToObject(o, "is_default", i == 0);
+        cJSON_AddStringToObject(o, "resource_uri", uri);
+        free(uri);
+        return o;
+}
+
+cJSON *sim_tag_json(const struct sim *s, size_t i)
+{
+        cJSON *o = cJSON_CreateObject();
+        char *uri = xasprintf(SIM_API_PREFIX "tags/%s/", s->tags[i].name);
+
+        cJSON_AddStringToObject(o, "name", s->tags[i].name);
+        cJSON_AddStringToObject(o, "definition", s->tags[i].definition);
+        cJSON_AddStringToObject(o, "comment", s->tags[i].comment);
+        cJSON_AddStringToObject(o, "kernel_opts", s->tags[i].kernel_opts);
+        cJSON_AddStringToObject(o, "resource_uri", uri);
+        free(uri);
+        return o;
+}
+
+static cJSON *vlan_json(void)
+{
+        cJSON *v = cJSON_CreateObject();
+
+        cJSON_AddNumberToObject(v, "id", 5001);
+        cJSON_AddStringToObject(v, "name", "untagged");
+        cJSON_AddStringToObject(v, "fabric", "fabric-0");
+        cJSON_AddNumberToObject(v, "fabric_id", 0);
+        cJSON_AddNumberToObject(v, "vid", 0);
+        cJSON_AddNumberToObject(v, "mtu", 1500);
+        cJSON_AddBoolToObject(v, "dhcp_on", true);
+        cJSON_AddNullToObject(v, "primary_rack");
+        cJSON_AddNullToObject(v, "secondary_rack");
+        cJSON_AddStringToObject(v, "space", "undefined");
+        cJSON_AddStringToObject(v, "resource_uri", SIM_API_PREFIX "vlans/5001/");
+        return v;
+}
+
+static cJSON *subnet_json(const char *cidr, int id)
+{
+        cJSON *o = cJSON_CreateObject();
+        char *uri = xasprintf(SIM_API_PREFIX "subnets/%d/", id);
+
+        cJSON_AddNumberToObject(o, "id", id);
+        cJSON_AddStringToObject(o, "name", cidr);
+        cJSON_AddStringToObject(o, "cidr", cidr);
+        cJSON_AddNullToObject(o, "gateway_ip");
+        cJSON_AddArrayToObject(o, "dns_servers");
+        cJSON_AddStringToObject(o, "space", "undefined");
+        cJSON_AddItemToObject(o, "vlan", vlan_json());
+        cJSON_AddStringToObject(o, "resource_uri", uri);
+        free(uri);
+        return o;
+}
+
+static bool ips_visible(const struct sim_machine *m)
+{
+        return m->status == ST_DEPLOYING || m->status == ST_DEPLOYED ||
+               m->status == ST_FAILED_DEPLOYMENT;
+}
+
+static cJSON *iface_json(const struct sim_machine *m, const struct sim_iface *f)
+{
+        cJSON *o = cJSON_CreateObject();
+        cJSON *links = cJSON_CreateArray();
+        char *uri = xasprintf(SIM_API_PREFIX "nodes/%s/interfaces/%d/", m->system_id, f->id);
+
+        cJSON_AddNumberToObject(o, "id", f->id);
+        cJSON_AddStringToObject(o, "name", f->name);
+        cJSON_AddStringToObject(o, "type", "physical");
+        cJSON_AddBoolToObject(o, "enabled", true);
+        cJSON_AddArrayToObject(o, "tags");
+        cJSON_AddStringToObject(o, "mac_address", f->mac);
+        cJSON_AddNumberToObject(o, "effective_mtu", 1500);
+        cJSON_AddArrayToObject(o, "parents");
+        cJSON_AddArrayToObject(o, "children");
+        cJSON_AddItemToObject(o, "vlan", vlan_json());
+        if (f->cidr) {
+                cJSON *l = cJSON_CreateObject();
+
+                cJSON_AddNumberToObject(l, "id", f->id * 10);
+                cJSON_AddStringToObject(l, "mode", "auto");
+                if (f->ip && ips_visible(m))
+                        cJSON_AddStringToObject(l, "ip_address", f->ip);
+                cJSON_AddItemToObject(l, "subnet", subnet_json(f->cidr, 1));
+                cJSON_AddItemToArray(links, l);
+        }
+        cJSON_AddItemToObject(o, "links", links);
+        cJSON_AddStringToObject(o, "resource_uri", uri);
+        free(uri);
+        return o;
+}
+
+static cJSON *disk_json(const struct sim_machine *m)
+{
+        cJSON *o = cJSON_CreateObject();
+        double size = m->storage * 1e6;
+        int id = (int)m->order + 1;
+        char *uri = xasprintf(SIM_API_PREFIX "nodes/%s/blockdevices/%d/", m->system_id, id);
+        char *serial = xasprintf("QM%05d", id);
+
+        cJSON_AddNumberToObject(o, "id", id);
+        cJSON_AddStringToObject(o, "name", "sda");
+        cJSON_AddStringToObject(o, "path", "/dev/disk/by-dname/sda");
+        cJSON_AddStringToObject(o, "model", "QEMU HARDDISK");
+        cJSON_AddStringToObject(o, "serial", serial);
+        cJSON_AddNullToObject(o, "id_path");
+        cJSON_AddNullToObject(o, "uuid");
+        cJSON_AddNumberToObject(o, "size", size);
+        cJSON_AddNumberToObject(o, "block_size", 512);
+        cJSON_AddNumberToObject(o, "used_size", 0);
+        cJSON_AddNumberToObject(o, "available_size", size);
+        cJSON_AddStringToObject(o, "used_for", "Unused");
+        cJSON_AddArrayToObject(o, "tags");
+        cJSON_AddStringToObject(o, "type", "physical");
+        cJSON_AddNullToObject(o, "filesystem");
+        cJSON_AddArrayToObject(o, "partitions");
+        cJSON_AddNullToObject(o, "partition_table_type");
+        cJSON_AddNullToObject(o, "storage_pool");
+        cJSON_AddStringToObject(o, "system_id", m->system_id);
+        cJSON_AddStringToObject(o, "resource_uri", uri);
+        free(serial);
+        free(uri);
+        return o;
+}
+
+static cJSON *hardware_info(const struct sim_machine *m)
+{
+        static const char *const unknown[] = { "system_family",
+                                               "system_version",
+                                               "system_sku",
+                                               "system_serial",
+                                               "mainboard_vendor",
+                                               "mainboard_product",
+                                               "mainboard_firmware_version",
+                                               "mainboard_firmware_date" };
+        cJSON *o = cJSON_CreateObject();
+        char *cpu = xasprintf("Simulated CPU %d cores", m->cpu_count);
+
+        cJSON_AddStringToObject(o, "system_vendor", "maas-sim");
+        cJSON_AddStringToObject(o, "system_product", "Virtual Machine");
+        cJSON_AddStringToObject(o, "cpu_model", cpu);
+        for (size_t i = 0; i < ARRAY_SIZE(unknown); i++)
+                cJSON_AddStringToObject(o, unknown[i], "Unknown");
+        free(cpu);
+        return o;
+}
+
+static cJSON *ip_list(const struct sim_machine *m)
+{
+        cJSON *a = cJSON_CreateArray();
+
+        for (size_t i = 0; ips_visible(m) && i < m->n_ifaces; i++)
+                if (m->ifaces[i].ip)
+                        cJSON_AddItemToArray(a, cJSON_CreateString(m->ifaces[i].ip));
+        return a;
+}
+
+static void add_identity(struct sim *s, cJSON *o, const struct sim_machine *m)
+{
+        char *fqdn = xasprintf("%s.%s", m->hostname, s->domains[m->domain].name);
+        char *uri = xasprintf(SIM_API_PREFIX "machines/%s/", m->system_id);
+
+        cJSON_AddStringToObject(o, "system_id", m->system_id);
+        cJSON_AddStringToObject(o, "hostname", m->hostname);
+        cJSON_AddStringToObject(o, "fqdn", fqdn);
+        cJSON_AddItemToObject(o, "domain", sim_domain_json(s, m->domain));
+        cJSON_AddStringToObject(o, "description", m->description);
+        cJSON_AddStringToObject(o, "architecture", m->architecture);
+        cJSON_AddNumberToObject(o, "cpu_count", m->cpu_count);
+        cJSON_AddNumberToObject(o, "cpu_speed", m->cpu_speed);
+        cJSON_AddNumberToObject(o, "memory", (double)m->memory);
+        cJSON_AddNumberToObject(o, "storage", m->storage);
+        if (m->swap_size >= 0)
+                cJSON_AddNumberToObject(o, "swap_size", (double)m->swap_size);
+        else
+                cJSON_AddNullToObject(o, "swap_size");
+        cJSON_AddStringToObject(o, "resource_uri", uri);
+        cJSON_AddNumberToObject(o, "node_type", 0);
+        cJSON_AddStringToObject(o, "node_type_name", "Machine");
+        cJSON_AddNullToObject(o, "parent");
+        free(fqdn);
+        free(uri);
+}
+
+static void add_status(cJSON *o, const struct sim_machine *m)
+{
+        cJSON_AddNumberToObject(o, "status", m->status);
+        cJSON_AddStringToObject(o, "status_name", sim_status_name(m->status));
+        add_str_or_null(o, "status_message", m->status_message);
+        cJSON_AddStringToObject(o, "status_action", "");
+        cJSON_AddStringToObject(o, "error_description", "");
+        cJSON_AddStringToObject(o, "osystem", m->osystem);
+        cJSON_AddStringToObject(o, "distro_series", m->distro_series);
+        add_str_or_null(o, "hwe_kernel", m->hwe_kernel);
+        cJSON_AddNullToObject(o, "min_hwe_kernel");
+        cJSON_AddBoolToObject(o, "ephemeral_deploy", m->ephemeral);
+        cJSON_AddBoolToObject(o, "netboot", m->status != ST_DEPLOYED);
+        cJSON_AddStringToObject(o, "power_type", m->power_type);
+        cJSON_AddStringToObject(o, "power_state", m->power_state);
+        add_str_or_null(o, "owner", m->owner);
+        cJSON_AddItemToObject(o, "owner_data", cJSON_Duplicate(m->owner_data, true));
+        cJSON_AddBoolToObject(o, "locked", false);
+}
+
+static void add_hardware(struct sim *s, cJSON *o, const struct sim_machine *m)
+{
+        cJSON *ifs = cJSON_CreateArray();
+        cJSON *gw = cJSON_AddObjectToObject(o, "default_gateways");
+        static const char *const empty[] = {
+                "virtualblockdevice_set", "volume_groups", "raids", "cache_sets", "bcaches",
+                "special_filesystems"
+        };
+
+        cJSON_AddItemToObject(o, "tag_names", str_array(&m->tags));
+        cJSON_AddItemToObject(o, "ip_addresses", ip_list(m));
+        cJSON_AddNullToObject(o, "address_ttl");
+        cJSON_AddItemToObject(o, "zone", sim_zone_json(s, m->zone));
+        cJSON_AddItemToObject(o, "pool", sim_pool_json(s, m->pool));
+        cJSON_AddItemToObject(o, "hardware_info", hardware_info(m));
+        for (size_t i = 0; i < m->n_ifaces; i++)
+                cJSON_AddItemToArray(ifs, iface_json(m, &m->ifaces[i]));
+        if (m->n_ifaces)
+                cJSON_AddItemToObject(o, "boot_interface", iface_json(m, &m->ifaces[0]));
+        else
+                cJSON_AddNullToObject(o, "boot_interface");
+        cJSON_AddItemToObject(o, "interface_set", ifs);
+        cJSON_AddItemToObject(o, "boot_disk", disk_json(m));
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "blockdevice_set"), disk_json(m));
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "physicalblockdevice_set"), disk_json(m));
+        for (size_t i = 0; i < ARRAY_SIZE(empty); i++)
+                cJSON_AddArrayToObject(o, empty[i]);
+        cJSON_AddItemToObject(gw, "ipv4", cJSON_CreateObject());
+        cJSON_AddNullToObject(cJSON_GetObjectItemCaseSensitive(gw, "ipv4"), "gateway_ip");
+        cJSON_AddNullToObject(cJSON_GetObjectItemCaseSensitive(gw, "ipv4"), "link_id");
+        cJSON_AddItemToObject(gw, "ipv6",
+                              cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(gw, "ipv4"), true));
+}
+
+cJSON *sim_machine_json(struct sim *s, const struct sim_machine *m)
+{
+        cJSON *o = cJSON_CreateObject();
+
+        add_identity(s, o, m);
+        add_status(o, m);
+        add_hardware(s, o, m);
+        return o;
+}

@@ -1,0 +1,546 @@
+/*
+ * maas-sim machine handlers: list with filters, read, update, allocate, deploy, release
+ * (single and bulk), power on/off/query and set_owner_data, following maas-api.md §7.3–7.7.
+ * Every handler runs with sim.lock held (taken by the dispatcher) and never blocks.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "buf.h"
+#include "err.h"
+#include "sim.h"
+#include "xalloc.h"
+
+#define MSG_NO_MACHINE "No Machine matches the given query."
+
+static bool is_admin(const char *user)
+{
+        return user && strcmp(user, "admin") == 0;
+}
+
+/* Owned by someone else and the caller is not an admin. */
+static bool forbidden(const struct sim_machine *m, const char *user)
+{
+        return !is_admin(user) && m->owner && (!user || strcmp(m->owner, user) != 0);
+}
+
+static struct sim_machine *get_machine(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        struct sim_machine *m = sim_find_machine(s, rq->arg);
+
+        if (!m) {
+                sim_reply_text(rp, 404, MSG_NO_MACHINE);
+                return NULL;
+        }
+        sim_machine_tick(s, m);
+        return m;
+}
+
+static void reply_machine(struct sim *s, struct sim_machine *m, struct sim_resp *rp)
+{
+        sim_reply_json(rp, sim_machine_json(s, m));
+}
+
+static void set_status(struct sim_machine *m, enum sim_status st, const char *user)
+{
+        free(m->status_message);
+        m->status_message = xasprintf("From '%s' to '%s'%s%s%s", sim_status_name(m->status),
+                                      sim_status_name(st), user ? " (to " : "", user ? user : "",
+                                      user ? ")" : "");
+        m->status = st;
+}
+
+/* Splits tag values on commas and whitespace (legacy "tags=a,b" form). */
+void sim_split_tags(const struct sim_params *p, const char *key, struct sim_strv *out)
+{
+        for (size_t i = 0; i < p->n; i++) {
+                const char *v = p->vals[i];
+
+                if (strcmp(p->keys[i], key) != 0)
+                        continue;
+                while (*v) {
+                        size_t n = strcspn(v, ", \t");
+                        char *t;
+
+                        if (n) {
+                                t = xstrndup(v, n);
+                                sim_strv_add(out, t);
+                                free(t);
+                        }
+                        v += n + (v[n] ? 1 : 0);
+                }
+        }
+}
+
+static bool has_all_tags(const struct sim_machine *m, const struct sim_strv *tags)
+{
+        for (size_t i = 0; i < tags->n; i++)
+                if (!sim_strv_has(&m->tags, tags->v[i]))
+                        return false;
+        return true;
+}
+
+/* 400 {"tags": ["No such tag(s): 'a', 'b'."]} when any tag is unknown; returns true if ok. */
+bool sim_check_tags(const struct sim *s,
+                    const struct sim_strv *tags,
+                    const char *field,
+                    struct sim_resp *rp)
+{
+        struct buf b;
+        bool ok = true;
+
+        buf_init(&b, 4096);
+        for (size_t i = 0; i < tags->n; i++) {
+                if (sim_find_tag(s, tags->v[i]) >= 0)
+                        continue;
+                sim_bprintf(&b, "%s'%s'", ok ? "" : ", ", tags->v[i]);
+                ok = false;
+        }
+        if (!ok)
+                sim_reply_field_error(rp, field, "No such tag(s): %s.", b.data);
+        buf_release(&b);
+        return ok;
+}
+
+/* --- list ---------------------------------------------------------------------------------- */
+
+static const char *const list_keys[] = { "op",     "id",         "hostname",   "zone",
+                                         "pool",   "tags",       "status",     "owner",
+                                         "domain", "agent_name", "mac_address" };
+
+/* Any-of match of the values for key k against the candidate string v. */
+static bool any_of(const struct sim_params *p, const char *k, const char *v)
+{
+        bool seen = false;
+
+        for (size_t i = 0; i < p->n; i++) {
+                if (strcmp(p->keys[i], k) != 0)
+                        continue;
+                seen = true;
+                if (v && strcasecmp(p->vals[i], v) == 0)
+                        return true;
+        }
+        return !seen;
+}
+
+static bool status_matches(const struct sim_params *p, const struct sim_machine *m)
+{
+        char name[48];
+        size_t i;
+        const char *sn = sim_status_name(m->status);
+
+        for (i = 0; sn[i] && i + 1 < sizeof(name); i++)
+                name[i] = sn[i] == ' ' ? '_' : (char)tolower((unsigned char)sn[i]);
+        name[i] = '\0';
+        return any_of(p, "status", name);
+}
+
+static bool mac_matches(const struct sim_params *p, const struct sim_machine *m)
+{
+        for (size_t i = 0; i < m->n_ifaces; i++)
+                if (any_of(p, "mac_address", m->ifaces[i].mac))
+                        return true;
+        return any_of(p, "mac_address", NULL);
+}
+
+static bool list_match(const struct sim *s,
+                       const struct sim_params *p,
+                       const struct sim_machine *m,
+                       const struct sim_strv *tags)
+{
+        return any_of(p, "id", m->system_id) && any_of(p, "hostname", m->hostname) &&
+               any_of(p, "zone", s->zones[m->zone].name) &&
+               any_of(p, "pool", s->pools[m->pool].name) &&
+               any_of(p, "domain", s->domains[m->domain].name) &&
+               any_of(p, "agent_name", m->agent_name) && any_of(p, "owner", m->owner) &&
+               status_matches(p, m) && mac_matches(p, m) && has_all_tags(m, tags);
+}
+
+static bool list_params_ok(const struct sim *s, const struct sim_params *p, struct sim_resp *rp)
+{
+        for (size_t i = 0; i < p->n; i++) {
+                const char *k = p->keys[i];
+                bool known = false;
+
+                for (size_t j = 0; j < ARRAY_SIZE(list_keys); j++)
+                        known = known || strcmp(k, list_keys[j]) == 0;
+                if (!known) {
+                        sim_reply_field_error(rp, k, "No such constraint.");
+                        return false;
+                }
+                if (strcmp(k, "zone") == 0 && sim_find_zone(s, p->vals[i]) < 0) {
+                        sim_reply_field_error(rp, k, "No such zone: '%s'.", p->vals[i]);
+                        return false;
+                }
+                if (strcmp(k, "pool") == 0 && sim_find_pool(s, p->vals[i]) < 0) {
+                        sim_reply_field_error(rp, k, "No such pool: '%s'.", p->vals[i]);
+                        return false;
+                }
+        }
+        return true;
+}
+
+static void machines_list(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        struct sim_strv tags = { 0 };
+        cJSON *arr;
+
+        sim_split_tags(&rq->query, "tags", &tags);
+        if (!list_params_ok(s, &rq->query, rp) || !sim_check_tags(s, &tags, "tags", rp))
+                goto out;
+        arr = cJSON_CreateArray();
+        for (size_t i = 0; i < s->n_machines; i++) {
+                struct sim_machine *m = &s->machines[i];
+
+                sim_machine_tick(s, m);
+                if (list_match(s, &rq->query, m, &tags))
+                        cJSON_AddItemToArray(arr, sim_machine_json(s, m));
+        }
+        sim_reply_json(rp, arr);
+out:
+        sim_strv_release(&tags);
+}
+
+static void machines_list_allocated(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        cJSON *arr = cJSON_CreateArray();
+
+        for (size_t i = 0; i < s->n_machines; i++) {
+                struct sim_machine *m = &s->machines[i];
+
+                sim_machine_tick(s, m);
+                if (m->owner && rq->user && strcmp(m->owner, rq->user) == 0)
+                        cJSON_AddItemToArray(arr, sim_machine_json(s, m));
+        }
+        sim_reply_json(rp, arr);
+}
+
+/* --- read / update ------------------------------------------------------------------------- */
+
+static void machine_read(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        struct sim_machine *m = get_machine(s, rq, rp);
+
+        if (m)
+                reply_machine(s, m, rp);
+}
+
+static bool parse_int(const char *v, long long min, long long *ret)
+{
+        char *end = NULL;
+        long long x;
+
+        if (!v || !*v)
+                return false;
+        x = strtoll(v, &end, 10);
+        if (*end || x < min)
+                return false;
+        *ret = x;
+        return true;
+}
+
+static bool update_placement(struct sim *s,
+                             struct sim_machine *m,
+                             const struct sim_params *p,
+                             struct sim_resp *rp)
+{
+        const char *zone = sim_params_get(p, "zone");
+        const char *pool = sim_params_get(p, "pool");
+        ssize_t zi = zone ? sim_find_zone(s, zone) : (ssize_t)m->zone;
+        ssize_t pi = pool ? sim_find_pool(s, pool) : (ssize_t)m->pool;
+
+        if (zi < 0) {
+                sim_reply_field_error(rp, "zone",
+                                      "Select a valid choice. %s is not one of the "
+                                      "available choices.",
+                                      zone);
+                return false;
+        }
+        if (pi < 0) {
+                sim_reply_field_error(rp, "pool",
+                                      "Select a valid choice. %s is not one of the "
+                                      "available choices.",
+                                      pool);
+                return false;
+        }
+        m->zone = (size_t)zi;
+        m->pool = (size_t)pi;
+        return true;
+}
+
+static void machine_update(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        struct sim_machine *m = get_machine(s, rq, rp);
+        const char *swap, *host, *desc;
+        long long v = 0;
+
+        if (!m)
+                return;
+        if (forbidden(m, rq->user)) {
+                sim_reply_text(rp, 403, "User is not allowed access to this API.");
+                return;
+        }
+        swap = sim_params_get(&rq->form, "swap_size");
+        host = sim_params_get(&rq->form, "hostname");
+        desc = sim_params_get(&rq->form, "description");
+        if (swap && !parse_int(swap, 0, &v)) {
+                sim_reply_field_error(rp, "swap_size", "Invalid size for swap: %s", swap);
+                return;
+        }
+        if (host && !*host) {
+                sim_reply_field_error(rp, "hostname", "This field cannot be blank.");
+                return;
+        }
+        if (!update_placement(s, m, &rq->form, rp))
+                return;
+        if (swap)
+                m->swap_size = v;
+        if (host)
+                sim_set(&m->hostname, host);
+        if (desc)
+                sim_set(&m->description, desc);
+        reply_machine(s, m, rp);
+}
+
+/* --- owner data ---------------------------------------------------------------------------- */
+
+static void machine_set_owner_data(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        struct sim_machine *m = get_machine(s, rq, rp);
+
+        if (!m)
+                return;
+        if (!m->owner || !rq->user || strcmp(m->owner, rq->user) != 0) {
+                sim_reply_text(rp, 409, "Cannot set workload annotation: it hasn't been acquired.");
+                return;
+        }
+        for (size_t i = 0; i < rq->form.n; i++) {
+                const char *k = rq->form.keys[i];
+
+                if (strcmp(k, "op") == 0)
+                        continue;
+                cJSON_DeleteItemFromObjectCaseSensitive(m->owner_data, k);
+                if (*rq->form.vals[i])
+                        cJSON_AddStringToObject(m->owner_data, k, rq->form.vals[i]);
+        }
+        reply_machine(s, m, rp);
+}
+
+/* --- power ----------------------------------------------------------------------------------- */
+
+static void machine_power_on(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        struct sim_machine *m = get_machine(s, rq, rp);
+
+        if (!m)
+                return;
+        if (forbidden(m, rq->user)) {
+                sim_reply_text(rp, 403, "User is not allowed access to this API.");
+                return;
+        }
+        if (!m->owner) {
+                sim_reply_text(rp, 409, "Can't start node: it hasn't been allocated.");
+                return;
+        }
+        sim_set(&m->power_state, "on");
+        reply_machine(s, m, rp);
+}
+
+static void machine_power_off(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        struct sim_machine *m = get_machine(s, rq, rp);
+        const char *mode = sim_params_get(&rq->form, "stop_mode");
+
+        if (!m)
+                return;
+        if (forbidden(m, rq->user)) {
+                sim_reply_text(rp, 403, "User is not allowed access to this API.");
+                return;
+        }
+        if (mode && strcmp(mode, "hard") != 0 && strcmp(mode, "soft") != 0) {
+                sim_reply_field_error(rp, "stop_mode", "Select a valid choice.");
+                return;
+        }
+        sim_set(&m->power_state, "off");
+        reply_machine(s, m, rp);
+}
+
+static void machine_query_power(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        struct sim_machine *m = get_machine(s, rq, rp);
+        cJSON *doc;
+
+        if (!m)
+                return;
+        if (sim_strv_has(&s->faults.bmc_unknown, m->system_id))
+                sim_set(&m->power_state, "unknown");
+        doc = cJSON_CreateObject();
+        cJSON_AddStringToObject(doc, "state", m->power_state);
+        sim_reply_json(rp, doc);
+}
+
+/* --- release ------------------------------------------------------------------------------- */
+
+static bool releasable(enum sim_status st)
+{
+        static const enum sim_status ok[] = {
+                ST_ALLOCATED,           ST_DEPLOYING,       ST_DEPLOYED,
+                ST_FAILED_DEPLOYMENT,   ST_BROKEN,          ST_RESERVED,
+                ST_FAILED_DISK_ERASING, ST_FAILED_RELEASING
+        };
+
+        for (size_t i = 0; i < ARRAY_SIZE(ok); i++)
+                if (ok[i] == st)
+                        return true;
+        return false;
+}
+
+static void start_release(struct sim *s, struct sim_machine *m, bool erase, const char *user)
+{
+        if (!erase && strcmp(m->power_state, "off") == 0 && s->release_seconds <= 0) {
+                sim_machine_finish_release(m);
+                return;
+        }
+        set_status(m, erase ? ST_DISK_ERASING : ST_RELEASING, user);
+        m->deadline = sim_now() + s->release_seconds;
+}
+
+static void machine_release(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        struct sim_machine *m = get_machine(s, rq, rp);
+        const char *e = sim_params_get(&rq->form, "erase");
+        bool erase = false;
+
+        if (!m)
+                return;
+        if (e && sim_parse_bool(e, &erase) < 0) {
+                sim_reply_field_error(rp, "erase", "Must be a boolean: %s", e);
+                return;
+        }
+        if (forbidden(m, rq->user)) {
+                sim_reply_text(rp, 403, "User is not allowed access to this API.");
+                return;
+        }
+        if (m->status != ST_READY && m->status != ST_RELEASING && m->status != ST_DISK_ERASING) {
+                if (!releasable(m->status)) {
+                        sim_reply_text(rp, 409,
+                                       "Machine cannot be released in its current state ('%s').",
+                                       sim_status_name(m->status));
+                        return;
+                }
+                start_release(s, m, erase, rq->user);
+        }
+        reply_machine(s, m, rp);
+}
+
+/* Checks every id of a bulk release; returns the first error status (0 = all fine). */
+static unsigned bulk_check(struct sim *s, const struct sim_req *rq, struct buf *bad)
+{
+        static const unsigned order[] = { 400, 403, 409 };
+        unsigned worst = 0;
+
+        for (size_t pass = 0; pass < ARRAY_SIZE(order) && !worst; pass++) {
+                for (size_t i = 0; i < rq->form.n; i++) {
+                        struct sim_machine *m;
+                        unsigned st = 0;
+
+                        if (strcmp(rq->form.keys[i], "machines") != 0)
+                                continue;
+                        m = sim_find_machine(s, rq->form.vals[i]);
+                        if (m)
+                                sim_machine_tick(s, m);
+                        if (!m)
+                                st = 400;
+                        else if (forbidden(m, rq->user))
+                                st = 403;
+                        else if (m->status != ST_READY && m->status != ST_RELEASING &&
+                                 m->status != ST_DISK_ERASING && !releasable(m->status))
+                                st = 409;
+                        if (st != order[pass])
+                                continue;
+                        if (st == 409)
+                                sim_bprintf(bad, "%s%s ('%s')", worst ? ", " : "", m->system_id,
+                                            sim_status_name(m->status));
+                        else
+                                sim_bprintf(bad, "%s%s", worst ? ", " : "", rq->form.vals[i]);
+                        worst = st;
+                }
+        }
+        return worst;
+}
+
+static void machines_release(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        struct buf bad;
+        unsigned st;
+        cJSON *arr;
+
+        buf_init(&bad, 64 * 1024);
+        st = bulk_check(s, rq, &bad);
+        if (st == 400)
+                sim_reply_text(rp, 400, "Unknown machine(s): %s.", bad.data);
+        else if (st == 403)
+                sim_reply_text(rp, 403,
+                               "You don't have the required permission to release the "
+                               "following machine(s): %s.",
+                               bad.data);
+        else if (st == 409)
+                sim_reply_text(rp, 409,
+                               "Machine(s) cannot be released in their current state: "
+                               "%s.",
+                               bad.data);
+        buf_release(&bad);
+        if (st)
+                return;
+        arr = cJSON_CreateArray();
+        for (size_t i = 0; i < rq->form.n; i++) {
+                struct sim_machine *m;
+
+                if (strcmp(rq->form.keys[i], "machines") != 0)
+                        continue;
+                m = sim_find_machine(s, rq->form.vals[i]);
+                if (!releasable(m->status))
+                        continue;
+                start_release(s, m, false, rq->user);
+                cJSON_AddItemToArray(arr, cJSON_CreateString(m->system_id));
+        }
+        sim_reply_json(rp, arr);
+}
+
+static void machine_delete(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        struct sim_machine *m = get_machine(s, rq, rp);
+
+        if (!m)
+                return;
+        if (!is_admin(rq->user)) {
+                sim_reply_text(rp, 403, "User is not allowed access to this API.");
+                return;
+        }
+        sim_reply_text(rp, 409, "maas-sim does not delete machines; use /_sim/ to reset.");
+}
+
+const struct sim_op sim_ops_machines[] = {
+        { "GET", NULL, machines_list },
+        { "GET", "list_allocated", machines_list_allocated },
+        { "POST", "allocate", sim_machines_allocate },
+        { "POST", "release", machines_release },
+        { NULL, NULL, NULL },
+};
+
+const struct sim_op sim_ops_machine[] = {
+        { "GET", NULL, machine_read },
+        { "PUT", NULL, machine_update },
+        { "DELETE", NULL, machine_delete },
+        { "POST", "deploy", sim_machine_deploy },
+        { "POST", "release", machine_release },
+        { "POST", "power_on", machine_power_on },
+        { "POST", "power_off", machine_power_off },
+        { "GET", "query_power_state", machine_query_power },
+        { "POST", "set_owner_data", machine_set_owner_data },
+        { "POST", "set_workload_annotations", machine_set_owner_data },
+        { NULL, NULL, NULL },
+};

@@ -1,0 +1,331 @@
+#pragma once
+/*
+ * maas-sim internals: the emulator's state (inventory + machine state machine), its request
+ * representation and the handler tables. One global mutex (struct sim.lock) guards the whole
+ * state; every handler takes it for a short, non-blocking critical section and never calls out
+ * while holding it. Everything here is private to the maas-sim binary.
+ *
+ * Files: main.c (flags, daemon, signals), http.c (libmicrohttpd glue, bodies, OAuth, routing),
+ * params.c (query/form/multipart/JSON parameter parsing), inventory.c (YAML/JSON inventory ->
+ * state), machines.c (machine handlers and JSON), other.c (zones, pools, tags, domains, boot
+ * resources, DNS, users, version), admin.c (/_sim/ endpoints, faults, request log).
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "compiler.h"
+
+#define SIM_API_PREFIX "/MAAS/api/2.0/"
+#define SIM_BODY_MAX   (1024 * 1024)
+#define SIM_LOG_SLOTS  4096
+#define SIM_MAX_KEYS   8
+
+enum sim_status {
+        ST_NEW = 0,
+        ST_COMMISSIONING = 1,
+        ST_READY = 4,
+        ST_RESERVED = 5,
+        ST_DEPLOYED = 6,
+        ST_BROKEN = 8,
+        ST_DEPLOYING = 9,
+        ST_ALLOCATED = 10,
+        ST_FAILED_DEPLOYMENT = 11,
+        ST_RELEASING = 12,
+        ST_FAILED_RELEASING = 13,
+        ST_DISK_ERASING = 14,
+        ST_FAILED_DISK_ERASING = 15,
+        ST_COUNT = 23,
+};
+
+struct sim_strv {
+        char **v; /* owned strings */
+        size_t n;
+};
+
+/* Ordered multi-map of decoded request parameters (repeated keys kept in order). */
+struct sim_params {
+        char **keys;
+        char **vals;
+        size_t n;
+        size_t cap;
+};
+
+struct sim_zone {
+        int id;
+        char *name;
+        char *description;
+};
+
+struct sim_pool {
+        int id;
+        char *name;
+        char *description;
+};
+
+struct sim_tag {
+        char *name;
+        char *comment;
+        char *definition;
+        char *kernel_opts;
+};
+
+struct sim_domain {
+        int id;
+        char *name;
+        int ttl; /* -1 = null */
+        bool authoritative;
+};
+
+struct sim_boot {
+        int id;
+        char *type; /* "Synced" | "Uploaded" */
+        char *name;
+        char *architecture;
+        char *subarches;
+        char *title;
+        char *base_image; /* NULL for synced */
+};
+
+struct sim_iface {
+        int id;
+        char *name;
+        char *mac;
+        char *ip;   /* static address claimed on deploy; may be NULL */
+        char *cidr; /* subnet; may be NULL */
+};
+
+struct sim_machine {
+        size_t order; /* internal id: list order */
+        char *system_id;
+        char *hostname;
+        char *description;
+        char *architecture;
+        int cpu_count;
+        int cpu_speed;
+        int64_t memory;    /* MiB */
+        double storage;    /* MB */
+        int64_t swap_size; /* bytes; -1 = null */
+        enum sim_status status;
+        char *status_message;
+        char *osystem;
+        char *distro_series;
+        char *hwe_kernel;
+        char *user_data;
+        char *agent_name;
+        char *comment;
+        char *owner;       /* NULL when not allocated */
+        cJSON *owner_data; /* object string -> string */
+        bool ephemeral;
+        char *power_type;
+        char *power_state; /* "on" | "off" | "unknown" | "error" */
+        struct sim_strv tags;
+        size_t zone, pool, domain; /* indices into the state arrays */
+        struct sim_iface *ifaces;
+        size_t n_ifaces;
+        double deadline; /* monotonic seconds when Deploying/Releasing ends */
+};
+
+struct sim_dns {
+        int id;
+        char *name;
+        size_t domain;
+        int ttl; /* -1 = null */
+        struct sim_strv ips;
+};
+
+struct sim_key {
+        char *consumer;
+        char *token;
+        char *secret;
+        const char *user;
+};
+
+struct sim_log_entry {
+        char method[8];
+        char path[160];
+        char op[40];
+        unsigned status;
+};
+
+struct sim_rate {
+        char *op;
+        double rate;
+};
+
+struct sim_faults {
+        struct sim_rate *rates; /* random errors per op key ("*" = all) */
+        size_t n_rates;
+        unsigned error_status; /* status of injected errors (500) */
+        unsigned latency_ms;
+        unsigned unavailable; /* next N matching requests get 503 + Retry-After */
+        unsigned retry_after;
+        char *unavailable_op; /* NULL = any */
+        unsigned fail_next;   /* next N matching requests get fail_status */
+        unsigned fail_status;
+        char *fail_op; /* NULL = any */
+        struct sim_strv fail_deploy;
+        struct sim_strv bmc_unknown;
+};
+
+struct sim {
+        pthread_mutex_t lock;
+        struct sim_zone *zones;
+        size_t n_zones;
+        struct sim_pool *pools;
+        size_t n_pools;
+        struct sim_tag *tags;
+        size_t n_tags;
+        struct sim_domain *domains;
+        size_t n_domains;
+        struct sim_boot *boots;
+        size_t n_boots;
+        struct sim_machine *machines;
+        size_t n_machines;
+        struct sim_dns *dns;
+        size_t n_dns;
+        int next_dns_id;
+        struct sim_key keys[SIM_MAX_KEYS];
+        size_t n_keys;
+        double deploy_seconds;
+        double release_seconds;
+        struct sim_faults faults;
+        struct sim_log_entry *log; /* ring of SIM_LOG_SLOTS */
+        uint64_t log_count;        /* total entries written */
+        uint64_t rng;
+        const char *scheme; /* "http" | "https" */
+};
+
+/* A request as the handlers see it. */
+struct sim_req {
+        const char *method;
+        const char *path; /* full path, e.g. /MAAS/api/2.0/machines/abc/ */
+        const char *arg;  /* the '*' path segment (system_id, id, name) or NULL */
+        const char *op;   /* NULL when absent or empty */
+        const char *user; /* authenticated user or NULL */
+        struct sim_params query;
+        struct sim_params form;
+};
+
+struct sim_resp {
+        unsigned status;
+        char *body;        /* owned */
+        const char *ctype; /* static */
+        unsigned retry_after;
+};
+
+typedef void sim_handler_fn(struct sim *s, const struct sim_req *rq, struct sim_resp *rp);
+
+/* One (method, op) pair a route answers. op NULL = the plain CRUD method. */
+struct sim_op {
+        const char *method;
+        const char *op;
+        sim_handler_fn *fn;
+};
+
+/* --- params.c --- */
+void sim_params_add(struct sim_params *p, const char *k, size_t kl, const char *v, size_t vl);
+void sim_params_release(struct sim_params *p);
+/* Last value of key k, or NULL. */
+const char *sim_params_get(const struct sim_params *p, const char *k);
+/* Parses a urlencoded string into p (appending). */
+void sim_params_parse_urlencoded(struct sim_params *p, const char *s, size_t len);
+/* Parses a body by content type; CM_EPARSE on a malformed multipart or JSON body. */
+int sim_params_parse_body(struct sim_params *p, const char *ctype, const char *body, size_t len);
+/* Decodes %XX and '+' in place; returns the new length. */
+size_t sim_url_decode(char *s, size_t len);
+struct buf;
+/* Appends to a message buffer; text past the buffer's cap is dropped (messages only). */
+void sim_bprintf(struct buf *b, const char *fmt, ...) PRINTF_LIKE(2, 3);
+/* formencode StringBool: CM_EINVAL if not a boolean word. */
+int sim_parse_bool(const char *s, bool *ret);
+
+/* --- state helpers (inventory.c) --- */
+MUST_CHECK int sim_load_inventory(struct sim *s, const char *file, char **ret_err);
+/* Adds one machine / pool described by a JSON object (as in the inventory file). */
+MUST_CHECK int sim_add_machine_json(struct sim *s, const cJSON *o, char **ret_err);
+MUST_CHECK int sim_add_pool_json(struct sim *s, const cJSON *o, char **ret_err);
+void sim_release(struct sim *s);
+double sim_now(void);
+const char *sim_status_name(enum sim_status st);
+/* Applies time-driven transitions (Deploying -> Deployed, Releasing -> Ready). Lock held. */
+void sim_machine_tick(struct sim *s, struct sim_machine *m);
+/* Releasing -> Ready: clears owner, OS fields, owner_data, agent_name; powers off. */
+void sim_machine_finish_release(struct sim_machine *m);
+/* Replaces *dst with a copy of src (NULL allowed). */
+void sim_set(char **dst, const char *src);
+struct sim_machine *sim_find_machine(struct sim *s, const char *system_id);
+ssize_t sim_find_zone(const struct sim *s, const char *name);
+ssize_t sim_find_pool(const struct sim *s, const char *id_or_name);
+ssize_t sim_find_tag(const struct sim *s, const char *name);
+ssize_t sim_find_domain(const struct sim *s, const char *id_or_name);
+bool sim_strv_has(const struct sim_strv *v, const char *s);
+void sim_strv_add(struct sim_strv *v, const char *s);
+void sim_strv_release(struct sim_strv *v);
+
+/* --- responses (http.c) --- */
+void sim_reply_json(struct sim_resp *rp, cJSON *doc); /* takes doc */
+void sim_reply_text(struct sim_resp *rp, unsigned status, const char *fmt, ...) PRINTF_LIKE(3, 4);
+/* 400 JSON field map {"field": ["message"]}. */
+void sim_reply_field_error(struct sim_resp *rp, const char *field, const char *fmt, ...)
+        PRINTF_LIKE(3, 4);
+/* 400 Unrecognised signature. */
+void sim_reply_bad_op(struct sim_resp *rp, const struct sim_req *rq);
+/* Dispatches one fully-read request; fills rp. Thread-safe. */
+void sim_handle(struct sim *s, struct sim_req *rq, const char *auth, struct sim_resp *rp);
+
+/* --- JSON builders and handlers --- */
+cJSON *sim_zone_json(const struct sim *s, size_t i);
+cJSON *sim_pool_json(const struct sim *s, size_t i);
+cJSON *sim_domain_json(const struct sim *s, size_t i);
+cJSON *sim_tag_json(const struct sim *s, size_t i);
+cJSON *sim_machine_json(struct sim *s, const struct sim_machine *m);
+
+/* machines_alloc.c */
+void sim_machines_allocate(struct sim *s, const struct sim_req *rq, struct sim_resp *rp);
+void sim_machine_deploy(struct sim *s, const struct sim_req *rq, struct sim_resp *rp);
+/* Collects the values of key, each split on commas and whitespace (machines.c). */
+void sim_split_tags(const struct sim_params *p, const char *key, struct sim_strv *out);
+bool sim_check_tags(const struct sim *s,
+                    const struct sim_strv *tags,
+                    const char *field,
+                    struct sim_resp *rp);
+
+/* Route tables: each returns the ops for one resource. */
+extern const struct sim_op sim_ops_machines[];
+extern const struct sim_op sim_ops_machine[];
+extern const struct sim_op sim_ops_version[];
+extern const struct sim_op sim_ops_users[];
+extern const struct sim_op sim_ops_zones[];
+extern const struct sim_op sim_ops_zone[];
+extern const struct sim_op sim_ops_pools[];
+extern const struct sim_op sim_ops_pool[];
+extern const struct sim_op sim_ops_tags[];
+extern const struct sim_op sim_ops_tag[];
+extern const struct sim_op sim_ops_domains[];
+extern const struct sim_op sim_ops_domain[];
+extern const struct sim_op sim_ops_boots[];
+extern const struct sim_op sim_ops_boot[];
+extern const struct sim_op sim_ops_dnsresources[];
+extern const struct sim_op sim_ops_dnsresource[];
+
+/* --- admin.c --- */
+/* Handles /_sim/...; lock not held. */
+void sim_admin(struct sim *s,
+               const char *method,
+               const char *path,
+               const char *body,
+               size_t body_len,
+               struct sim_resp *rp);
+/* Applies a faults JSON document (also used by flags). */
+MUST_CHECK int sim_faults_apply(struct sim *s, const cJSON *doc, char **ret_err);
+void sim_faults_release(struct sim_faults *f);
+/* Decides an injected failure for op key; returns 0 or the status to answer. Lock held. */
+unsigned sim_fault_pick(struct sim *s, const char *opkey, unsigned *ret_retry_after);
+void sim_log_request(
+        struct sim *s, const char *method, const char *path, const char *op, unsigned status);

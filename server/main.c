@@ -24,6 +24,7 @@
 #include "health.h"
 #include "http_server.h"
 #include "log.h"
+#include "maas_client.h"
 #include "metrics.h"
 #include "parse.h"
 #include "process_metrics.h"
@@ -364,6 +365,26 @@ static void register_secrets(const struct config *cfg)
                 log_add_secret(last + 1);
 }
 
+/* The MAAS endpoint and key are checked at start-up, so a typo is a clear error now rather
+ * than a failed reconcile later. Both or neither must be set. */
+static int check_maas_config(const struct config *cfg, char **reterr)
+{
+        struct maas_config mc = { 0 };
+        int r;
+
+        if (!cfg->maas_endpoint && !cfg->maas_api_key)
+                return CM_OK;
+        if (!cfg->maas_endpoint || !cfg->maas_api_key) {
+                *reterr = xstrdup(cfg->maas_endpoint ?
+                                          "MAAS_API_KEY is not set (MAAS_ENDPOINT is)" :
+                                          "MAAS_ENDPOINT is not set (MAAS_API_KEY is)");
+                return CM_EINVAL;
+        }
+        r = maas_config_parse(cfg->maas_endpoint, cfg->maas_api_key, &mc, reterr);
+        maas_config_release(&mc);
+        return r;
+}
+
 static int run(const struct config *cfg)
 {
         struct app app = { .cfg = cfg };
@@ -418,7 +439,14 @@ int main(int argc, char *argv[])
                 printf("capmaas %s\n", CAPMAAS_VERSION);
         log_setup(cfg->logging_format, cfg->verbosity, 2);
         register_secrets(cfg);
+        if (!cfg->help && !cfg->version && check_maas_config(cfg, &err) < 0) {
+                fprintf(stderr, "capmaas: %s\n", err ? err : "invalid MAAS configuration");
+                free(err);
+                status = 2;
+                goto out;
+        }
         status = cfg->help || cfg->version ? 0 : run(cfg);
+out:
         log_clear_secrets();
         config_free(cfg);
         curl_global_cleanup();

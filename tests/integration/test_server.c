@@ -413,6 +413,15 @@ static void test_server__bad_configuration_exits_2_naming_the_flag(void **state)
         assert_int_equal(test_sh("%s --webhooks-only --webhook-port=notaport 2>/dev/null",
                                  test_env("CAPMAAS_BIN")),
                          2);
+        /* A MAAS endpoint without a key (or a malformed key) is a start-up error. */
+        assert_int_equal(test_sh("MAAS_ENDPOINT=http://127.0.0.1:5240/MAAS %s --webhooks-only "
+                                 "2>&1 | grep -q 'MAAS_API_KEY is not set'",
+                                 test_env("CAPMAAS_BIN")),
+                         0);
+        assert_int_equal(test_sh("MAAS_ENDPOINT=http://127.0.0.1:5240/MAAS MAAS_API_KEY=abc "
+                                 "%s --webhooks-only >/dev/null 2>&1",
+                                 test_env("CAPMAAS_BIN")),
+                         2);
         /* Missing certificates are a start-up error, not a crash. */
         assert_int_equal(test_sh("%s --webhooks-only --webhook-port 0 --health-addr 0 "
                                  "--metrics-bind-addr 0 --webhook-cert-dir /nonexistent "

@@ -2,18 +2,26 @@
 # HTTPS throughput and latency of the capmaas webhook server against nginx, same machine,
 # same certificate, same client, same run.
 #
-#   bench/https.sh [REQUESTS]          (default 50000 per server)
+#   bench/https.sh [REQUESTS] [ROUNDS]   (default 30000 requests, 5 rounds per server)
 #
 # Client: h2load --h1 (Debian nghttp2-client), 16 keep-alive connections, one thread,
 # a small JSON POST (an AdmissionReview, as the API server sends). capmaas runs with
 # --webhooks-only and 2 server threads; nginx (Debian nginx-light) with 2 workers returns
-# a fixed JSON body. p50/p99 come from h2load's per-request log. The last line is:
+# a fixed JSON body. Both servers are pinned to CPU 0 and the client to CPU 1 (when the
+# machine has two), and the rounds alternate capmaas, nginx, capmaas, … so background load
+# hits both alike; each figure is the median over the rounds. p50/p99 come from h2load's
+# per-request log of the median round. The last line is:
 #   https: capmaas=<req/s> nginx=<req/s> ratio=<capmaas/nginx> idle_rss_kib=<n>
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 capmaas_ensure_packages "${CAPMAAS_PACKAGES[@]}" nginx-light nghttp2-client
-n=${1:-50000}
+n=${1:-30000}
+rounds=${2:-5}
+server_cpu=(); client_cpu=()
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+  server_cpu=(taskset -c 0); client_cpu=(taskset -c 1)
+fi
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
@@ -31,7 +39,7 @@ JSON
 
 # capmaas
 cport=$(free_port)
-build-bench/capmaas --webhooks-only --webhook-host 127.0.0.1 --webhook-port "$cport" \
+"${server_cpu[@]}" build-bench/capmaas --webhooks-only --webhook-host 127.0.0.1 --webhook-port "$cport" \
   --webhook-cert-dir "$work/certs" --webhook-threads 2 --health-addr 0 \
   --metrics-bind-addr 0 2>"$work/capmaas.log" &
 cpid=$!; pids+=("$cpid")
@@ -60,33 +68,43 @@ http {
   }
 }
 CONF
-nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" &
+"${server_cpu[@]}" nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" &
 pids+=("$!")
 sleep 0.5
 
 path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-maasmachine
-run() { # name port -> "req/s p50_ms p99_ms"
-  local name=$1 port=$2 out
-  # warm-up, then the measured run with a per-request log
-  h2load --h1 -n 2000 -c 16 -t 1 -d "$work/review.json" -H 'Content-Type: application/json' \
-    "https://127.0.0.1:$port$path" >/dev/null 2>&1
-  out=$(h2load --h1 -n "$n" -c 16 -t 1 -d "$work/review.json" \
-    -H 'Content-Type: application/json' --log-file "$work/$name.tsv" \
+run_once() { # name port round -> "req/s p50_ms p99_ms"
+  local name=$1 port=$2 round=$3 out rps p50 p99
+  out=$("${client_cpu[@]}" h2load --h1 -n "$n" -c 16 -t 1 -d "$work/review.json" \
+    -H 'Content-Type: application/json' --log-file "$work/$name.$round.tsv" \
     "https://127.0.0.1:$port$path")
   if ! grep -q "0 failed, 0 errored" <<<"$out" ||
      ! grep -q "status codes: $n 2xx" <<<"$out"; then
     echo "$name: requests failed" >&2; echo "$out" >&2; exit 1
   fi
-  local rps
   rps=$(awk '/^finished in/ {gsub(",",""); print $4}' <<<"$out")
   # log columns: start time (us), status, duration (us)
-  read -r p50 p99 < <(awk '{print $3}' "$work/$name.tsv" | sort -n |
+  read -r p50 p99 < <(awk '{print $3}' "$work/$name.$round.tsv" | sort -n |
     awk '{a[NR]=$1} END {printf "%.3f %.3f\n", a[int(NR*0.50)]/1000, a[int(NR*0.99)]/1000}')
-  printf '%-8s %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms\n' "$name" "$rps" "$p50" "$p99" >&2
-  echo "$rps"
+  echo "$rps $p50 $p99"
 }
 
-crps=$(run capmaas "$cport")
-nrps=$(run nginx "$nport")
+median_of() { sort -n -k1,1 | awk '{l[NR]=$0} END {print l[int((NR+1)/2)]}'; }
+
+for name in capmaas nginx; do  # warm-up
+  port=$cport; [ "$name" = nginx ] && port=$nport
+  "${client_cpu[@]}" h2load --h1 -n 2000 -c 16 -t 1 -d "$work/review.json" \
+    -H 'Content-Type: application/json' "https://127.0.0.1:$port$path" >/dev/null 2>&1
+done
+for r in $(seq "$rounds"); do
+  run_once capmaas "$cport" "$r" >>"$work/capmaas.rounds"
+  run_once nginx "$nport" "$r" >>"$work/nginx.rounds"
+done
+read -r crps cp50 cp99 < <(median_of <"$work/capmaas.rounds")
+read -r nrps np50 np99 < <(median_of <"$work/nginx.rounds")
+printf '%-8s %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms   (rounds: %s)\n' capmaas "$crps" \
+  "$cp50" "$cp99" "$(awk '{printf "%.0f ", $1}' "$work/capmaas.rounds")"
+printf '%-8s %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms   (rounds: %s)\n' nginx "$nrps" \
+  "$np50" "$np99" "$(awk '{printf "%.0f ", $1}' "$work/nginx.rounds")"
 ratio=$(awk -v a="$crps" -v b="$nrps" 'BEGIN {printf "%.2f", a/b}')
 printf 'https: capmaas=%.0f nginx=%.0f ratio=%s idle_rss_kib=%s\n' "$crps" "$nrps" "$ratio" "$idle_rss"

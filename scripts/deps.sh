@@ -4,7 +4,7 @@
 
 CAPMAAS_PACKAGES=(build-essential cmake pkg-config openssl
   libmicrohttpd-dev libgnutls28-dev libcjson-dev libcurl4-gnutls-dev libyaml-dev libcmocka-dev
-  clang libclang-rt-14-dev curl nghttp2-client)
+  clang libclang-rt-14-dev curl nghttp2-client python3-kubernetes python3-yaml)
 
 capmaas_missing_packages() {
   local p missing=()

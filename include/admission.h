@@ -44,10 +44,11 @@ struct admission_request {
 
 struct admission_response {
         bool allowed;
-        unsigned code; /* status.code of a denial: 403 Forbidden or 422 Invalid */
-        char *reason;  /* owned; status.reason of a denial ("Forbidden", "Invalid") */
-        char *message; /* owned; status.message of a denial */
-        cJSON *causes; /* owned; status.details.causes array, may be NULL */
+        unsigned code;  /* status.code of a denial: 403 Forbidden or 422 Invalid */
+        char *reason;   /* owned; status.reason of a denial ("Forbidden", "Invalid") */
+        char *message;  /* owned; status.message of a denial */
+        cJSON *causes;  /* owned; status.details.causes array, may be NULL */
+        cJSON *details; /* owned; other status.details members (group, kind, name), or NULL */
         char *warnings[ADMISSION_WARNINGS_MAX]; /* owned */
         size_t n_warnings;
         cJSON *patch; /* owned; JSON Patch operations array; NULL or empty = no patch */

@@ -242,8 +242,12 @@ static void encode_status(cJSON *resp_obj, const struct admission_response *resp
         cJSON_AddStringToObject(status, "status", "Failure");
         cJSON_AddStringToObject(status, "reason", resp->reason ? resp->reason : "Forbidden");
         cJSON_AddStringToObject(status, "message", resp->message ? resp->message : "denied");
+        if (resp->details)
+                cJSON_AddItemToObject(status, "details", cJSON_Duplicate(resp->details, true));
         if (resp->causes && cJSON_GetArraySize(resp->causes) > 0) {
-                details = cJSON_AddObjectToObject(status, "details");
+                details = cJSON_GetObjectItemCaseSensitive(status, "details");
+                if (!details)
+                        details = cJSON_AddObjectToObject(status, "details");
                 cJSON_AddItemToObject(details, "causes", cJSON_Duplicate(resp->causes, true));
         }
 }
@@ -298,6 +302,7 @@ void admission_response_release(struct admission_response *resp)
         free(resp->reason);
         free(resp->message);
         cJSON_Delete(resp->causes);
+        cJSON_Delete(resp->details);
         for (size_t i = 0; i < resp->n_warnings; i++)
                 free(resp->warnings[i]);
         cJSON_Delete(resp->patch);

@@ -1,24 +1,210 @@
 /*
- * kinds: dispatch of defaulting and validation by kind. The rules themselves arrive with
- * issue #3; until then every well-formed review is allowed unchanged.
+ * kinds: the common admission flow of the Maas kinds.
+ *
+ * Validation (CREATE and UPDATE; other operations are allowed):
+ *  1. objects carrying clusterctl's delete-for-move annotation are allowed as they are;
+ *  2. decoder type errors deny with 422 Invalid, every error with its field path;
+ *  3. on UPDATE, the reference's immutability rules deny first, with its exact message
+ *     (403 Forbidden, as controller-runtime answers a plain error); then a template's whole
+ *     spec.template.spec is immutable (kubernetes.md 3.4). Both are skipped for a template
+ *     update that is a CAPI topology dry-run (annotation + request dryRun);
+ *  4. the value rules deny with 422 Invalid listing every error; on UPDATE an error the
+ *     stored object already had is not reported again (ratcheting, so an object created
+ *     under older rules can still get its finalizers and status written).
+ * Defaulting answers a JSON Patch only when something changes.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "admission.h"
+#include "field_errors.h"
+#include "json.h"
+#include "validate.h"
 #include "webhook_kinds.h"
+#include "xalloc.h"
+
+#define ANNOTATION_DELETE_FOR_MOVE  "clusterctl.cluster.x-k8s.io/delete-for-move"
+#define ANNOTATION_TOPOLOGY_DRY_RUN "topology.cluster.x-k8s.io/dry-run"
+
+static const struct kind_ops *const kinds[] = {
+        &kind_ops_cluster,
+        &kind_ops_cluster_template,
+        &kind_ops_machine,
+        &kind_ops_machine_template,
+};
+
+const struct kind_ops *kind_ops_find(const char *kind)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
+                if (strcmp(kinds[i]->kind, kind) == 0)
+                        return kinds[i];
+        return NULL;
+}
+
+static bool has_annotation(const cJSON *obj, const char *key)
+{
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+        const cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+
+        return cJSON_IsObject(ann) && cJSON_GetObjectItemCaseSensitive(ann, key) != NULL;
+}
+
+/* The spec object of obj (spec, or spec.template.spec for templates), or NULL. */
+static const cJSON *spec_of(const struct kind_ops *ops, const cJSON *obj)
+{
+        const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+
+        if (ops->is_template)
+                spec = cJSON_GetObjectItemCaseSensitive(
+                        cJSON_GetObjectItemCaseSensitive(spec, "template"), "spec");
+        return cJSON_IsObject(spec) ? spec : NULL;
+}
+
+static const char *object_name(const struct admission_request *req)
+{
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(req->object, "metadata");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(meta, "name");
+
+        return cJSON_IsString(name) ? name->valuestring : req->name;
+}
+
+static bool is_write(const struct admission_request *req)
+{
+        return req->object && (req->op == ADMISSION_OP_CREATE || req->op == ADMISSION_OP_UPDATE);
+}
 
 void webhook_default(const char *kind,
                      const struct admission_request *req,
                      struct admission_response *resp)
 {
-        (void)kind;
-        (void)req;
+        const struct kind_ops *ops = kind_ops_find(kind);
+        const cJSON *spec;
+        cJSON *patch;
+
         resp->allowed = true;
+        if (!ops || !is_write(req))
+                return;
+        spec = spec_of(ops, req->object);
+        if (!spec)
+                return;
+        patch = cJSON_CreateArray();
+        ops->defaults(spec, ops->spec_pointer, patch);
+        if (cJSON_GetArraySize(patch) > 0) {
+                cJSON_Delete(resp->patch);
+                resp->patch = patch;
+        } else {
+                cJSON_Delete(patch);
+        }
+}
+
+static void deny_plain(struct admission_response *resp, char *message)
+{
+        resp->allowed = false;
+        resp->code = 403;
+        free(resp->reason);
+        resp->reason = xstrdup("Forbidden");
+        free(resp->message);
+        resp->message = message;
+}
+
+static void type_errors(const struct json_errors *jerr, struct field_errors *fe)
+{
+        for (size_t i = 0; i < jerr->n; i++)
+                field_errors_add(fe, FIELD_ERR_TYPE_INVALID, jerr->items[i].path, NULL, "%s",
+                                 jerr->items[i].message);
+        if (fe->n == 0)
+                field_errors_add(fe, FIELD_ERR_TYPE_INVALID, "object", NULL,
+                                 "cannot be decoded as a %s", "Maas object");
+}
+
+static bool topology_dry_run(const struct kind_ops *ops, const struct admission_request *req)
+{
+        return ops->is_template && req->dry_run &&
+               has_annotation(req->object, ANNOTATION_TOPOLOGY_DRY_RUN);
+}
+
+static void template_immutable(const struct kind_ops *ops,
+                               const struct admission_request *req,
+                               struct field_errors *fe)
+{
+        const cJSON *a = spec_of(ops, req->old_object);
+        const cJSON *b = spec_of(ops, req->object);
+
+        if ((a || b) && !(a && b && cJSON_Compare(a, b, true)))
+                field_errors_add(fe, FIELD_ERR_FORBIDDEN, ops->spec_field, NULL,
+                                 "field is immutable; create a new %s instead", ops->kind);
+}
+
+/* Steps 3 and 4 on a decoded object (old is NULL on CREATE or when unreadable). */
+static void validate_decoded(const struct kind_ops *ops,
+                             const struct admission_request *req,
+                             const union webhook_obj *cur,
+                             const union webhook_obj *old,
+                             struct admission_response *resp)
+{
+        struct field_errors fe;
+        struct field_errors fe_old;
+        char *msg;
+
+        field_errors_init(&fe);
+        field_errors_init(&fe_old);
+        if (old && !topology_dry_run(ops, req)) {
+                msg = ops->immutable(old, cur);
+                if (msg) {
+                        deny_plain(resp, msg);
+                        goto out;
+                }
+                if (ops->is_template)
+                        template_immutable(ops, req, &fe);
+        }
+        ops->check(cur, &fe, resp);
+        if (old) {
+                ops->check(old, &fe_old, NULL);
+                field_errors_subtract(&fe, &fe_old);
+        }
+        if (fe.n > 0)
+                field_errors_deny(&fe, SCHEMA_GROUP, ops->kind, object_name(req), resp);
+out:
+        field_errors_release(&fe_old);
+        field_errors_release(&fe);
+}
+
+static void validate_object(const struct kind_ops *ops,
+                            const struct admission_request *req,
+                            struct admission_response *resp)
+{
+        union webhook_obj cur;
+        union webhook_obj old;
+        struct json_errors jerr;
+        struct field_errors fe;
+        bool have_old;
+
+        json_errors_init(&jerr);
+        if (ops->decode(req->object, &cur, &jerr) < 0) {
+                field_errors_init(&fe);
+                type_errors(&jerr, &fe);
+                field_errors_deny(&fe, SCHEMA_GROUP, ops->kind, object_name(req), resp);
+                field_errors_release(&fe);
+                json_errors_release(&jerr);
+                return;
+        }
+        have_old = req->op == ADMISSION_OP_UPDATE && req->old_object &&
+                   ops->decode(req->old_object, &old, NULL) == 0;
+        validate_decoded(ops, req, &cur, have_old ? &old : NULL, resp);
+        if (have_old)
+                ops->release(&old);
+        ops->release(&cur);
+        json_errors_release(&jerr);
 }
 
 void webhook_validate(const char *kind,
                       const struct admission_request *req,
                       struct admission_response *resp)
 {
-        (void)kind;
-        (void)req;
+        const struct kind_ops *ops = kind_ops_find(kind);
+
         resp->allowed = true;
+        if (!ops || !is_write(req) || has_annotation(req->object, ANNOTATION_DELETE_FOR_MOVE))
+                return;
+        validate_object(ops, req, resp);
 }

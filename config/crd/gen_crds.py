@@ -1,0 +1,212 @@
+#!/usr/bin/python3
+"""Writes config/crd/bases/*.yaml, the CRDs of infrastructure.cluster.x-k8s.io/v1beta1.
+
+The schemas follow include/schema.h and upstream-capmaas.md section 1 (required fields,
+minimums, defaults, status subresource, category cluster-api), the labels kubernetes.md 4.1
+(CAPI contract) and clusterctl's provider label. Value rules beyond these (image format,
+ranges, MAAS names) live in the validating webhooks. Run after changing the types:
+
+    /usr/bin/python3 config/crd/gen_crds.py
+"""
+import os
+import copy
+
+import yaml
+
+GROUP = "infrastructure.cluster.x-k8s.io"
+LABELS = {
+    "cluster.x-k8s.io/provider": "infrastructure-maas",
+    "cluster.x-k8s.io/v1beta1": "v1beta1",
+    "cluster.x-k8s.io/v1beta2": "v1beta1",
+}
+
+def s(desc=None, **kw):
+    d = {"type": "string"}
+    if desc: d["description"] = desc
+    d.update(kw); return d
+def i(desc=None, **kw):
+    d = {"type": "integer"}
+    if desc: d["description"] = desc
+    d.update(kw); return d
+def b(desc=None, **kw):
+    d = {"type": "boolean"}
+    if desc: d["description"] = desc
+    d.update(kw); return d
+def obj(props, desc=None, required=None):
+    d = {"type": "object"}
+    if desc: d["description"] = desc
+    d["properties"] = props
+    if required: d["required"] = required
+    return d
+def strmap(desc=None):
+    d = {"type": "object", "additionalProperties": {"type": "string"}}
+    if desc: d["description"] = desc
+    return d
+
+conditions = {
+    "type": "array",
+    "description": "Observations of the object's state (metav1.Condition).",
+    "items": obj({
+        "lastTransitionTime": s("When the condition last changed status.", format="date-time"),
+        "message": s("Human-readable details.", maxLength=32768),
+        "observedGeneration": i("metadata.generation the condition was set for.", format="int64", minimum=0),
+        "reason": s("CamelCase reason.", maxLength=1024, minLength=1,
+                    pattern="^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"),
+        "status": s("True, False or Unknown.", enum=["True", "False", "Unknown"]),
+        "type": s("CamelCase condition type.", maxLength=316,
+                  pattern="^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"),
+    }, required=["lastTransitionTime", "reason", "status", "type"]),
+    "maxItems": 32,
+    "x-kubernetes-list-map-keys": ["type"],
+    "x-kubernetes-list-type": "map",
+}
+initialization = obj({"provisioned": b("True once the infrastructure is provisioned (CAPI v1beta2 contract).")},
+                     "Initialization status of the CAPI v1beta2 contract.")
+
+machine_spec = obj({
+    "deployInMemory": b("Deploy the OS into memory (MAAS ephemeral_deploy).", default=False),
+    "failureDomain": s("MAAS zone to allocate from; overwritten with the zone the machine landed in."),
+    "image": s("<osystem>/<release> (e.g. ubuntu/jammy) or a bare release, which MAAS treats as custom. Immutable.", minLength=1),
+    "lxd": obj({
+        "enabled": b("Create this machine as an LXD VM on a host of the cluster.", default=False),
+        "vmConfig": obj({
+            "autoStart": b("Start the VM when its host boots.", default=True),
+            "diskSize": i("Root disk size in GB.", default=60, minimum=1),
+            "interfaceLinkModes": strmap("Link mode per interface."),
+            "network": s("Network of the VM."),
+            "storagePool": s("LXD storage pool of the VM."),
+        }, "VM settings."),
+    }, "LXD VM placement."),
+    "minCPU": i("Minimum CPU count (MAAS cpu_count). Immutable.", minimum=0),
+    "minDiskSize": i("Minimum root disk size in GB.", minimum=0),
+    "minMemory": i("Minimum memory in MiB (MAAS mem). Immutable.", minimum=0),
+    "parent": s("System ID of the parent host (LXD VMs)."),
+    "providerID": s("maas:///<zone>/<system_id>, written by the controller."),
+    "resourcePool": s("MAAS resource pool to allocate from."),
+    "systemID": s("MAAS system_id, written by the controller."),
+    "tags": {"type": "array", "description": "MAAS tags the machine must carry.", "items": {"type": "string"}, "maxItems": 64},
+}, "MaasMachineSpec defines the desired state of a MaasMachine.", ["image", "minCPU", "minMemory"])
+
+machine_status = obj({
+    "addresses": {"type": "array", "description": "Addresses of the machine.", "items": obj({
+        "address": s("The address.", minLength=1, maxLength=256),
+        "type": s("Address type.", enum=["Hostname", "ExternalIP", "InternalIP", "ExternalDNS", "InternalDNS"]),
+    }, required=["address", "type"])},
+    "conditions": conditions,
+    "dnsAttached": b("Control plane only: the machine's IP is in the API-server DNS record."),
+    "failureMessage": s("Terminal failure message (CAPI v1beta1 contract)."),
+    "failureReason": s("Terminal failure reason (CAPI v1beta1 contract)."),
+    "hostname": s("MAAS hostname."),
+    "initialization": initialization,
+    "machinePowered": b("MAAS power_state is on."),
+    "machineState": s("MAAS status_name."),
+    "ready": b("The machine is deployed (CAPI v1beta1 contract).", default=False),
+}, "MaasMachineStatus defines the observed state of a MaasMachine.")
+
+endpoint = obj({"host": s("Host name or IP of the API server."),
+                "port": i("Port of the API server; the mutating webhook sets 6443 when a host is given without one.", format="int32")},
+               "Endpoint of the workload cluster's API server.", ["host"])
+
+cluster_spec = obj({
+    "controlPlaneEndpoint": endpoint,
+    "dnsDomain": s("MAAS DNS domain the API-server record is created in. Immutable.", minLength=1),
+    "failureDomains": {"type": "array", "description": "MAAS zones usable as failure domains.", "items": {"type": "string"}, "maxItems": 64},
+    "lxdConfig": obj({
+        "enabled": b("Register the cluster's machines as LXD VM hosts.", default=False),
+        "networkBridge": s("Legacy bridge name."),
+        "nicParent": s("Parent interface of the VM NICs."),
+        "nicType": s("NIC type of the VMs.", enum=["bridge", "macvlan"]),
+        "resourcePool": s("MAAS resource pool of the hosts."),
+        "skipNetworkUpdate": b("Keep the host network as it is.", default=True),
+        "storageBackend": s("LXD storage backend.", default="zfs"),
+        "storageSize": s("LXD storage size in GB.", default="50"),
+        "zone": s("MAAS zone of the hosts."),
+    }, "LXD host settings."),
+}, "MaasClusterSpec defines the desired state of a MaasCluster.", ["dnsDomain"])
+
+cluster_status = obj({
+    "conditions": conditions,
+    "failureDomains": {"type": "array", "description": "Failure domains (MAAS zones) of the cluster.",
+                       "items": obj({
+                           "attributes": strmap("Free-form attributes."),
+                           "controlPlane": b("Usable by control-plane machines."),
+                           "name": s("Zone name.", minLength=1, maxLength=256),
+                       }, required=["name"]),
+                       "maxItems": 100, "x-kubernetes-list-map-keys": ["name"], "x-kubernetes-list-type": "map"},
+    "initialization": initialization,
+    "network": obj({"dnsName": s("Generated API-server FQDN.")}, "Network status."),
+    "ready": b("The API-server DNS record exists (CAPI v1beta1 contract).", default=False),
+}, "MaasClusterStatus defines the observed state of a MaasCluster.")
+
+template_meta = obj({"annotations": strmap(), "labels": strmap()}, "Metadata given to objects made from the template.")
+
+def template_spec(inner, what):
+    return obj({"template": obj({"metadata": template_meta, "spec": inner},
+                                "The %s made from this template." % what, ["spec"])},
+               "Spec of the template.", ["template"])
+
+AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+CLUSTER_COL = {"name": "Cluster", "type": "string", "description": "Cluster the object belongs to",
+               "jsonPath": ".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']"}
+
+kinds = [
+    ("MaasCluster", "maasclusters", "MaasCluster is the Schema for the maasclusters API.",
+     cluster_spec, cluster_status, [
+        CLUSTER_COL,
+        {"name": "Ready", "type": "boolean", "description": "The API-server DNS record exists", "jsonPath": ".status.ready"},
+        {"name": "DNSName", "type": "string", "description": "API-server FQDN", "jsonPath": ".status.network.dnsName"},
+        {"name": "Endpoint", "type": "string", "description": "API-server endpoint", "jsonPath": ".spec.controlPlaneEndpoint.host", "priority": 1},
+        AGE]),
+    ("MaasMachine", "maasmachines", "MaasMachine is the Schema for the maasmachines API.",
+     machine_spec, machine_status, [
+        CLUSTER_COL,
+        {"name": "State", "type": "string", "description": "MAAS machine state", "jsonPath": ".status.machineState"},
+        {"name": "Ready", "type": "boolean", "description": "The machine is deployed", "jsonPath": ".status.ready"},
+        {"name": "ProviderID", "type": "string", "description": "maas:///<zone>/<system_id>", "jsonPath": ".spec.providerID"},
+        {"name": "Machine", "type": "string", "description": "The CAPI Machine owning this MaasMachine", "jsonPath": ".metadata.ownerReferences[?(@.kind==\"Machine\")].name"},
+        {"name": "Image", "type": "string", "description": "OS image", "jsonPath": ".spec.image", "priority": 1},
+        AGE]),
+    ("MaasMachineTemplate", "maasmachinetemplates", "MaasMachineTemplate is the Schema for the maasmachinetemplates API.",
+     template_spec(machine_spec, "MaasMachine"), None, [
+        {"name": "Image", "type": "string", "description": "OS image", "jsonPath": ".spec.template.spec.image"},
+        {"name": "MinCPU", "type": "integer", "description": "Minimum CPU count", "jsonPath": ".spec.template.spec.minCPU"},
+        {"name": "MinMemory", "type": "integer", "description": "Minimum memory (MiB)", "jsonPath": ".spec.template.spec.minMemory"},
+        AGE]),
+    ("MaasClusterTemplate", "maasclustertemplates", "MaasClusterTemplate is the Schema for the maasclustertemplates API (ClusterClass).",
+     template_spec(cluster_spec, "MaasCluster"), None, [
+        {"name": "DNSDomain", "type": "string", "description": "MAAS DNS domain", "jsonPath": ".spec.template.spec.dnsDomain"},
+        AGE]),
+]
+
+for kind, plural, desc, spec, status, cols in kinds:
+    props = {
+        "apiVersion": s("APIVersion defines the versioned schema of this representation of an object."),
+        "kind": s("Kind is a string value representing the REST resource this object represents."),
+        "metadata": {"type": "object"},
+        "spec": copy.deepcopy(spec),
+    }
+    if status: props["status"] = copy.deepcopy(status)
+    schema = {"description": desc, "type": "object", "properties": props, "required": ["spec"]}
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "%s.%s" % (plural, GROUP), "labels": dict(LABELS)},
+        "spec": {
+            "group": GROUP,
+            "names": {"categories": ["cluster-api"], "kind": kind, "listKind": kind + "List",
+                      "plural": plural, "singular": kind.lower()},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1beta1", "served": True, "storage": True,
+                "additionalPrinterColumns": cols,
+                "schema": {"openAPIV3Schema": schema},
+                "subresources": {"status": {}},
+            }],
+        },
+    }
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bases",
+                        "%s_%s.yaml" % (GROUP, plural))
+    with open(path, "w") as f:
+        f.write("---\n")
+        yaml.safe_dump(crd, f, sort_keys=False, default_flow_style=False, width=100)
+    print(path)

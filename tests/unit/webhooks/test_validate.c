@@ -1,0 +1,349 @@
+/*
+ * The pure parts of the webhooks: Kubernetes field-error rendering and aggregation, the
+ * single-field rules, the reference's immutability messages and the defaulting patches.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "../../../webhooks/field_errors.h"
+#include "../../../webhooks/validate.h"
+#include "../../../webhooks/validate_rules.h"
+#include "admission.h"
+#include "xalloc.h"
+
+static void assert_only_error(struct field_errors *fe, const char *text)
+{
+        char *t;
+
+        assert_int_equal(fe->n, 1);
+        t = field_error_text(&fe->items[0]);
+        assert_string_equal(t, text);
+        free(t);
+        field_errors_release(fe);
+}
+
+static void test_validate__quote_matches_go_percent_q(void **state)
+{
+        static const char *const cases[][2] = {
+                { "plain", "\"plain\"" },
+                { "a\"b\\c", "\"a\\\"b\\\\c\"" },
+                { "tab\there\n", "\"tab\\there\\n\"" },
+                { "\x01\x7f", "\"\\x01\\x7f\"" },
+                { "", "\"\"" },
+                { "zoné", "\"zoné\"" },
+        };
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char *q = field_quote(cases[i][0]);
+
+                assert_string_equal(q, cases[i][1]);
+                free(q);
+        }
+}
+
+static void test_validate__error_text_shows_value_only_where_kubernetes_does(void **state)
+{
+        struct field_errors fe;
+        static const char *const want[] = {
+                "spec.a: Invalid value: -1: must be greater than or equal to 0",
+                "spec.b: Required value",
+                "spec.c: Forbidden: no",
+                "spec.d: Too long: may not be more than 3 bytes",
+                "spec.e: Duplicate value: \"x\"",
+                "spec.f: Invalid value: expected integer, got string",
+        };
+
+        (void)state;
+        field_errors_init(&fe);
+        field_invalid_int(&fe, "spec.a", -1, "must be greater than or equal to %d", 0);
+        field_required(&fe, "spec.b");
+        field_errors_add(&fe, FIELD_ERR_FORBIDDEN, "spec.c", "\"hidden\"", "no");
+        field_errors_add(&fe, FIELD_ERR_TOO_LONG, "spec.d", "\"abcd\"",
+                         "may not be more than 3 bytes");
+        field_errors_add(&fe, FIELD_ERR_DUPLICATE, "spec.e", "\"x\"", NULL);
+        field_errors_add(&fe, FIELD_ERR_TYPE_INVALID, "spec.f", NULL,
+                         "expected integer, got string");
+        assert_int_equal(fe.n, 6);
+        for (size_t i = 0; i < fe.n; i++)
+                assert_true(field_errors_contains(&fe, want[i]));
+        field_errors_release(&fe);
+}
+
+static void test_validate__deny_aggregates_like_new_invalid(void **state)
+{
+        struct admission_response resp = { .allowed = true };
+        struct field_errors fe;
+
+        (void)state;
+        field_errors_init(&fe);
+        field_required(&fe, "spec.image");
+        field_errors_deny(&fe, "g.io", "K", "n", &resp);
+        assert_false(resp.allowed);
+        assert_int_equal(resp.code, 422);
+        assert_string_equal(resp.reason, "Invalid");
+        assert_string_equal(resp.message, "K.g.io \"n\" is invalid: spec.image: Required value");
+        /* the same error twice is printed once (and then without brackets), as Go's
+         * aggregate does; causes keep both */
+        field_required(&fe, "spec.image");
+        field_errors_deny(&fe, "g.io", "K", "n", &resp);
+        assert_string_equal(resp.message, "K.g.io \"n\" is invalid: spec.image: Required value");
+        assert_int_equal(cJSON_GetArraySize(resp.causes), 2);
+        field_required(&fe, "spec.minCPU");
+        field_errors_deny(&fe, "g.io", "K", "n", &resp);
+        assert_string_equal(resp.message, "K.g.io \"n\" is invalid: [spec.image: Required value, "
+                                          "spec.minCPU: Required value]");
+        field_errors_release(&fe);
+        admission_response_release(&resp);
+}
+
+static void test_validate__subtract_drops_errors_the_old_object_had(void **state)
+{
+        struct field_errors cur;
+        struct field_errors old;
+
+        (void)state;
+        field_errors_init(&cur);
+        field_errors_init(&old);
+        field_required(&cur, "spec.a");
+        field_required(&cur, "spec.b");
+        field_required(&cur, "spec.c");
+        field_required(&old, "spec.b");
+        field_errors_subtract(&cur, &old);
+        assert_int_equal(cur.n, 2);
+        assert_true(field_errors_contains(&cur, "spec.a: Required value"));
+        assert_true(field_errors_contains(&cur, "spec.c: Required value"));
+        field_errors_release(&cur);
+        field_errors_release(&old);
+}
+
+static void test_validate__errors_beyond_the_cap_are_counted(void **state)
+{
+        struct field_errors fe;
+
+        (void)state;
+        field_errors_init(&fe);
+        for (int i = 0; i < FIELD_ERRORS_MAX + 3; i++)
+                field_invalid_int(&fe, "spec.x", i, "bad");
+        assert_int_equal(fe.n, FIELD_ERRORS_MAX);
+        assert_int_equal(fe.dropped, 3);
+        field_errors_release(&fe);
+}
+
+static void test_validate__image_rules(void **state)
+{
+        static const char *const good[] = { "ubuntu/jammy",    "jammy",  "custom/a.b_c-1",
+                                            "windows/win2019", "ol/8.8", "ubuntu-core/22" };
+        static const char *const bad[][2] = {
+                { "", "i: Required value" },
+                { "/x", "i: Invalid value: \"/x\": must not start with '/'" },
+                { "x/", "i: Invalid value: \"x/\": must not end with '/'" },
+                { "a/b/c", "i: Invalid value: \"a/b/c\": must contain at most one '/' "
+                           "(<osystem>/<release> or a bare <release>)" },
+                { "ubuntu/j$", "i: Invalid value: \"ubuntu/j$\": must contain only letters, "
+                               "digits, '.', '-', '_' and one '/'" },
+        };
+        struct field_errors fe;
+
+        (void)state;
+        field_errors_init(&fe);
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+                rule_image(&fe, "i", good[i]);
+        assert_int_equal(fe.n, 0);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                rule_image(&fe, "i", bad[i][0]);
+                assert_only_error(&fe, bad[i][1]);
+        }
+        rule_image(&fe, "i", NULL);
+        assert_only_error(&fe, "i: Required value");
+        assert_false(rule_osystem_known("debian"));
+        assert_true(rule_osystem_known("esxi"));
+}
+
+static void test_validate__image_length_is_capped(void **state)
+{
+        char long_image[RULE_IMAGE_MAX + 2];
+        struct field_errors fe;
+
+        (void)state;
+        memset(long_image, 'a', sizeof(long_image) - 1);
+        long_image[sizeof(long_image) - 1] = '\0';
+        field_errors_init(&fe);
+        rule_image(&fe, "i", long_image);
+        assert_only_error(&fe, "i: Too long: may not be more than 255 bytes");
+        long_image[RULE_IMAGE_MAX] = '\0';
+        rule_image(&fe, "i", long_image);
+        assert_int_equal(fe.n, 0);
+}
+
+static void test_validate__dns_names_and_hosts(void **state)
+{
+        static const char *const good[] = { "maas", "maas.sc", "a-1.b2.example", "x" };
+        static const char *const bad[] = { "", "Maas", "-a", "a-", "a..b", "a.", ".a", "a_b" };
+        char label[70];
+        struct field_errors fe;
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+                assert_true(rule_is_dns_name(good[i]));
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_false(rule_is_dns_name(bad[i]));
+        memset(label, 'a', 64);
+        label[64] = '\0';
+        assert_false(rule_is_dns_name(label));
+        label[63] = '\0';
+        assert_true(rule_is_dns_name(label));
+        field_errors_init(&fe);
+        rule_host(&fe, "h", "10.1.2.3");
+        rule_host(&fe, "h", "::1");
+        rule_host(&fe, "h", "api.maas");
+        assert_int_equal(fe.n, 0);
+        rule_host(&fe, "h", "10.1.2.3:6443");
+        assert_int_equal(fe.n, 1);
+        field_errors_release(&fe);
+        rule_port(&fe, "p", 0);
+        rule_port(&fe, "p", 65536);
+        rule_port(&fe, "p", 1);
+        rule_port(&fe, "p", 65535);
+        assert_int_equal(fe.n, 2);
+        field_errors_release(&fe);
+}
+
+static void test_validate__maas_names_and_provider_ids(void **state)
+{
+        struct schema_strv tags = { 0 };
+        struct field_errors fe;
+
+        (void)state;
+        field_errors_init(&fe);
+        rule_maas_name(&fe, "n", NULL);
+        rule_maas_name(&fe, "n", "default");
+        rule_maas_name(&fe, "n", "zone_1-a");
+        rule_provider_id(&fe, "p", NULL);
+        rule_provider_id(&fe, "p", "maas:///z/abc");
+        rule_provider_id(&fe, "p", "maas:////abc");
+        assert_int_equal(fe.n, 0);
+        rule_provider_id(&fe, "p", "maas:///z/");
+        rule_provider_id(&fe, "p", "maas:///a/b/c");
+        rule_provider_id(&fe, "p", "aws:///z/abc");
+        assert_int_equal(fe.n, 3);
+        field_errors_release(&fe);
+        schema_strv_add(&tags, "a");
+        schema_strv_add(&tags, "b");
+        schema_strv_add(&tags, "a");
+        schema_strv_add(&tags, "a");
+        rule_maas_names(&fe, "spec.tags", &tags);
+        assert_int_equal(fe.n, 2);
+        assert_true(field_errors_contains(&fe, "spec.tags[2]: Duplicate value: \"a\""));
+        assert_true(field_errors_contains(&fe, "spec.tags[3]: Duplicate value: \"a\""));
+        field_errors_release(&fe);
+        schema_strv_release(&tags);
+}
+
+static void test_validate__immutability_messages_in_reference_order(void **state)
+{
+        static char a[] = "a";
+        static char b[] = "b";
+        struct maas_machine_spec old = { .image = a,
+                                         .min_cpu = 1,
+                                         .has_min_cpu = true,
+                                         .min_memory = 10,
+                                         .has_min_memory = true };
+        struct maas_machine_spec cur = old;
+        char *msg;
+
+        (void)state;
+        assert_null(machine_spec_immutable(&old, &cur, "machine"));
+        cur.min_memory = 11;
+        msg = machine_spec_immutable(&old, &cur, "machine");
+        assert_string_equal(msg, "maas machine min memory change is not allowed, old=10 MB, "
+                                 "new=11 MB");
+        free(msg);
+        cur.min_cpu = 2;
+        msg = machine_spec_immutable(&old, &cur, "machine template");
+        assert_string_equal(msg, "maas machine template min cpu count change is not allowed, "
+                                 "old=1, new=2");
+        free(msg);
+        cur.image = b;
+        msg = machine_spec_immutable(&old, &cur, "machine");
+        assert_string_equal(msg, "maas machine image change is not allowed, old=a, new=b");
+        free(msg);
+        /* an absent value (the reference would crash) is left to the required-field rule */
+        cur = old;
+        cur.has_min_cpu = false;
+        cur.min_cpu = 0;
+        assert_null(machine_spec_immutable(&old, &cur, "machine"));
+}
+
+static void check_patch(void (*fn)(const cJSON *, const char *, cJSON *),
+                        const char *spec,
+                        const char *want)
+{
+        cJSON *s = cJSON_Parse(spec);
+        cJSON *patch = cJSON_CreateArray();
+        char *got;
+
+        fn(s, "/spec", patch);
+        got = cJSON_PrintUnformatted(patch);
+        assert_string_equal(got, want);
+        free(got);
+        cJSON_Delete(patch);
+        cJSON_Delete(s);
+}
+
+static void test_validate__defaulting_patches(void **state)
+{
+        (void)state;
+        check_patch(defaults_machine_spec, "{\"tags\":[\"a\",\"b\",\"a\"]}",
+                    "[{\"op\":\"replace\",\"path\":\"/spec/tags\",\"value\":[\"a\",\"b\"]}]");
+        check_patch(defaults_machine_spec, "{\"tags\":[\"a\",\"b\"]}", "[]");
+        check_patch(defaults_machine_spec, "{\"tags\":[\"a\",1,\"a\"]}", "[]");
+        check_patch(defaults_machine_spec, "{}", "[]");
+        check_patch(defaults_cluster_spec, "{\"controlPlaneEndpoint\":{\"host\":\"h\"}}",
+                    "[{\"op\":\"add\",\"path\":\"/spec/controlPlaneEndpoint/port\","
+                    "\"value\":6443}]");
+        check_patch(defaults_cluster_spec,
+                    "{\"controlPlaneEndpoint\":{\"host\":\"h\",\"port\":null}}",
+                    "[{\"op\":\"add\",\"path\":\"/spec/controlPlaneEndpoint/port\","
+                    "\"value\":6443}]");
+        check_patch(defaults_cluster_spec,
+                    "{\"controlPlaneEndpoint\":{\"host\":\"h\",\"port\":\"x\"}}", "[]");
+        check_patch(defaults_cluster_spec, "{\"controlPlaneEndpoint\":{\"port\":0}}", "[]");
+        check_patch(defaults_cluster_spec, "{\"controlPlaneEndpoint\":7}", "[]");
+}
+
+static void test_validate__kinds_are_found_by_name(void **state)
+{
+        (void)state;
+        assert_ptr_equal(kind_ops_find("MaasMachine"), &kind_ops_machine);
+        assert_ptr_equal(kind_ops_find("MaasClusterTemplate"), &kind_ops_cluster_template);
+        assert_null(kind_ops_find("Pod"));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_validate__quote_matches_go_percent_q),
+                cmocka_unit_test(test_validate__error_text_shows_value_only_where_kubernetes_does),
+                cmocka_unit_test(test_validate__deny_aggregates_like_new_invalid),
+                cmocka_unit_test(test_validate__subtract_drops_errors_the_old_object_had),
+                cmocka_unit_test(test_validate__errors_beyond_the_cap_are_counted),
+                cmocka_unit_test(test_validate__image_rules),
+                cmocka_unit_test(test_validate__image_length_is_capped),
+                cmocka_unit_test(test_validate__dns_names_and_hosts),
+                cmocka_unit_test(test_validate__maas_names_and_provider_ids),
+                cmocka_unit_test(test_validate__immutability_messages_in_reference_order),
+                cmocka_unit_test(test_validate__defaulting_patches),
+                cmocka_unit_test(test_validate__kinds_are_found_by_name),
+        };
+
+        xalloc_install_cjson_hooks();
+        return cmocka_run_group_tests_name("validate", tests, NULL, NULL);
+}

@@ -1,0 +1,74 @@
+#pragma once
+/*
+ * validate: the per-kind admission rules behind webhook_default() / webhook_validate().
+ * Each kind is described by a struct kind_ops (decode, value rules, the reference's
+ * immutability rules, defaulting); kinds.c runs the common flow (CAPI exemptions, decoder
+ * type errors, ratcheting, template immutability). Private to the webhooks library; every
+ * function is pure and reentrant.
+ */
+
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+#include "schema.h"
+
+struct admission_response;
+struct field_errors;
+
+/* One decoded object of any Maas kind. */
+union webhook_obj {
+        struct maas_cluster cluster;
+        struct maas_cluster_template cluster_template;
+        struct maas_machine machine;
+        struct maas_machine_template machine_template;
+};
+
+struct kind_ops {
+        const char *kind;         /* "MaasMachine" */
+        bool is_template;         /* spec.template.spec is immutable (kubernetes.md 3.4) */
+        const char *spec_field;   /* field path of the spec: "spec" or "spec.template.spec" */
+        const char *spec_pointer; /* JSON Pointer of the spec: "/spec" or "/spec/template/spec" */
+        /* Decodes obj into *ret (released with release()); CM_EINVAL with errs filled. */
+        int (*decode)(const cJSON *obj, union webhook_obj *ret, struct json_errors *errs);
+        void (*release)(union webhook_obj *o);
+        /* Value rules into fe; warnings into warn (may be NULL). */
+        void (*check)(const union webhook_obj *o,
+                      struct field_errors *fe,
+                      struct admission_response *warn);
+        /* The reference's update rules: the first violation's message (malloc'd) or NULL. */
+        char *(*immutable)(const union webhook_obj *old, const union webhook_obj *cur);
+        /* Appends JSON Patch operations for the defaults of spec (the spec object at JSON
+         * Pointer pointer) to patch. */
+        void (*defaults)(const cJSON *spec, const char *pointer, cJSON *patch);
+};
+
+extern const struct kind_ops kind_ops_cluster;
+extern const struct kind_ops kind_ops_cluster_template;
+extern const struct kind_ops kind_ops_machine;
+extern const struct kind_ops kind_ops_machine_template;
+
+/* The ops of a kind name, or NULL. */
+const struct kind_ops *kind_ops_find(const char *kind);
+
+/* MaasMachine spec rules at path (e.g. "spec.template.spec"); the "any machine will do"
+ * warning goes to warn (may be NULL). */
+void validate_machine_spec(const struct maas_machine_spec *s,
+                           const char *path,
+                           struct field_errors *fe,
+                           struct admission_response *warn);
+/* MaasCluster spec rules at path. */
+void validate_cluster_spec(const struct maas_cluster_spec *s,
+                           const char *path,
+                           struct field_errors *fe);
+/* The reference's image / min cpu / min memory checks, in its order. what is "machine" or
+ * "machine template". Returns the first message (malloc'd) or NULL. */
+char *machine_spec_immutable(const struct maas_machine_spec *old,
+                             const struct maas_machine_spec *cur,
+                             const char *what);
+
+/* Defaulting of a MaasMachine spec: duplicate tags removed, first occurrence kept. */
+void defaults_machine_spec(const cJSON *spec, const char *pointer, cJSON *patch);
+/* Defaulting of a MaasCluster spec: controlPlaneEndpoint.port 6443 when a host is set
+ * without a port. */
+void defaults_cluster_spec(const cJSON *spec, const char *pointer, cJSON *patch);

@@ -105,7 +105,7 @@ machine_status = obj({
 
 endpoint = obj({"host": s("Host name or IP of the API server."),
                 "port": i("Port of the API server; the mutating webhook sets 6443 when a host is given without one.", format="int32")},
-               "Endpoint of the workload cluster's API server.", ["host"])
+               "Endpoint of the workload cluster's API server.", ["host", "port"])
 
 cluster_spec = obj({
     "controlPlaneEndpoint": endpoint,

@@ -521,7 +521,9 @@ bool admission_run(
         pthread_mutex_unlock(&ks.mu);
         c.mutating = true;
         ok = run_list(&c, mut, labels);
-        if (ok && obj && w->t->res->crd && cJSON_GetArraySize(mut) > 0)
+        /* Schema validation comes after the mutating webhooks (which may fill required
+         * fields), before the validating ones; their patches are pruned and defaulted too. */
+        if (ok && obj && w->t->res->crd)
                 ok = schema_apply(w->t->res, obj, "Ignore", resp);
         c.mutating = false;
         if (ok)

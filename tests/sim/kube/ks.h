@@ -316,6 +316,12 @@ bool schema_apply(const struct kres *res,
                   cJSON *obj,
                   const char *field_validation,
                   struct kresp *resp);
+/* The decode half of schema_apply: prunes (or rejects unknown fields) and defaults, without
+ * validating. As in kube-apiserver, validation runs after the mutating webhooks. */
+bool schema_prune_default(const struct kres *res,
+                          cJSON *obj,
+                          const char *field_validation,
+                          struct kresp *resp);
 
 /* ---- admission.c ---- */
 /* Runs mutating then validating webhooks; obj may be changed. false = resp filled. */

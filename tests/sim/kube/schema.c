@@ -370,10 +370,11 @@ static bool unknown_fields(const cJSON *unknown, const char *fv, struct kresp *r
         return false;
 }
 
-bool schema_apply(const struct kres *res,
-                  cJSON *obj,
-                  const char *field_validation,
-                  struct kresp *resp)
+static bool schema_run(const struct kres *res,
+                       cJSON *obj,
+                       const char *field_validation,
+                       bool check,
+                       struct kresp *resp)
 {
         struct sctx s = { cJSON_CreateArray(), cJSON_CreateArray() };
         cJSON *md;
@@ -386,7 +387,7 @@ bool schema_apply(const struct kres *res,
         if (md)
                 ks_obj_set(obj, "metadata", md);
         ok = unknown_fields(s.unknown, field_validation, resp);
-        if (!ok)
+        if (!ok || !check)
                 goto out;
         validate(obj, res->schema, "", &s, 0);
         if (cJSON_GetArraySize(s.causes) > 0) {
@@ -397,4 +398,20 @@ out:
         cJSON_Delete(s.causes);
         cJSON_Delete(s.unknown);
         return ok;
+}
+
+bool schema_apply(const struct kres *res,
+                  cJSON *obj,
+                  const char *field_validation,
+                  struct kresp *resp)
+{
+        return schema_run(res, obj, field_validation, true, resp);
+}
+
+bool schema_prune_default(const struct kres *res,
+                          cJSON *obj,
+                          const char *field_validation,
+                          struct kresp *resp)
+{
+        return schema_run(res, obj, field_validation, false, resp);
 }

@@ -360,7 +360,7 @@ void write_create(const struct kwrite *w, cJSON *obj, struct kresp *resp)
         kind_hooks(t->res, obj, NULL);
         if (is_crd(t->res) && !registry_check_crd(obj, resp))
                 goto fail;
-        if (t->res->crd && !schema_apply(t->res, obj, kq(w->req, "fieldValidation"), resp))
+        if (t->res->crd && !schema_prune_default(t->res, obj, kq(w->req, "fieldValidation"), resp))
                 goto fail;
         if (!admission_run(w, "CREATE", obj, NULL, resp))
                 goto fail;
@@ -598,7 +598,7 @@ static int update_steps(const struct kwrite *w, cJSON **objp, const cJSON *old, 
         }
         if (is_crd(t->res) && !registry_check_crd(obj, resp))
                 return CM_EINVAL;
-        if (t->res->crd && !schema_apply(t->res, obj, kq(w->req, "fieldValidation"), resp))
+        if (t->res->crd && !schema_prune_default(t->res, obj, kq(w->req, "fieldValidation"), resp))
                 return CM_EINVAL;
         if (!admission_run(w, "UPDATE", obj, old, resp))
                 return CM_EFORBIDDEN;

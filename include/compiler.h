@@ -13,7 +13,7 @@
 #define ARRAY_SIZE(a)                 (sizeof(a) / sizeof((a)[0]))
 #define container_of(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
 /* container_of for a pointer to const: container_of_const(p, struct x, member). */
-#define container_of_const(p, type, member)                                                 \
+#define container_of_const(p, type, member) \
         ((const type *)(const void *)((const char *)(p)-offsetof(type, member)))
 
 /* Banned functions (non-reentrant or unbounded: strcpy strcat strtok sprintf gmtime localtime

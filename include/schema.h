@@ -319,6 +319,9 @@ struct maas_machine_template {
  * *ret is written only on success (it needs no init) and must be released.
  * _encode: builds a new object (caller cJSON_Delete()s it); never fails except CM_EINVAL
  * for a NULL argument. apiVersion and kind are set when absent.
+ * _decode_view: the same without the copy of the JSON, for readers that never encode (the
+ * webhooks: no deep copy of every reviewed object). Encoding such a value drops the fields
+ * the schema does not know.
  * _init: an empty, absent-everything value. _release: frees everything, leaves it _init'ed.
  */
 void maas_cluster_init(struct maas_cluster *c);
@@ -326,6 +329,9 @@ void maas_cluster_release(struct maas_cluster *c);
 MUST_CHECK int maas_cluster_decode(const cJSON *obj,
                                    struct maas_cluster *ret,
                                    struct json_errors *reterr);
+MUST_CHECK int maas_cluster_decode_view(const cJSON *obj,
+                                        struct maas_cluster *ret,
+                                        struct json_errors *reterr);
 MUST_CHECK int maas_cluster_encode(const struct maas_cluster *c, cJSON **ret);
 
 void maas_cluster_template_init(struct maas_cluster_template *t);
@@ -333,6 +339,9 @@ void maas_cluster_template_release(struct maas_cluster_template *t);
 MUST_CHECK int maas_cluster_template_decode(const cJSON *obj,
                                             struct maas_cluster_template *ret,
                                             struct json_errors *reterr);
+MUST_CHECK int maas_cluster_template_decode_view(const cJSON *obj,
+                                                 struct maas_cluster_template *ret,
+                                                 struct json_errors *reterr);
 MUST_CHECK int maas_cluster_template_encode(const struct maas_cluster_template *t, cJSON **ret);
 
 void maas_machine_init(struct maas_machine *m);
@@ -340,6 +349,9 @@ void maas_machine_release(struct maas_machine *m);
 MUST_CHECK int maas_machine_decode(const cJSON *obj,
                                    struct maas_machine *ret,
                                    struct json_errors *reterr);
+MUST_CHECK int maas_machine_decode_view(const cJSON *obj,
+                                        struct maas_machine *ret,
+                                        struct json_errors *reterr);
 MUST_CHECK int maas_machine_encode(const struct maas_machine *m, cJSON **ret);
 
 void maas_machine_template_init(struct maas_machine_template *t);
@@ -347,6 +359,9 @@ void maas_machine_template_release(struct maas_machine_template *t);
 MUST_CHECK int maas_machine_template_decode(const cJSON *obj,
                                             struct maas_machine_template *ret,
                                             struct json_errors *reterr);
+MUST_CHECK int maas_machine_template_decode_view(const cJSON *obj,
+                                                 struct maas_machine_template *ret,
+                                                 struct json_errors *reterr);
 MUST_CHECK int maas_machine_template_encode(const struct maas_machine_template *t, cJSON **ret);
 
 /* Spec-level codec, for callers holding a spec at some other path. d's path must point at

@@ -17,6 +17,7 @@
 
 #include <gnutls/x509.h>
 
+#include "clock.h"
 #include "err.h"
 #include "xalloc.h"
 
@@ -60,14 +61,6 @@ struct certstore {
         _Atomic uint64_t reads;
         _Atomic uint64_t read_errors;
 };
-
-static uint64_t now_ms(void)
-{
-        struct timespec ts;
-
-        (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static struct generation *generation_free(struct generation *g)
 {
@@ -258,7 +251,7 @@ int certstore_new(const struct certstore_opts *opts, struct certstore **ret, cha
 
 static void retire(struct certstore *cs, struct generation *old)
 {
-        old->retired_at_ms = now_ms();
+        old->retired_at_ms = clock_now_ms(NULL);
         old->next = cs->retired;
         cs->retired = old;
 }
@@ -266,7 +259,7 @@ static void retire(struct certstore *cs, struct generation *old)
 static void free_expired_retirees(struct certstore *cs)
 {
         struct generation **pp = &cs->retired;
-        uint64_t now = now_ms();
+        uint64_t now = clock_now_ms(NULL);
 
         while (*pp) {
                 struct generation *g = *pp;
@@ -318,13 +311,7 @@ static void *watch_main(void *arg)
 
         pthread_mutex_lock(&cs->stop_lock);
         while (!cs->stopping) {
-                (void)clock_gettime(CLOCK_MONOTONIC, &deadline);
-                deadline.tv_sec += (time_t)(cs->poll_ms / 1000);
-                deadline.tv_nsec += (long)(cs->poll_ms % 1000) * 1000000L;
-                if (deadline.tv_nsec >= 1000000000L) {
-                        deadline.tv_sec++;
-                        deadline.tv_nsec -= 1000000000L;
-                }
+                clock_deadline_ts(cs->poll_ms, &deadline);
                 (void)pthread_cond_timedwait(&cs->stop_cond, &cs->stop_lock, &deadline);
                 if (cs->stopping)
                         break;

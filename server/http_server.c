@@ -172,8 +172,8 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn,
 /* The declared body size: 0 without Content-Length, SIZE_MAX when it is not a number. */
 static size_t content_length(struct MHD_Connection *conn)
 {
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl =
+                MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         unsigned long long n;
         char *end;
 

@@ -125,99 +125,147 @@ void maas_node_release(struct maas_node *m)
         *m = (struct maas_node){ 0 };
 }
 
-int maas_node_list_from_json(const cJSON *arr, struct maas_node_list *ret)
+/*
+ * Arrays of MAAS objects decode through one loop: each element type has a decoder and a
+ * release with void * signatures, and a list is {items, n}. A failing element releases
+ * the elements decoded so far, so a list is either whole or not written at all.
+ */
+typedef int elem_decode_fn(const cJSON *o, void *ret);
+typedef void elem_release_fn(void *elem);
+
+static void array_release(void *items, size_t n, size_t size, elem_release_fn *release)
 {
-        struct maas_node_list l = { 0 };
+        for (size_t i = 0; i < n; i++)
+                release((char *)items + i * size);
+        free(items);
+}
+
+/* Returns the decoded elements (NULL when arr is not an array or an element is bad). */
+static void *array_from_json(const cJSON *arr,
+                             size_t size,
+                             elem_decode_fn *decode,
+                             elem_release_fn *release,
+                             size_t *ret_n)
+{
+        char *items;
+        size_t n = 0;
         const cJSON *e;
 
         if (!cJSON_IsArray(arr))
-                return CM_EPARSE;
-        l.items = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(*l.items));
+                return NULL;
+        items = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, size);
         cJSON_ArrayForEach (e, arr) {
-                if (maas_node_from_json(e, &l.items[l.n]) < 0) {
-                        maas_node_list_release(&l);
-                        return CM_EPARSE;
+                if (decode(e, items + n * size) < 0) {
+                        array_release(items, n, size, release);
+                        return NULL;
                 }
-                l.n++;
+                n++;
         }
-        *ret = l;
+        *ret_n = n;
+        return items;
+}
+
+static int node_decode(const cJSON *o, void *ret)
+{
+        return maas_node_from_json(o, ret);
+}
+
+static void node_release(void *elem)
+{
+        maas_node_release(elem);
+}
+
+int maas_node_list_from_json(const cJSON *arr, struct maas_node_list *ret)
+{
+        size_t n = 0;
+        void *items = array_from_json(arr, sizeof(*ret->items), node_decode, node_release, &n);
+
+        if (!items)
+                return CM_EPARSE;
+        *ret = (struct maas_node_list){ .items = items, .n = n };
         return 0;
 }
 
 void maas_node_list_release(struct maas_node_list *l)
 {
-        for (size_t i = 0; i < l->n; i++)
-                maas_node_release(&l->items[i]);
-        free(l->items);
+        array_release(l->items, l->n, sizeof(*l->items), node_release);
         *l = (struct maas_node_list){ 0 };
+}
+
+static int named_decode(const cJSON *e, void *ret)
+{
+        if (!jstr(e, "name"))
+                return CM_EPARSE;
+        *(struct maas_named *)ret = (struct maas_named){
+                .id = (int)jnum(e, "id", -1),
+                .name = jdup(e, "name", NULL),
+                .description = jdup(e, jstr(e, "description") ? "description" : "comment", ""),
+        };
+        return 0;
+}
+
+static void named_release(void *elem)
+{
+        struct maas_named *n = elem;
+
+        free(n->name);
+        free(n->description);
 }
 
 int maas_named_list_from_json(const cJSON *arr, struct maas_named_list *ret)
 {
-        struct maas_named_list l = { 0 };
-        const cJSON *e;
+        size_t n = 0;
+        void *items = array_from_json(arr, sizeof(*ret->items), named_decode, named_release, &n);
 
-        if (!cJSON_IsArray(arr))
+        if (!items)
                 return CM_EPARSE;
-        l.items = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(*l.items));
-        cJSON_ArrayForEach (e, arr) {
-                if (!jstr(e, "name")) {
-                        maas_named_list_release(&l);
-                        return CM_EPARSE;
-                }
-                l.items[l.n++] = (struct maas_named){
-                        .id = (int)jnum(e, "id", -1),
-                        .name = jdup(e, "name", NULL),
-                        .description =
-                                jdup(e, jstr(e, "description") ? "description" : "comment", ""),
-                };
-        }
-        *ret = l;
+        *ret = (struct maas_named_list){ .items = items, .n = n };
         return 0;
 }
 
 void maas_named_list_release(struct maas_named_list *l)
 {
-        for (size_t i = 0; i < l->n; i++) {
-                free(l->items[i].name);
-                free(l->items[i].description);
-        }
-        free(l->items);
+        array_release(l->items, l->n, sizeof(*l->items), named_release);
         *l = (struct maas_named_list){ 0 };
+}
+
+static int boot_resource_decode(const cJSON *e, void *ret)
+{
+        if (!jstr(e, "name"))
+                return CM_EPARSE;
+        *(struct maas_boot_resource *)ret = (struct maas_boot_resource){
+                .id = (int)jnum(e, "id", -1),
+                .type = jdup(e, "type", ""),
+                .name = jdup(e, "name", NULL),
+                .architecture = jdup(e, "architecture", ""),
+        };
+        return 0;
+}
+
+static void boot_resource_release(void *elem)
+{
+        struct maas_boot_resource *b = elem;
+
+        free(b->type);
+        free(b->name);
+        free(b->architecture);
 }
 
 int maas_boot_resource_list_from_json(const cJSON *arr, struct maas_boot_resource_list *ret)
 {
-        struct maas_boot_resource_list l = { 0 };
-        const cJSON *e;
+        size_t n = 0;
+        void *items = array_from_json(arr, sizeof(*ret->items), boot_resource_decode,
+                                      boot_resource_release, &n);
 
-        if (!cJSON_IsArray(arr))
+        if (!items)
                 return CM_EPARSE;
-        l.items = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(*l.items));
-        cJSON_ArrayForEach (e, arr) {
-                if (!jstr(e, "name")) {
-                        maas_boot_resource_list_release(&l);
-                        return CM_EPARSE;
-                }
-                l.items[l.n++] = (struct maas_boot_resource){
-                        .id = (int)jnum(e, "id", -1),
-                        .type = jdup(e, "type", ""),
-                        .name = jdup(e, "name", NULL),
-                        .architecture = jdup(e, "architecture", ""),
-                };
-        }
-        *ret = l;
+        *ret = (struct maas_boot_resource_list){ .items = items, .n = n };
         return 0;
 }
 
 void maas_boot_resource_list_release(struct maas_boot_resource_list *l)
 {
-        for (size_t i = 0; i < l->n; i++) {
-                free(l->items[i].type);
-                free(l->items[i].name);
-                free(l->items[i].architecture);
-        }
-        free(l->items);
+        array_release(l->items, l->n, sizeof(*l->items), boot_resource_release);
         *l = (struct maas_boot_resource_list){ 0 };
 }
 
@@ -244,30 +292,30 @@ void maas_dns_resource_release(struct maas_dns_resource *d)
         *d = (struct maas_dns_resource){ 0 };
 }
 
+static int dns_decode(const cJSON *o, void *ret)
+{
+        return maas_dns_resource_from_json(o, ret);
+}
+
+static void dns_release(void *elem)
+{
+        maas_dns_resource_release(elem);
+}
+
 int maas_dns_list_from_json(const cJSON *arr, struct maas_dns_list *ret)
 {
-        struct maas_dns_list l = { 0 };
-        const cJSON *e;
+        size_t n = 0;
+        void *items = array_from_json(arr, sizeof(*ret->items), dns_decode, dns_release, &n);
 
-        if (!cJSON_IsArray(arr))
+        if (!items)
                 return CM_EPARSE;
-        l.items = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(*l.items));
-        cJSON_ArrayForEach (e, arr) {
-                if (maas_dns_resource_from_json(e, &l.items[l.n]) < 0) {
-                        maas_dns_list_release(&l);
-                        return CM_EPARSE;
-                }
-                l.n++;
-        }
-        *ret = l;
+        *ret = (struct maas_dns_list){ .items = items, .n = n };
         return 0;
 }
 
 void maas_dns_list_release(struct maas_dns_list *l)
 {
-        for (size_t i = 0; i < l->n; i++)
-                maas_dns_resource_release(&l->items[i]);
-        free(l->items);
+        array_release(l->items, l->n, sizeof(*l->items), dns_release);
         *l = (struct maas_dns_list){ 0 };
 }
 

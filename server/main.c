@@ -375,9 +375,9 @@ static int check_maas_config(const struct config *cfg, char **reterr)
         if (!cfg->maas_endpoint && !cfg->maas_api_key)
                 return CM_OK;
         if (!cfg->maas_endpoint || !cfg->maas_api_key) {
-                *reterr = xstrdup(cfg->maas_endpoint ?
-                                          "MAAS_API_KEY is not set (MAAS_ENDPOINT is)" :
-                                          "MAAS_ENDPOINT is not set (MAAS_API_KEY is)");
+                *reterr =
+                        xstrdup(cfg->maas_endpoint ? "MAAS_API_KEY is not set (MAAS_ENDPOINT is)"
+                                                   : "MAAS_ENDPOINT is not set (MAAS_API_KEY is)");
                 return CM_EINVAL;
         }
         r = maas_config_parse(cfg->maas_endpoint, cfg->maas_api_key, &mc, reterr);

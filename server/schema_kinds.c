@@ -264,6 +264,7 @@ static void decode_status(struct json_dec *d,
 
 int schema_kind_decode(const struct schema_kind_desc *k,
                        const cJSON *obj,
+                       bool keep_raw,
                        void *dst,
                        struct json_errors *reterr)
 {
@@ -284,6 +285,8 @@ int schema_kind_decode(const struct schema_kind_desc *k,
                 schema_kind_release(k, dst);
                 return CM_EINVAL;
         }
+        if (!keep_raw)
+                return CM_OK;
         raw = cJSON_Duplicate(obj, true);
         if (!raw)
                 abort();
@@ -403,29 +406,38 @@ static const struct schema_kind_desc machine_template_kind = KIND(struct maas_ma
                                                                   0);
 
 /* Defines init, release, decode and encode of one kind. */
-#define KIND_API(prefix, T, desc)                                                 \
-        void prefix##_init(T *v)                                                  \
-        {                                                                         \
-                memset(v, 0, sizeof(*v));                                         \
-        }                                                                         \
-        void prefix##_release(T *v)                                               \
-        {                                                                         \
-                if (v)                                                            \
-                        schema_kind_release(&(desc), v);                          \
-        }                                                                         \
-        int prefix##_decode(const cJSON *obj, T *ret, struct json_errors *reterr) \
-        {                                                                         \
-                T v;                                                              \
-                int r;                                                            \
-                memset(&v, 0, sizeof(v));                                         \
-                r = schema_kind_decode(&(desc), obj, &v, reterr);                 \
-                if (r == CM_OK)                                                   \
-                        *ret = v;                                                 \
-                return r;                                                         \
-        }                                                                         \
-        int prefix##_encode(const T *v, cJSON **ret)                              \
-        {                                                                         \
-                return schema_kind_encode(&(desc), v, ret);                       \
+#define KIND_API(prefix, T, desc)                                                      \
+        void prefix##_init(T *v)                                                       \
+        {                                                                              \
+                memset(v, 0, sizeof(*v));                                              \
+        }                                                                              \
+        void prefix##_release(T *v)                                                    \
+        {                                                                              \
+                if (v)                                                                 \
+                        schema_kind_release(&(desc), v);                               \
+        }                                                                              \
+        static int prefix##_decode_mode(const cJSON *obj, bool keep_raw, T *ret,       \
+                                        struct json_errors *reterr)                    \
+        {                                                                              \
+                T v;                                                                   \
+                int r;                                                                 \
+                memset(&v, 0, sizeof(v));                                              \
+                r = schema_kind_decode(&(desc), obj, keep_raw, &v, reterr);            \
+                if (r == CM_OK)                                                        \
+                        *ret = v;                                                      \
+                return r;                                                              \
+        }                                                                              \
+        int prefix##_decode(const cJSON *obj, T *ret, struct json_errors *reterr)      \
+        {                                                                              \
+                return prefix##_decode_mode(obj, true, ret, reterr);                   \
+        }                                                                              \
+        int prefix##_decode_view(const cJSON *obj, T *ret, struct json_errors *reterr) \
+        {                                                                              \
+                return prefix##_decode_mode(obj, false, ret, reterr);                  \
+        }                                                                              \
+        int prefix##_encode(const T *v, cJSON **ret)                                   \
+        {                                                                              \
+                return schema_kind_encode(&(desc), v, ret);                            \
         }
 
 KIND_API(maas_cluster, struct maas_cluster, cluster_kind)

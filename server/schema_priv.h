@@ -127,9 +127,10 @@ struct schema_kind_desc {
 };
 
 /* Decodes obj into dst (zeroed by the caller); on error releases dst and returns
- * CM_EINVAL. */
+ * CM_EINVAL. keep_raw stores a deep copy of obj so encode preserves unknown fields. */
 int schema_kind_decode(const struct schema_kind_desc *k,
                        const cJSON *obj,
+                       bool keep_raw,
                        void *dst,
                        struct json_errors *reterr);
 int schema_kind_encode(const struct schema_kind_desc *k, const void *src, cJSON **ret);

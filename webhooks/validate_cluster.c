@@ -72,7 +72,7 @@ void validate_cluster_spec(const struct maas_cluster_spec *s,
 
 static int cluster_decode(const cJSON *obj, union webhook_obj *ret, struct json_errors *errs)
 {
-        return maas_cluster_decode(obj, &ret->cluster, errs);
+        return maas_cluster_decode_view(obj, &ret->cluster, errs);
 }
 
 static void cluster_release(union webhook_obj *o)
@@ -113,7 +113,7 @@ const struct kind_ops kind_ops_cluster = {
 
 static int template_decode(const cJSON *obj, union webhook_obj *ret, struct json_errors *errs)
 {
-        return maas_cluster_template_decode(obj, &ret->cluster_template, errs);
+        return maas_cluster_template_decode_view(obj, &ret->cluster_template, errs);
 }
 
 static void template_release(union webhook_obj *o)

@@ -76,7 +76,7 @@ char *machine_spec_immutable(const struct maas_machine_spec *old,
 
 static int machine_decode(const cJSON *obj, union webhook_obj *ret, struct json_errors *errs)
 {
-        return maas_machine_decode(obj, &ret->machine, errs);
+        return maas_machine_decode_view(obj, &ret->machine, errs);
 }
 
 static void machine_release(union webhook_obj *o)
@@ -112,7 +112,7 @@ const struct kind_ops kind_ops_machine = {
 
 static int template_decode(const cJSON *obj, union webhook_obj *ret, struct json_errors *errs)
 {
-        return maas_machine_template_decode(obj, &ret->machine_template, errs);
+        return maas_machine_template_decode_view(obj, &ret->machine_template, errs);
 }
 
 static void template_release(union webhook_obj *o)

@@ -225,41 +225,27 @@ static void test_server__malformed_review_gets_400_with_reason(void **state)
         free(u);
 }
 
-static char *get_plain(uint16_t port, const char *path, long *ret_status)
-{
-        char *u = xasprintf("http://127.0.0.1:%u%s", port, path);
-        struct test_http_result res;
-        char *body;
-
-        (void)test_http_do(&(struct test_http){ .url = u }, &res);
-        *ret_status = res.status;
-        body = xstrdup(res.body);
-        test_http_result_release(&res);
-        free(u);
-        return body;
-}
-
 static void test_server__health_and_readiness_formats(void **state)
 {
         struct fixture *f = *state;
         long st;
         char *b;
 
-        b = get_plain(f->proc.health_port, "/healthz", &st);
+        b = test_http_get(f->proc.health_port, "/healthz", &st);
         assert_int_equal(st, 200);
         assert_string_equal(b, "ok");
         free(b);
-        b = get_plain(f->proc.health_port, "/readyz?verbose", &st);
+        b = test_http_get(f->proc.health_port, "/readyz?verbose", &st);
         assert_int_equal(st, 200);
         assert_string_equal(b, "[+]ping ok\n[+]webhook ok\nreadyz check passed\n");
         free(b);
-        b = get_plain(f->proc.health_port, "/readyz?verbose&exclude=webhook", &st);
+        b = test_http_get(f->proc.health_port, "/readyz?verbose&exclude=webhook", &st);
         assert_string_equal(b, "[+]ping ok\nreadyz check passed\n");
         free(b);
-        b = get_plain(f->proc.health_port, "/readyz/webhook", &st);
+        b = test_http_get(f->proc.health_port, "/readyz/webhook", &st);
         assert_int_equal(st, 200);
         free(b);
-        b = get_plain(f->proc.health_port, "/healthz/nothing", &st);
+        b = test_http_get(f->proc.health_port, "/healthz/nothing", &st);
         assert_int_equal(st, 404);
         free(b);
 }
@@ -272,7 +258,7 @@ static void test_server__metrics_count_webhook_requests(void **state)
 
         assert_int_equal(post_review(f, 0, VALIDATE_MM, NULL), 200);
         assert_int_equal(post_review(f, 0, VALIDATE_MM, NULL), 200);
-        b = get_plain(f->proc.metrics_port, "/metrics", &st);
+        b = test_http_get(f->proc.metrics_port, "/metrics", &st);
         assert_int_equal(st, 200);
         assert_non_null(strstr(b, "# TYPE process_resident_memory_bytes gauge\n"));
         assert_non_null(strstr(b, "process_open_fds "));
@@ -288,7 +274,7 @@ static void test_server__metrics_count_webhook_requests(void **state)
         for (int i = 0; i < 100 && !strstr(b, "_in_flight{webhook=\"" VALIDATE_MM "\"} 0\n"); i++) {
                 free(b);
                 usleep(10 * 1000);
-                b = get_plain(f->proc.metrics_port, "/metrics", &st);
+                b = test_http_get(f->proc.metrics_port, "/metrics", &st);
         }
         assert_non_null(
                 strstr(b, "controller_runtime_webhook_requests_in_flight{webhook=\"" VALIDATE_MM

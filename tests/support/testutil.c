@@ -261,6 +261,20 @@ int test_http_do(const struct test_http *req, struct test_http_result *ret)
         return ret->curl_code == CURLE_OK ? 0 : -1;
 }
 
+char *test_http_get(uint16_t port, const char *path, long *ret_status)
+{
+        char *u = xasprintf("http://127.0.0.1:%u%s", port, path);
+        struct test_http_result res;
+        char *body;
+
+        (void)test_http_do(&(struct test_http){ .url = u }, &res);
+        *ret_status = res.status;
+        body = xstrdup(res.body);
+        test_http_result_release(&res);
+        free(u);
+        return body;
+}
+
 void test_http_result_release(struct test_http_result *r)
 {
         free(r->body);

@@ -63,6 +63,9 @@ struct test_http_result {
 };
 
 int test_http_do(const struct test_http *req, struct test_http_result *ret);
+/* GET http://127.0.0.1:port<path>; returns the body (malloc'd) and the status (0 when the
+ * transfer failed). */
+char *test_http_get(uint16_t port, const char *path, long *ret_status);
 void test_http_result_release(struct test_http_result *r);
 
 /* A raw TLS client connection to 127.0.0.1:port. */

@@ -70,20 +70,6 @@ static int teardown(void **state)
         return 0;
 }
 
-static char *get(struct fixture *f, const char *path, long *ret_status)
-{
-        char *u = xasprintf("http://127.0.0.1:%u%s", http_server_port(f->server), path);
-        struct test_http_result res;
-        char *body;
-
-        (void)test_http_do(&(struct test_http){ .url = u }, &res);
-        *ret_status = res.status;
-        body = xstrdup(res.body);
-        test_http_result_release(&res);
-        free(u);
-        return body;
-}
-
 static void test_health__failing_check_gives_500_with_check_lines(void **state)
 {
         struct fixture *f = *state;
@@ -91,25 +77,25 @@ static void test_health__failing_check_gives_500_with_check_lines(void **state)
         char *b;
 
         f->webhook_ok = false;
-        b = get(f, "/readyz", &st);
+        b = test_http_get(http_server_port(f->server), "/readyz", &st);
         assert_int_equal(st, 500);
         assert_string_equal(b, "[+]ping ok\n[-]webhook failed: reason withheld\n"
                                "readyz check failed\n");
         free(b);
         /* Liveness does not include the readiness-only check. */
-        b = get(f, "/healthz", &st);
+        b = test_http_get(http_server_port(f->server), "/healthz", &st);
         assert_int_equal(st, 200);
         assert_string_equal(b, "ok");
         free(b);
-        b = get(f, "/readyz?exclude=webhook", &st);
+        b = test_http_get(http_server_port(f->server), "/readyz?exclude=webhook", &st);
         assert_int_equal(st, 200);
         assert_string_equal(b, "ok");
         free(b);
-        b = get(f, "/readyz/webhook", &st);
+        b = test_http_get(http_server_port(f->server), "/readyz/webhook", &st);
         assert_int_equal(st, 500);
         free(b);
         f->webhook_ok = true;
-        b = get(f, "/readyz", &st);
+        b = test_http_get(http_server_port(f->server), "/readyz", &st);
         assert_int_equal(st, 200);
         assert_string_equal(b, "ok");
         free(b);
@@ -119,7 +105,7 @@ static void test_health__verbose_lists_every_check(void **state)
 {
         struct fixture *f = *state;
         long st;
-        char *b = get(f, "/healthz?verbose", &st);
+        char *b = test_http_get(http_server_port(f->server), "/healthz?verbose", &st);
 
         assert_int_equal(st, 200);
         assert_string_equal(b, "[+]ping ok\nhealthz check passed\n");

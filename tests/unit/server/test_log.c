@@ -108,9 +108,8 @@ static void test_log__registered_secret_redacted_everywhere(void **state)
         log_setup(LOG_FORMAT_JSON, 0, fds[1]);
         log_add_secret("ck:tk:VerySecretValue");
         log_add_secret("VerySecretValue");
-        log_error("maas", "call failed for ck:tk:VerySecretValue",
-                  "url=%s detail=%s", "http://x/?oauth_signature=%26VerySecretValue",
-                  "VerySecretValue");
+        log_error("maas", "call failed for ck:tk:VerySecretValue", "url=%s detail=%s",
+                  "http://x/?oauth_signature=%26VerySecretValue", "VerySecretValue");
         rec = read_record();
         assert_null(strstr(rec, "VerySecretValue"));
         assert_non_null(strstr(rec, "[REDACTED]"));
@@ -159,14 +158,11 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_log__json_record_has_fields_and_typed_pairs,
                                                 setup, teardown),
-                cmocka_unit_test_setup_teardown(test_log__text_record_is_readable, setup,
-                                                teardown),
-                cmocka_unit_test_setup_teardown(test_log__verbosity_filters_debug, setup,
-                                                teardown),
+                cmocka_unit_test_setup_teardown(test_log__text_record_is_readable, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_log__verbosity_filters_debug, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_log__registered_secret_redacted_everywhere,
                                                 setup, teardown),
-                cmocka_unit_test_setup_teardown(test_log__sensitive_keys_redacted, setup,
-                                                teardown),
+                cmocka_unit_test_setup_teardown(test_log__sensitive_keys_redacted, setup, teardown),
                 cmocka_unit_test_setup_teardown(
                         test_log__control_characters_escaped_and_long_records_truncated, setup,
                         teardown),

@@ -135,6 +135,37 @@ static void test_schema__machine_round_trip_keeps_unknown_fields(void **state)
         cJSON_Delete(in);
 }
 
+static void test_schema__decode_view_reads_the_same_without_a_copy(void **state)
+{
+        cJSON *in = load_fixture("maasmachine.json");
+        struct maas_machine full;
+        struct maas_machine view;
+        struct json_errors e;
+        cJSON *a = NULL;
+        cJSON *b = NULL;
+
+        (void)state;
+        json_errors_init(&e);
+        assert_int_equal(maas_machine_decode(in, &full, &e), CM_OK);
+        assert_int_equal(maas_machine_decode_view(in, &view, &e), CM_OK);
+        assert_non_null(full.raw);
+        assert_null(view.raw);
+        /* Every known field is the same: both encode to the same object once the copy of
+         * the input (which brings back the unknown fields) is out of the way. */
+        cJSON_Delete(full.raw);
+        full.raw = NULL;
+        assert_int_equal(maas_machine_encode(&full, &a), CM_OK);
+        assert_int_equal(maas_machine_encode(&view, &b), CM_OK);
+        assert_same_json(a, b);
+        assert_null(at(b, "futureTopLevel"));
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+        maas_machine_release(&full);
+        maas_machine_release(&view);
+        json_errors_release(&e);
+        cJSON_Delete(in);
+}
+
 static void test_schema__cluster_round_trip_keeps_unknown_fields(void **state)
 {
         cJSON *in = load_fixture("maascluster.json");
@@ -594,6 +625,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_schema__machine_round_trip_keeps_unknown_fields),
+                cmocka_unit_test(test_schema__decode_view_reads_the_same_without_a_copy),
                 cmocka_unit_test(test_schema__cluster_round_trip_keeps_unknown_fields),
                 cmocka_unit_test(test_schema__machine_template_round_trip),
                 cmocka_unit_test(test_schema__cluster_template_round_trip),

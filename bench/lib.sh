@@ -1,0 +1,103 @@
+# shellcheck shell=bash
+# Shared by the bench/ scripts (sourced after `cd` to the repository root):
+# packages, CPU pinning, a work directory cleaned up on exit, the capmaas and nginx servers,
+# and one measured h2load round. Callers set $review (request body file) and $path (URL
+# path) before calling bench_round.
+
+. scripts/deps.sh
+
+# bench_setup PACKAGE…: installs what is missing, pins servers to CPU 0 and the client to
+# CPU 1 (when there are two), builds capmaas (Release) and makes certificates.
+bench_setup() {
+  capmaas_ensure_packages "${CAPMAAS_PACKAGES[@]}" nginx-light nghttp2-client "$@"
+  server_cpu=(); client_cpu=()
+  if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+    server_cpu=(taskset -c 0); client_cpu=(taskset -c 1)
+  fi
+  work=$(mktemp -d)
+  pids=()
+  trap bench_cleanup EXIT
+  cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build-bench -j"$(nproc)" --target capmaas >/dev/null
+  certs/gen-dev-certs.sh "$work/certs" >/dev/null
+}
+
+bench_cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# start_capmaas PORT: --webhooks-only, 2 server threads; waits for it to serve.
+start_capmaas() {
+  "${server_cpu[@]}" build-bench/capmaas --webhooks-only --webhook-host 127.0.0.1 \
+    --webhook-port "$1" --webhook-cert-dir "$work/certs" --webhook-threads 2 \
+    --health-addr 0 --metrics-bind-addr 0 2>"$work/capmaas.log" &
+  capmaas_pid=$!
+  pids+=("$capmaas_pid")
+  for _ in $(seq 100); do grep -qs '"serving"' "$work/capmaas.log" && break; sleep 0.05; done
+}
+
+# start_nginx PORT: 2 workers answering every request with a fixed AdmissionReview.
+start_nginx() {
+  mkdir -p "$work/nginx/logs"
+  cat > "$work/nginx/nginx.conf" <<CONF
+worker_processes 2;
+error_log $work/nginx/logs/error.log error;
+pid $work/nginx/nginx.pid;
+daemon off;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_buffer_size 64k;
+  server {
+    listen 127.0.0.1:$1 ssl;
+    ssl_certificate $work/certs/tls.crt;
+    ssl_certificate_key $work/certs/tls.key;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    keepalive_requests 1000000;
+    location / { default_type application/json; return 200 '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"705ab4f5-6393-11e8-b7cc-42010a800002","allowed":true}}'; }
+  }
+}
+CONF
+  "${server_cpu[@]}" nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" &
+  pids+=("$!")
+  sleep 0.5
+}
+
+h2() {
+  "${client_cpu[@]}" h2load --h1 -c 16 -t 1 -d "$review" -H 'Content-Type: application/json' "$@"
+}
+
+bench_warmup() { # PORT…
+  for port in "$@"; do h2 -n 2000 "https://127.0.0.1:$port$path" >/dev/null 2>&1; done
+}
+
+# bench_round NAME PORT ROUND [h2load args] -> "req/s p50_ms p99_ms"; fails unless every
+# one of the $n requests got a 2xx.
+bench_round() {
+  local name=$1 port=$2 round=$3 out rps p50 p99
+  shift 3
+  out=$(h2 -n "$n" --log-file "$work/$name.$round.tsv" "$@" "https://127.0.0.1:$port$path")
+  if ! grep -q "0 failed, 0 errored" <<<"$out" ||
+     ! grep -q "status codes: $n 2xx" <<<"$out"; then
+    echo "$name: requests failed" >&2; echo "$out" >&2; exit 1
+  fi
+  rps=$(awk '/^finished in/ {gsub(",",""); print $4}' <<<"$out")
+  # log columns: start time (us), status, duration (us)
+  read -r p50 p99 < <(awk '{print $3}' "$work/$name.$round.tsv" | sort -n |
+    awk '{a[NR]=$1} END {printf "%.3f %.3f\n", a[int(NR*0.50)]/1000, a[int(NR*0.99)]/1000}')
+  echo "$rps $p50 $p99"
+}
+
+median_of() { sort -n -k1,1 | awk '{l[NR]=$0} END {print l[int((NR+1)/2)]}'; }
+
+# bench_report NAME: prints the median line of NAME's rounds file; sets rps p50 p99.
+bench_report() {
+  read -r rps p50 p99 < <(median_of <"$work/$1.rounds")
+  printf '%-8s %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms   (rounds: %s)\n' "$1" "$rps" \
+    "$p50" "$p99" "$(awk '{printf "%.0f ", $1}' "$work/$1.rounds")"
+}

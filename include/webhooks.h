@@ -6,15 +6,21 @@
  *   /validate-infrastructure-cluster-x-k8s-io-v1beta1-<kind>  v<kind>.kb.io
  * for maascluster, maasmachine, maasmachinetemplate and maasclustertemplate.
  *
- * Handlers are pure functions of the AdmissionReview they receive: they never block on the
- * network and may run on any server thread at once.
+ * Handlers may run on any server thread at once. Without a MAAS inventory they are pure
+ * functions of the AdmissionReview. With one (webhooks_new), the validating endpoints also
+ * check the object against MAAS (beyond.md B1) from the inventory's cached snapshot; the
+ * only wait is the inventory's bounded refresh (at most 2 s, at most once per 10 s) when a
+ * name is missing from the cache, and when the inventory is unusable the object is allowed
+ * with a warning.
  */
 
 #include <stddef.h>
 
 #include "compiler.h"
 
+struct maas_inventory;
 struct router;
+struct webhooks;
 
 struct webhook_endpoint {
         const char *path;   /* URL path */
@@ -30,3 +36,10 @@ extern const size_t webhook_endpoints_n;
 
 /* Adds a POST route for every endpoint to r. */
 MUST_CHECK int webhooks_register(struct router *r);
+
+/* Route data for the endpoints with MAAS checks against inv (borrowed; NULL = none). The
+ * struct must outlive the router it is registered with. */
+MUST_CHECK int webhooks_new(struct maas_inventory *inv, struct webhooks **ret);
+struct webhooks *webhooks_free(struct webhooks *w);
+/* Adds a POST route for every endpoint to r, bound to w. */
+MUST_CHECK int webhooks_register_with(struct webhooks *w, struct router *r);

@@ -25,6 +25,7 @@
 #include "http_server.h"
 #include "log.h"
 #include "maas_client.h"
+#include "maas_inventory.h"
 #include "metrics.h"
 #include "parse.h"
 #include "process_metrics.h"
@@ -56,6 +57,8 @@ struct app {
         struct http_server *health_srv;  /* owned */
         struct http_server *metrics_srv; /* owned */
         struct http_observer observer;
+        struct maas_inventory *inventory; /* owned; NULL when the MAAS checks are off */
+        struct webhooks *hooks;           /* owned */
         struct path_series paths[16];
         size_t n_paths;
 };
@@ -208,7 +211,9 @@ static int start_webhook_server(struct app *app, char **reterr)
 
         r = router_new(&app->webhook_routes);
         if (r == 0)
-                r = webhooks_register(app->webhook_routes);
+                r = webhooks_new(app->inventory, &app->hooks);
+        if (r == 0)
+                r = webhooks_register_with(app->hooks, app->webhook_routes);
         if (r < 0) {
                 *reterr = xasprintf("webhook routes: %s", cm_strerror(r));
                 return r;
@@ -260,6 +265,9 @@ static int start_health(struct app *app, char **reterr)
         if (r == 0)
                 r = health_add_check(app->health, HEALTH_READY, "webhook", check_webhook_ready,
                                      app);
+        if (r == 0 && app->inventory)
+                r = health_add_check(app->health, HEALTH_READY, "maas-inventory",
+                                     maas_inventory_health, app->inventory);
         if (r == 0)
                 r = router_new(&app->health_routes);
         if (r == 0)
@@ -292,6 +300,39 @@ static int start_metrics_server(struct app *app, char **reterr)
                            &app->metrics_srv, reterr);
 }
 
+/* The MAAS inventory cache behind the admission MAAS checks (beyond.md B1): only when MAAS
+ * is configured and --admission-maas-checks is on. */
+static int start_inventory(struct app *app, char **reterr)
+{
+        const struct config *cfg = app->cfg;
+        struct maas_config mc = { 0 };
+        int r;
+
+        if (!cfg->admission_maas_checks || !cfg->maas_endpoint || !cfg->maas_api_key) {
+                log_info("setup", "admission MAAS checks are off", "reason=%s",
+                         cfg->admission_maas_checks ? "MAAS is not configured"
+                                                    : "--admission-maas-checks=false");
+                return CM_OK;
+        }
+        r = maas_config_parse(cfg->maas_endpoint, cfg->maas_api_key, &mc, reterr);
+        if (r == 0)
+                r = maas_inventory_new(
+                        &(struct maas_inventory_opts){
+                                .cfg = &mc,
+                                .http = { .ca_file = cfg->maas_ca_file,
+                                          .insecure_skip_verify = cfg->maas_insecure_skip_verify },
+                                .interval_ms = cfg->maas_inventory_interval_ms,
+                                .call_timeout_ms = cfg->maas_timeout_ms < 10000
+                                                           ? (uint32_t)cfg->maas_timeout_ms
+                                                           : 10000,
+                                .metrics = app->metrics },
+                        &app->inventory);
+        maas_config_release(&mc);
+        if (r < 0 && !*reterr)
+                *reterr = xasprintf("MAAS inventory: %s", cm_strerror(r));
+        return r;
+}
+
 static uint16_t port_of(struct http_server *s)
 {
         return s ? http_server_port(s) : 0;
@@ -304,6 +345,8 @@ static int app_start(struct app *app, char **reterr)
         r = start_metrics(app, reterr);
         if (r == 0)
                 r = load_certs(app, reterr);
+        if (r == 0)
+                r = start_inventory(app, reterr);
         if (r == 0)
                 r = start_webhook_server(app, reterr);
         if (r == 0)
@@ -332,6 +375,8 @@ static void app_stop(struct app *app)
         app->webhook = http_server_free(app->webhook);
         app->metrics_srv = http_server_free(app->metrics_srv);
         app->health_srv = http_server_free(app->health_srv);
+        app->hooks = webhooks_free(app->hooks);
+        app->inventory = maas_inventory_free(app->inventory);
         app->certs = certstore_free(app->certs);
         app->webhook_routes = router_free(app->webhook_routes);
         app->health_routes = router_free(app->health_routes);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "admission.h"
+#include "compiler.h"
 #include "err.h"
 #include "router.h"
 #include "webhook_kinds.h"
@@ -64,9 +65,20 @@ static bool kind_matches(const struct webhook_endpoint *ep,
         return true;
 }
 
-static void serve(void *ud, const struct http_request *hreq, struct http_response *hresp)
+struct webhook_route {
+        const struct webhook_endpoint *ep;
+        struct maas_inventory *inv;
+};
+
+struct webhooks {
+        struct webhook_route routes[ARRAY_SIZE(webhook_endpoints)];
+};
+
+static void serve_one(const struct webhook_endpoint *ep,
+                      struct maas_inventory *inv,
+                      const struct http_request *hreq,
+                      struct http_response *hresp)
 {
-        const struct webhook_endpoint *ep = ud;
         struct admission_request req = { .op = ADMISSION_OP_INVALID };
         struct admission_response resp = { .allowed = true };
         char *err = NULL;
@@ -79,7 +91,7 @@ static void serve(void *ud, const struct http_request *hreq, struct http_respons
         if (ep->mutating)
                 webhook_default(ep->kind, &req, &resp);
         else
-                webhook_validate(ep->kind, &req, &resp);
+                webhook_validate_maas(ep->kind, &req, inv, &resp);
         if (admission_response_encode(&req, &resp, &hresp->body) < 0) {
                 http_response_error(hresp, 500, "cannot encode the AdmissionReview response");
                 goto out;
@@ -93,18 +105,71 @@ out:
         admission_response_release(&resp);
 }
 
-int webhooks_register(struct router *r)
+static void serve(void *ud, const struct http_request *hreq, struct http_response *hresp)
+{
+        serve_one(ud, NULL, hreq, hresp);
+}
+
+static void serve_routed(void *ud, const struct http_request *hreq, struct http_response *hresp)
+{
+        const struct webhook_route *wr = ud;
+
+        serve_one(wr->ep, wr->inv, hreq, hresp);
+}
+
+static int add_routes(struct router *r,
+                      http_handler_fn *fn,
+                      void *(*ud_of)(void *, size_t),
+                      void *ctx)
 {
         for (size_t i = 0; i < webhook_endpoints_n; i++) {
-                const struct webhook_endpoint *ep = &webhook_endpoints[i];
-                int ret = router_add(r, &(struct route){ .path = ep->path,
+                int ret = router_add(r, &(struct route){ .path = webhook_endpoints[i].path,
                                                          .method = "POST",
-                                                         .fn = serve,
-                                                         .ud = (void *)(uintptr_t)ep,
+                                                         .fn = fn,
+                                                         .ud = ud_of(ctx, i),
                                                          .flags = ROUTE_JSON_BODY });
 
                 if (ret < 0)
                         return ret;
         }
         return CM_OK;
+}
+
+static void *endpoint_ud(void *ctx, size_t i)
+{
+        (void)ctx;
+        return (void *)(uintptr_t)&webhook_endpoints[i];
+}
+
+static void *route_ud(void *ctx, size_t i)
+{
+        struct webhooks *w = ctx;
+
+        return &w->routes[i];
+}
+
+int webhooks_register(struct router *r)
+{
+        return add_routes(r, serve, endpoint_ud, NULL);
+}
+
+int webhooks_new(struct maas_inventory *inv, struct webhooks **ret)
+{
+        struct webhooks *w = xcalloc(1, sizeof(*w));
+
+        for (size_t i = 0; i < webhook_endpoints_n; i++)
+                w->routes[i] = (struct webhook_route){ .ep = &webhook_endpoints[i], .inv = inv };
+        *ret = w;
+        return CM_OK;
+}
+
+struct webhooks *webhooks_free(struct webhooks *w)
+{
+        free(w);
+        return NULL;
+}
+
+int webhooks_register_with(struct webhooks *w, struct router *r)
+{
+        return add_routes(r, serve_routed, route_ud, w);
 }

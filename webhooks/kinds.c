@@ -10,7 +10,9 @@
  *     update that is a CAPI topology dry-run (annotation + request dryRun);
  *  4. the value rules deny with 422 Invalid listing every error; on UPDATE an error the
  *     stored object already had is not reported again (ratcheting, so an object created
- *     under older rules can still get its finalizers and status written).
+ *     under older rules can still get its finalizers and status written);
+ *  5. when they pass and an inventory is given, the MAAS checks (validate_maas.c) run, with
+ *     the same 422 denial, ratcheting, and warnings when they cannot run.
  * Defaulting answers a JSON Patch only when something changes.
  */
 #include <stdlib.h>
@@ -140,6 +142,7 @@ static void validate_decoded(const struct kind_ops *ops,
                              const struct admission_request *req,
                              const union webhook_obj *cur,
                              const union webhook_obj *old,
+                             struct maas_inventory *inv,
                              struct admission_response *resp)
 {
         struct field_errors fe;
@@ -162,6 +165,8 @@ static void validate_decoded(const struct kind_ops *ops,
                 ops->check(old, &fe_old, NULL);
                 field_errors_subtract(&fe, &fe_old);
         }
+        if (fe.n == 0 && inv && ops->maas_check)
+                maas_checks_run(ops, cur, old, inv, &fe, resp);
         if (fe.n > 0)
                 field_errors_deny(&fe, SCHEMA_GROUP, ops->kind, object_name(req), resp);
 out:
@@ -171,6 +176,7 @@ out:
 
 static void validate_object(const struct kind_ops *ops,
                             const struct admission_request *req,
+                            struct maas_inventory *inv,
                             struct admission_response *resp)
 {
         union webhook_obj cur;
@@ -190,21 +196,29 @@ static void validate_object(const struct kind_ops *ops,
         }
         have_old = req->op == ADMISSION_OP_UPDATE && req->old_object &&
                    ops->decode(req->old_object, &old, NULL) == 0;
-        validate_decoded(ops, req, &cur, have_old ? &old : NULL, resp);
+        validate_decoded(ops, req, &cur, have_old ? &old : NULL, inv, resp);
         if (have_old)
                 ops->release(&old);
         ops->release(&cur);
         json_errors_release(&jerr);
 }
 
-void webhook_validate(const char *kind,
-                      const struct admission_request *req,
-                      struct admission_response *resp)
+void webhook_validate_maas(const char *kind,
+                           const struct admission_request *req,
+                           struct maas_inventory *inv,
+                           struct admission_response *resp)
 {
         const struct kind_ops *ops = kind_ops_find(kind);
 
         resp->allowed = true;
         if (!ops || !is_write(req) || has_annotation(req->object, ANNOTATION_DELETE_FOR_MOVE))
                 return;
-        validate_object(ops, req, resp);
+        validate_object(ops, req, inv, resp);
+}
+
+void webhook_validate(const char *kind,
+                      const struct admission_request *req,
+                      struct admission_response *resp)
+{
+        webhook_validate_maas(kind, req, NULL, resp);
 }

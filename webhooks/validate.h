@@ -15,6 +15,8 @@
 
 struct admission_response;
 struct field_errors;
+struct maas_inventory;
+struct maas_inventory_snapshot;
 
 /* One decoded object of any Maas kind. */
 union webhook_obj {
@@ -41,6 +43,15 @@ struct kind_ops {
         /* Appends JSON Patch operations for the defaults of spec (the spec object at JSON
          * Pointer pointer) to patch. */
         void (*defaults)(const cJSON *spec, const char *pointer, cJSON *patch);
+        /* Checks against MAAS (validate_maas.c): denials into fe, warnings into warn (may be
+         * NULL); sets *miss when a name is not in s. */
+        void (*maas_check)(const union webhook_obj *o,
+                           const struct maas_inventory_snapshot *s,
+                           struct field_errors *fe,
+                           struct admission_response *warn,
+                           bool *miss);
+        /* True when every field maas_check reads is equal in a and b. */
+        bool (*maas_same)(const union webhook_obj *a, const union webhook_obj *b);
 };
 
 extern const struct kind_ops kind_ops_cluster;
@@ -72,3 +83,31 @@ void defaults_machine_spec(const cJSON *spec, const char *pointer, cJSON *patch)
 /* Defaulting of a MaasCluster spec: controlPlaneEndpoint.port 6443 when a host is set
  * without a port. */
 void defaults_cluster_spec(const cJSON *spec, const char *pointer, cJSON *patch);
+
+/* MAAS checks of a MaasMachine spec at path: pool, zone, tags and image exist; some machine
+ * with those could satisfy minCPU / minMemory (unless systemID pins one); a warning into
+ * warn (may be NULL) when the machines that fit are all in use. */
+void maas_check_machine_spec(const struct maas_machine_spec *sp,
+                             const char *path,
+                             const struct maas_inventory_snapshot *s,
+                             struct field_errors *fe,
+                             struct admission_response *warn,
+                             bool *miss);
+/* MAAS checks of a MaasCluster spec at path: dnsDomain is a MAAS domain, every
+ * failureDomains entry a MAAS zone. */
+void maas_check_cluster_spec(const struct maas_cluster_spec *sp,
+                             const char *path,
+                             const struct maas_inventory_snapshot *s,
+                             struct field_errors *fe,
+                             bool *miss);
+/* True when the fields the MAAS checks read are equal. */
+bool maas_machine_spec_same(const struct maas_machine_spec *a, const struct maas_machine_spec *b);
+bool maas_cluster_spec_same(const struct maas_cluster_spec *a, const struct maas_cluster_spec *b);
+/* The MAAS step of validation: skipped on an UPDATE that changes nothing it reads; with no
+ * usable inventory a warning says why; denials the old object already had are dropped. */
+void maas_checks_run(const struct kind_ops *ops,
+                     const union webhook_obj *cur,
+                     const union webhook_obj *old,
+                     struct maas_inventory *inv,
+                     struct field_errors *fe,
+                     struct admission_response *resp);

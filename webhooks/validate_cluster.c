@@ -96,6 +96,21 @@ static char *cluster_immutable(const union webhook_obj *old, const union webhook
         return strcmp(a, b) != 0 ? xstrdup("changing cluster DNS Domain not allowed") : NULL;
 }
 
+static void cluster_maas(const union webhook_obj *o,
+                         const struct maas_inventory_snapshot *s,
+                         struct field_errors *fe,
+                         struct admission_response *warn,
+                         bool *miss)
+{
+        (void)warn;
+        maas_check_cluster_spec(&o->cluster.spec, "spec", s, fe, miss);
+}
+
+static bool cluster_same(const union webhook_obj *a, const union webhook_obj *b)
+{
+        return maas_cluster_spec_same(&a->cluster.spec, &b->cluster.spec);
+}
+
 const struct kind_ops kind_ops_cluster = {
         .kind = SCHEMA_KIND_CLUSTER,
         .is_template = false,
@@ -106,6 +121,8 @@ const struct kind_ops kind_ops_cluster = {
         .check = cluster_check,
         .immutable = cluster_immutable,
         .defaults = defaults_cluster_spec,
+        .maas_check = cluster_maas,
+        .maas_same = cluster_same,
 };
 
 /* ---- MaasClusterTemplate (no reference counterpart: the whole template spec is
@@ -136,6 +153,21 @@ static char *template_immutable(const union webhook_obj *old, const union webhoo
         return NULL;
 }
 
+static void template_maas(const union webhook_obj *o,
+                          const struct maas_inventory_snapshot *s,
+                          struct field_errors *fe,
+                          struct admission_response *warn,
+                          bool *miss)
+{
+        (void)warn;
+        maas_check_cluster_spec(&o->cluster_template.spec, "spec.template.spec", s, fe, miss);
+}
+
+static bool template_same(const union webhook_obj *a, const union webhook_obj *b)
+{
+        return maas_cluster_spec_same(&a->cluster_template.spec, &b->cluster_template.spec);
+}
+
 const struct kind_ops kind_ops_cluster_template = {
         .kind = SCHEMA_KIND_CLUSTER_TEMPLATE,
         .is_template = true,
@@ -146,4 +178,6 @@ const struct kind_ops kind_ops_cluster_template = {
         .check = template_check,
         .immutable = template_immutable,
         .defaults = defaults_cluster_spec,
+        .maas_check = template_maas,
+        .maas_same = template_same,
 };

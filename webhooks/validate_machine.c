@@ -96,6 +96,20 @@ static char *machine_immutable(const union webhook_obj *old, const union webhook
         return machine_spec_immutable(&old->machine.spec, &cur->machine.spec, "machine");
 }
 
+static void machine_maas(const union webhook_obj *o,
+                         const struct maas_inventory_snapshot *s,
+                         struct field_errors *fe,
+                         struct admission_response *warn,
+                         bool *miss)
+{
+        maas_check_machine_spec(&o->machine.spec, "spec", s, fe, warn, miss);
+}
+
+static bool machine_same(const union webhook_obj *a, const union webhook_obj *b)
+{
+        return maas_machine_spec_same(&a->machine.spec, &b->machine.spec);
+}
+
 const struct kind_ops kind_ops_machine = {
         .kind = SCHEMA_KIND_MACHINE,
         .is_template = false,
@@ -106,6 +120,8 @@ const struct kind_ops kind_ops_machine = {
         .check = machine_check,
         .immutable = machine_immutable,
         .defaults = defaults_machine_spec,
+        .maas_check = machine_maas,
+        .maas_same = machine_same,
 };
 
 /* ---- MaasMachineTemplate ---- */
@@ -133,6 +149,20 @@ static char *template_immutable(const union webhook_obj *old, const union webhoo
                                       "machine template");
 }
 
+static void template_maas(const union webhook_obj *o,
+                          const struct maas_inventory_snapshot *s,
+                          struct field_errors *fe,
+                          struct admission_response *warn,
+                          bool *miss)
+{
+        maas_check_machine_spec(&o->machine_template.spec, "spec.template.spec", s, fe, warn, miss);
+}
+
+static bool template_same(const union webhook_obj *a, const union webhook_obj *b)
+{
+        return maas_machine_spec_same(&a->machine_template.spec, &b->machine_template.spec);
+}
+
 const struct kind_ops kind_ops_machine_template = {
         .kind = SCHEMA_KIND_MACHINE_TEMPLATE,
         .is_template = true,
@@ -143,4 +173,6 @@ const struct kind_ops kind_ops_machine_template = {
         .check = template_check,
         .immutable = template_immutable,
         .defaults = defaults_machine_spec,
+        .maas_check = template_maas,
+        .maas_same = template_same,
 };

@@ -1,0 +1,190 @@
+#pragma once
+/*
+ * maas_inventory: a cache of what MAAS has (zones, resource pools, tags, DNS domains, boot
+ * resources and a compact summary of every machine), shared by the admission webhooks so
+ * they can tell at `kubectl apply` whether a template could ever be satisfied (beyond.md B1).
+ *
+ * Refresh: a background thread lists the six collections (six GET calls, never one per
+ * machine) every interval, and sooner after a failure. A reader that misses a name may ask
+ * for one synchronous refresh (maas_inventory_refresh_on_miss): it waits at most
+ * miss_wait_ms (2 s), concurrent askers share one refresh, and such refreshes happen at most
+ * once per miss_min_gap_ms (10 s).
+ *
+ * Snapshots: each refresh builds a new immutable, reference-counted snapshot and publishes
+ * it; readers acquire the current one (a counter increment under a short lock) and read it
+ * without any lock until they release it. Nothing in a snapshot changes after publication.
+ *
+ * Threads: every function may be called from any thread, except maas_inventory_free (one
+ * thread, after every reader is done). The MAAS client and its transport belong to the
+ * refresh thread (or, with opts.no_thread, to whichever thread calls maas_inventory_refresh).
+ *
+ * Metrics (when opts.metrics is set): capmaas_maas_inventory_age_seconds (gauge, -1 until the
+ * first successful refresh), capmaas_maas_inventory_refreshes_total,
+ * capmaas_maas_inventory_refresh_errors_total{reason} and
+ * capmaas_admission_maas_checks_skipped_total{reason}.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "compiler.h"
+#include "http_transport.h"
+#include "maas_client.h"
+
+struct metrics;
+struct maas_inventory;
+
+/* Named collections of a snapshot. */
+enum maas_inv_kind {
+        MAAS_INV_ZONE,
+        MAAS_INV_POOL,
+        MAAS_INV_TAG,
+        MAAS_INV_DOMAIN,
+        MAAS_INV_IMAGE, /* boot resource names as MAAS lists them */
+        MAAS_INV_KIND_COUNT,
+};
+
+/* One machine, compactly: zone, pool and tags are indices into the snapshot's sorted name
+ * arrays (-1 / dropped when MAAS named something it did not list). */
+struct maas_inv_machine {
+        char *system_id;
+        int status; /* maas-api.md §5 code; 4 = Ready */
+        int cpu_count;
+        int64_t memory_mib;
+        int32_t zone, pool;
+        uint64_t tag_mask; /* bit i set = carries tag i, for the first 64 tags */
+        uint32_t *tags;
+        size_t n_tags;
+};
+
+struct maas_inv_names {
+        char **v; /* sorted (strcmp) */
+        size_t n;
+};
+
+struct maas_inventory_snapshot {
+        _Atomic unsigned refs;
+        uint64_t taken_ms; /* clock now_ms() when the refresh finished */
+        uint64_t gen;      /* unique per snapshot in the process (memo key) */
+        struct maas_inv_names names[MAAS_INV_KIND_COUNT];
+        struct maas_inv_machine *machines;
+        size_t n_machines;
+};
+
+/* Why the MAAS checks cannot run now (the label of ..._checks_skipped_total). */
+enum maas_inv_state {
+        MAAS_INV_OK,
+        MAAS_INV_NOT_LOADED,   /* no successful refresh yet */
+        MAAS_INV_UNREACHABLE,  /* the last refresh failed: transport error, timeout or 5xx */
+        MAAS_INV_UNAUTHORIZED, /* the last refresh got 401 or 403 */
+        MAAS_INV_FAILED,       /* the last refresh failed otherwise (malformed answer) */
+        MAAS_INV_STALE,        /* the snapshot is older than ten intervals */
+        MAAS_INV_STATE_COUNT,
+};
+
+/* "ok", "not_loaded", "unreachable", "unauthorized", "failed", "stale". */
+const char *maas_inv_state_name(enum maas_inv_state s);
+
+struct maas_inventory_opts {
+        const struct maas_config *cfg;   /* copied */
+        struct http_transport_opts http; /* copied (ca_file duplicated) */
+        uint64_t interval_ms;            /* 0 = 60 s */
+        uint64_t miss_wait_ms;           /* 0 = 2 s */
+        uint64_t miss_min_gap_ms;        /* 0 = 10 s */
+        uint64_t retry_ms;               /* after a failure; 0 = min(interval, 5 s) */
+        uint32_t call_timeout_ms;        /* per MAAS call; 0 = 10 s */
+        /* borrowed, may be NULL; it gets a collector that reads the inventory, so render it
+         * no more after maas_inventory_free */
+        struct metrics *metrics;
+        const struct clock_ops *clock; /* NULL = system clock */
+        bool no_thread; /* tests: no background thread; refreshes run in maas_inventory_refresh */
+        /* tests: a transport to use instead of a libcurl one (borrowed; with no_thread only,
+         * since a transport belongs to one thread) */
+        struct http_transport *transport;
+};
+
+/* Creates the inventory and starts its refresh thread (the first refresh starts at once).
+ * CM_EINVAL for missing credentials; a transport that cannot be made (an unreadable CA file)
+ * shows as a failed refresh. */
+MUST_CHECK int maas_inventory_new(const struct maas_inventory_opts *o, struct maas_inventory **ret);
+/* Stops the thread (an in-flight MAAS call finishes first, bounded by call_timeout_ms) and
+ * frees everything; snapshots still acquired stay valid until released. NULL-safe. */
+struct maas_inventory *maas_inventory_free(struct maas_inventory *inv);
+
+/* Runs one refresh on the calling thread (tests with no_thread). Returns its result. */
+MUST_CHECK int maas_inventory_refresh(struct maas_inventory *inv);
+
+/* The current snapshot (NULL before the first success) with a reference the caller drops
+ * with maas_inventory_snapshot_release, and the state of the checks: MAAS_INV_OK when the
+ * snapshot may be used for verdicts. *ret_detail (optional, malloc'd) explains a non-OK
+ * state for people ("connection refused", "inventory is 700 s old"). */
+struct maas_inventory_snapshot *maas_inventory_acquire(struct maas_inventory *inv,
+                                                       enum maas_inv_state *ret_state,
+                                                       char **ret_detail);
+void maas_inventory_snapshot_release(struct maas_inventory_snapshot *s);
+
+enum maas_inv_miss {
+        MAAS_INV_MISS_REFRESHED, /* a refresh that started after the call succeeded */
+        MAAS_INV_MISS_LIMITED,   /* the last miss refresh is too recent: none was made */
+        MAAS_INV_MISS_FAILED,    /* the refresh failed (see maas_inventory_acquire) */
+        MAAS_INV_MISS_TIMEOUT,   /* no refresh finished within miss_wait_ms */
+};
+
+/* A name was missing: asks for a refresh and waits for one that started after this call,
+ * at most miss_wait_ms. Concurrent callers share it; when the last miss refresh is less
+ * than miss_min_gap_ms old, returns MAAS_INV_MISS_LIMITED at once. */
+enum maas_inv_miss maas_inventory_refresh_on_miss(struct maas_inventory *inv);
+
+/* Counts a skipped check in capmaas_admission_maas_checks_skipped_total{reason}. */
+void maas_inventory_note_skipped(struct maas_inventory *inv, enum maas_inv_state reason);
+
+/* Always true: a readiness check that never fails but names itself in /readyz?verbose;
+ * state changes are logged. Matches health_check_fn. */
+bool maas_inventory_health(void *ud, char **ret_reason);
+
+/* --- snapshot queries (pure; any thread holding a reference) ---------------------------- */
+
+/* Index of name in the sorted kind array, or -1. */
+long maas_inv_find(const struct maas_inventory_snapshot *s, enum maas_inv_kind k, const char *name);
+/* True when the MaasMachine image exists among the boot resources, with MAAS's naming
+ * rules: "custom/x" and a bare "x" match an uploaded "x" (or "custom/x"); "os/series"
+ * matches a resource named "os/series". */
+bool maas_inv_has_image(const struct maas_inventory_snapshot *s, const char *image);
+
+struct maas_inv_query {
+        const char *pool; /* NULL = any */
+        const char *zone; /* NULL = any */
+        const char *const *tags;
+        size_t n_tags;
+        int64_t min_cpu;
+        int64_t min_memory_mib;
+};
+
+struct maas_inv_fit {
+        size_t candidates;           /* machines in that pool and zone with all the tags */
+        int max_cpu;                 /* best cpu_count among the candidates */
+        int64_t max_memory_mib;      /* best memory among the candidates */
+        int64_t max_memory_with_cpu; /* best memory among candidates with >= min_cpu */
+        size_t fit;                  /* candidates with >= min_cpu and >= min_memory */
+        size_t fit_free;             /* ... that are Ready now */
+        size_t fit_in_use;           /* ... that are allocated, deploying, deployed or releasing */
+};
+
+/* Scans the machines for q (names MAAS does not know simply match nothing). Each thread
+ * remembers its last few answers per snapshot, so a template applied again costs no scan. */
+void maas_inv_fit(const struct maas_inventory_snapshot *s,
+                  const struct maas_inv_query *q,
+                  struct maas_inv_fit *ret);
+
+/* Builds a snapshot from listed collections (the refresh does this; tests too). The lists
+ * are only read. taken_ms is stored as given. */
+struct maas_inventory_snapshot *maas_inventory_snapshot_build(
+        const struct maas_named_list *zones,
+        const struct maas_named_list *pools,
+        const struct maas_named_list *tags,
+        const struct maas_named_list *domains,
+        const struct maas_boot_resource_list *images,
+        const struct maas_node_list *machines,
+        uint64_t taken_ms);

@@ -1,0 +1,438 @@
+/*
+ * The MAAS inventory cache behind the admission checks: snapshot queries (MAAS's image
+ * naming rules, the fit counts), and the cache's states driven by a fake transport and a
+ * fake clock with no background thread (loaded, unreachable, unauthorized, stale after ten
+ * intervals), the miss refresh limit and the metrics.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "compiler.h"
+#include "err.h"
+#include "maas_inventory.h"
+#include "metrics.h"
+#include "xalloc.h"
+
+/* --- a hand-built snapshot ------------------------------------------------------------------- */
+
+/* The list structs hold char *; the builder only reads them. */
+#define S(lit) ((char *)(uintptr_t)(lit))
+
+static struct maas_named N(const char *name) {
+        return (struct maas_named){ .id = 1, .name = (char *)(uintptr_t)name };
+
+}
+
+static struct maas_node
+node(const char *id,
+     int status,
+     int cpu,
+     int64_t mem,
+     const char *zone,
+     const char *pool,
+     char **tags,
+     size_t n_tags)
+
+{
+        return (struct maas_node){ .system_id = (char *)(uintptr_t)id,
+                                   .status = status,
+                                   .cpu_count = cpu,
+                                   .memory_mib = mem,
+                                   .zone = (char *)(uintptr_t)zone,
+                                   .pool = (char *)(uintptr_t)pool,
+                                   .tags = { .v = tags, .n = n_tags } };
+}
+
+static struct maas_inventory_snapshot *sample(void)
+{
+        static char *gpu[] = { S("gpu") };
+        static char *gpu_cp[] = { S("gpu"), S("cp") };
+        struct maas_named zones[] = { N("az2"), N("az1") };
+        struct maas_named pools[] = { N("default"), N("capi") };
+        struct maas_named tags[] = { N("gpu"), N("cp") };
+        struct maas_named domains[] = { N("maas") };
+        struct maas_boot_resource images[] = {
+                { .name = S("ubuntu/jammy"), .type = S("Synced") },
+                { .name = S("u-2204-k8s"), .type = S("Uploaded") },
+                { .name = S("custom/legacy"), .type = S("Uploaded") },
+        };
+        struct maas_node machines[] = {
+                node("a", 4, 16, 32768, "az1", "capi", gpu_cp, 2),
+                node("b", 6, 32, 65536, "az1", "capi", gpu, 1), /* Deployed */
+                node("c", 8, 32, 65536, "az2", "capi", gpu, 1), /* Broken */
+                node("d", 4, 4, 8192, "az2", "default", NULL, 0),
+                node("e", 4, 8, 8192, "nowhere", "capi", NULL, 0), /* zone MAAS did not list */
+        };
+
+        return maas_inventory_snapshot_build(
+                &(struct maas_named_list){ zones, 2 }, &(struct maas_named_list){ pools, 2 },
+                &(struct maas_named_list){ tags, 2 }, &(struct maas_named_list){ domains, 1 },
+                &(struct maas_boot_resource_list){ images, 3 },
+                &(struct maas_node_list){ machines, ARRAY_SIZE(machines) }, 1000);
+}
+
+static void test_maas_inventory__image_names_follow_maas_rules(void **state)
+{
+        struct maas_inventory_snapshot *s = sample();
+
+        (void)state;
+        assert_true(maas_inv_has_image(s, "ubuntu/jammy"));
+        assert_true(maas_inv_has_image(s, "u-2204-k8s"));
+        assert_true(maas_inv_has_image(s, "custom/u-2204-k8s"));
+        assert_true(maas_inv_has_image(s, "custom/legacy"));
+        assert_true(maas_inv_has_image(s, "legacy"));
+        assert_false(maas_inv_has_image(s, "ubuntu/noble"));
+        assert_false(maas_inv_has_image(s, "jammy")); /* a bare name is a custom image */
+        assert_false(maas_inv_has_image(s, "rhel/u-2204-k8s"));
+        assert_false(maas_inv_has_image(s, ""));
+        maas_inventory_snapshot_release(s);
+}
+
+static void test_maas_inventory__names_are_found_by_exact_match(void **state)
+{
+        struct maas_inventory_snapshot *s = sample();
+
+        (void)state;
+        assert_true(maas_inv_find(s, MAAS_INV_ZONE, "az1") >= 0);
+        assert_true(maas_inv_find(s, MAAS_INV_POOL, "capi") >= 0);
+        assert_true(maas_inv_find(s, MAAS_INV_DOMAIN, "maas") >= 0);
+        assert_int_equal(maas_inv_find(s, MAAS_INV_ZONE, "AZ1"), -1);
+        assert_int_equal(maas_inv_find(s, MAAS_INV_TAG, "gp"), -1);
+        assert_int_equal(maas_inv_find(s, MAAS_INV_POOL, NULL), -1);
+        /* sorted, for bsearch and for the lists in messages */
+        assert_string_equal(s->names[MAAS_INV_ZONE].v[0], "az1");
+        maas_inventory_snapshot_release(s);
+}
+
+static void test_maas_inventory__fit_counts_candidates_free_and_in_use(void **state)
+{
+        struct maas_inventory_snapshot *s = sample();
+        const char *gpu[] = { "gpu" };
+        const char *unknown[] = { "nvme" };
+        struct maas_inv_fit f;
+
+        (void)state;
+        maas_inv_fit(s,
+                     &(struct maas_inv_query){ .pool = "capi",
+                                               .tags = gpu,
+                                               .n_tags = 1,
+                                               .min_cpu = 16,
+                                               .min_memory_mib = 16384 },
+                     &f);
+        assert_int_equal(f.candidates, 3);
+        assert_int_equal(f.max_cpu, 32);
+        assert_int_equal(f.fit, 3);
+        assert_int_equal(f.fit_free, 1);
+        assert_int_equal(f.fit_in_use, 1);
+        maas_inv_fit(s, &(struct maas_inv_query){ .pool = "capi", .zone = "az1", .min_cpu = 32 },
+                     &f);
+        assert_int_equal(f.candidates, 2);
+        assert_int_equal(f.fit, 1);
+        assert_int_equal(f.fit_free, 0);
+        assert_int_equal(f.fit_in_use, 1);
+        maas_inv_fit(s, &(struct maas_inv_query){ .min_cpu = 8, .min_memory_mib = 16384 }, &f);
+        assert_int_equal(f.candidates, 5);
+        assert_int_equal(f.max_memory_with_cpu, 65536);
+        assert_int_equal(f.fit, 3);
+        maas_inv_fit(s, &(struct maas_inv_query){ .tags = unknown, .n_tags = 1 }, &f);
+        assert_int_equal(f.candidates, 0);
+        maas_inv_fit(s, &(struct maas_inv_query){ .pool = "gone" }, &f);
+        assert_int_equal(f.candidates, 0);
+        maas_inventory_snapshot_release(s);
+}
+
+static void test_maas_inventory__repeated_fit_answers_per_snapshot(void **state)
+{
+        struct maas_inventory_snapshot *a = sample();
+        struct maas_inventory_snapshot *b;
+        struct maas_named pool = N("capi");
+        struct maas_node one = node("z", 4, 64, 262144, "az1", "capi", NULL, 0);
+        struct maas_inv_query q = { .pool = "capi", .min_cpu = 16 };
+        struct maas_inv_fit f;
+
+        (void)state;
+        maas_inv_fit(a, &q, &f);
+        assert_int_equal(f.fit, 3);
+        maas_inv_fit(a, &q, &f); /* remembered: the same answer */
+        assert_int_equal(f.fit, 3);
+        assert_int_equal(f.max_cpu, 32);
+        b = maas_inventory_snapshot_build(
+                &(struct maas_named_list){ 0 }, &(struct maas_named_list){ &pool, 1 },
+                &(struct maas_named_list){ 0 }, &(struct maas_named_list){ 0 },
+                &(struct maas_boot_resource_list){ 0 }, &(struct maas_node_list){ &one, 1 }, 2000);
+        assert_true(b->gen != a->gen);
+        maas_inv_fit(b, &q, &f); /* another snapshot: its own answer */
+        assert_int_equal(f.fit, 1);
+        assert_int_equal(f.max_cpu, 64);
+        q.min_cpu = 33; /* another query on the first snapshot */
+        maas_inv_fit(a, &q, &f);
+        assert_int_equal(f.fit, 0);
+        maas_inventory_snapshot_release(b);
+        maas_inventory_snapshot_release(a);
+}
+
+static void test_maas_inventory__snapshot_outlives_its_publisher_while_referenced(void **state)
+{
+        struct maas_inventory_snapshot *s = sample();
+
+        (void)state;
+        atomic_fetch_add(&s->refs, 1);
+        maas_inventory_snapshot_release(s);
+        assert_true(maas_inv_find(s, MAAS_INV_POOL, "capi") >= 0); /* still valid (ASan) */
+        maas_inventory_snapshot_release(s);
+}
+
+/* --- a fake MAAS behind a fake transport ----------------------------------------------------- */
+
+struct fake {
+        struct http_transport t;
+        long status; /* 0 = answer normally; >0 = this status for everything */
+        bool down;   /* transport error */
+        bool with_pool2;
+        unsigned calls;
+};
+
+static const char *body_for(const struct fake *f, const char *url)
+{
+        if (strstr(url, "/zones/"))
+                return "[{\"id\":1,\"name\":\"az1\",\"description\":\"\"}]";
+        if (strstr(url, "/resourcepools/"))
+                return f->with_pool2 ? "[{\"id\":0,\"name\":\"default\",\"description\":\"\"},"
+                                       "{\"id\":2,\"name\":\"pool2\",\"description\":\"\"}]"
+                                     : "[{\"id\":0,\"name\":\"default\",\"description\":\"\"}]";
+        if (strstr(url, "/tags/"))
+                return "[{\"name\":\"gpu\",\"comment\":\"\"}]";
+        if (strstr(url, "/domains/"))
+                return "[{\"id\":0,\"name\":\"maas\"}]";
+        if (strstr(url, "/boot-resources/"))
+                return "[{\"id\":1,\"type\":\"Synced\",\"name\":\"ubuntu/jammy\","
+                       "\"architecture\":\"amd64/ga-22.04\"}]";
+        if (strstr(url, "/machines/"))
+                return "[{\"system_id\":\"abc123\",\"status\":4,\"cpu_count\":4,\"memory\":8192,"
+                       "\"zone\":{\"name\":\"az1\"},\"pool\":{\"name\":\"default\"},"
+                       "\"tag_names\":[\"gpu\"]}]";
+        return "{}";
+}
+
+static int fake_send(struct http_transport *t,
+                     const struct transport_request *req,
+                     struct transport_response *resp)
+{
+        struct fake *f = (struct fake *)t;
+
+        f->calls++;
+        if (f->down) {
+                (void)snprintf(t->error, sizeof(t->error), "Connection refused");
+                return CM_ETRANSPORT;
+        }
+        resp->status = f->status ? f->status : 200;
+        resp->body = xstrdup(f->status ? "Authorization Error: 'Invalid signature.'"
+                                       : body_for(f, req->url));
+        resp->body_len = strlen(resp->body);
+        resp->content_type = xstrdup(f->status ? "text/plain" : "application/json");
+        resp->retry_after_s = -1;
+        return 0;
+}
+
+static void fake_destroy(struct http_transport *t)
+{
+        (void)t;
+}
+
+struct fx {
+        struct fake fake;
+        struct clock_fake clock;
+        struct metrics *metrics;
+        struct maas_config cfg;
+        struct maas_inventory *inv;
+};
+
+static int fx_setup(void **state)
+{
+        struct fx *f = xcalloc(1, sizeof(*f));
+        char *err = NULL;
+
+        f->fake.t = (struct http_transport){ .send = fake_send, .destroy = fake_destroy };
+        clock_fake_init(&f->clock, 1000000, 1700000000);
+        assert_int_equal(metrics_new(&f->metrics), 0);
+        assert_int_equal(
+                maas_config_parse("http://maas.invalid:5240/MAAS", "ck:tk:ts", &f->cfg, &err), 0);
+        assert_int_equal(
+                maas_inventory_new(&(struct maas_inventory_opts){ .cfg = &f->cfg,
+                                                                  .interval_ms = 60000,
+                                                                  .metrics = f->metrics,
+                                                                  .clock = &f->clock.ops,
+                                                                  .no_thread = true,
+                                                                  .transport = &f->fake.t },
+                                   &f->inv),
+                0);
+        *state = f;
+        return 0;
+}
+
+static int fx_teardown(void **state)
+{
+        struct fx *f = *state;
+
+        maas_inventory_free(f->inv);
+        metrics_free(f->metrics);
+        maas_config_release(&f->cfg);
+        free(f);
+        return 0;
+}
+
+static enum maas_inv_state state_of(struct fx *f, char **ret_detail)
+{
+        enum maas_inv_state st;
+        struct maas_inventory_snapshot *s = maas_inventory_acquire(f->inv, &st, ret_detail);
+
+        maas_inventory_snapshot_release(s);
+        return st;
+}
+
+/* The rendered value of one series, or -2 when absent. */
+static double metric(struct fx *f, const char *series)
+{
+        struct buf out;
+        const char *p;
+        char *needle;
+        double v = -2;
+
+        buf_init(&out, 1 << 20);
+        assert_int_equal(metrics_render(f->metrics, &out), 0);
+        assert_int_equal(buf_append(&out, "", 1), 0);
+        needle = xasprintf("\n%s ", series);
+        p = strstr(out.data, needle);
+        if (p)
+                v = strtod(p + strlen(needle), NULL);
+        free(needle);
+        buf_release(&out);
+        return v;
+}
+
+static void test_maas_inventory__states_follow_the_last_refresh(void **state)
+{
+        struct fx *f = *state;
+        char *detail = NULL;
+
+        assert_int_equal(state_of(f, NULL), MAAS_INV_NOT_LOADED);
+        assert_true(metric(f, "capmaas_maas_inventory_age_seconds") == -1);
+        assert_int_equal(maas_inventory_refresh(f->inv), 0);
+        assert_int_equal(f->fake.calls, 6); /* six list calls, none per machine */
+        assert_int_equal(state_of(f, NULL), MAAS_INV_OK);
+        f->fake.down = true;
+        assert_int_equal(maas_inventory_refresh(f->inv), CM_ETRANSPORT);
+        assert_int_equal(state_of(f, &detail), MAAS_INV_UNREACHABLE);
+        assert_non_null(strstr(detail, "listing zones: "));
+        free(detail);
+        f->fake.down = false;
+        f->fake.status = 401;
+        assert_int_equal(maas_inventory_refresh(f->inv), CM_EUNAUTHORIZED);
+        assert_int_equal(state_of(f, NULL), MAAS_INV_UNAUTHORIZED);
+        f->fake.status = 0;
+        assert_int_equal(maas_inventory_refresh(f->inv), 0);
+        assert_int_equal(state_of(f, NULL), MAAS_INV_OK);
+        assert_true(metric(f, "capmaas_maas_inventory_refreshes_total") == 4);
+        assert_true(
+                metric(f, "capmaas_maas_inventory_refresh_errors_total{reason=\"unreachable\"}") ==
+                1);
+        assert_true(
+                metric(f, "capmaas_maas_inventory_refresh_errors_total{reason=\"unauthorized\"}") ==
+                1);
+}
+
+static void test_maas_inventory__stale_after_ten_intervals(void **state)
+{
+        struct fx *f = *state;
+        char *detail = NULL;
+
+        assert_int_equal(maas_inventory_refresh(f->inv), 0);
+        clock_fake_advance(&f->clock, 10 * 60000);
+        assert_int_equal(state_of(f, NULL), MAAS_INV_OK);
+        assert_true(metric(f, "capmaas_maas_inventory_age_seconds") == 600);
+        clock_fake_advance(&f->clock, 1);
+        assert_int_equal(state_of(f, &detail), MAAS_INV_STALE);
+        assert_string_equal(detail, "the inventory is 600 s old");
+        free(detail);
+}
+
+static void test_maas_inventory__miss_refresh_at_most_once_per_ten_seconds(void **state)
+{
+        struct fx *f = *state;
+        enum maas_inv_state st;
+        struct maas_inventory_snapshot *s;
+
+        assert_int_equal(maas_inventory_refresh(f->inv), 0);
+        f->fake.with_pool2 = true;
+        assert_int_equal(maas_inventory_refresh_on_miss(f->inv), MAAS_INV_MISS_REFRESHED);
+        s = maas_inventory_acquire(f->inv, &st, NULL);
+        assert_true(maas_inv_find(s, MAAS_INV_POOL, "pool2") >= 0);
+        maas_inventory_snapshot_release(s);
+        clock_fake_advance(&f->clock, 9999);
+        assert_int_equal(maas_inventory_refresh_on_miss(f->inv), MAAS_INV_MISS_LIMITED);
+        assert_int_equal(f->fake.calls, 12);
+        clock_fake_advance(&f->clock, 1);
+        f->fake.down = true;
+        assert_int_equal(maas_inventory_refresh_on_miss(f->inv), MAAS_INV_MISS_FAILED);
+}
+
+static void test_maas_inventory__skipped_checks_are_counted_by_reason(void **state)
+{
+        struct fx *f = *state;
+
+        maas_inventory_note_skipped(f->inv, MAAS_INV_STALE);
+        maas_inventory_note_skipped(f->inv, MAAS_INV_STALE);
+        assert_true(metric(f, "capmaas_admission_maas_checks_skipped_total{reason=\"stale\"}") ==
+                    2);
+        assert_true(
+                metric(f, "capmaas_admission_maas_checks_skipped_total{reason=\"unreachable\"}") ==
+                0);
+}
+
+static void test_maas_inventory__new_rejects_missing_credentials(void **state)
+{
+        struct maas_inventory *inv = NULL;
+        struct maas_config empty = { 0 };
+
+        (void)state;
+        assert_int_equal(maas_inventory_new(NULL, &inv), CM_EINVAL);
+        assert_int_equal(maas_inventory_new(&(struct maas_inventory_opts){ .cfg = &empty }, &inv),
+                         CM_EINVAL);
+        assert_null(inv);
+        assert_null(maas_inventory_free(NULL));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_maas_inventory__image_names_follow_maas_rules),
+                cmocka_unit_test(test_maas_inventory__names_are_found_by_exact_match),
+                cmocka_unit_test(test_maas_inventory__fit_counts_candidates_free_and_in_use),
+                cmocka_unit_test(test_maas_inventory__repeated_fit_answers_per_snapshot),
+                cmocka_unit_test(
+                        test_maas_inventory__snapshot_outlives_its_publisher_while_referenced),
+                cmocka_unit_test_setup_teardown(test_maas_inventory__states_follow_the_last_refresh,
+                                                fx_setup, fx_teardown),
+                cmocka_unit_test_setup_teardown(test_maas_inventory__stale_after_ten_intervals,
+                                                fx_setup, fx_teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_maas_inventory__miss_refresh_at_most_once_per_ten_seconds, fx_setup,
+                        fx_teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_maas_inventory__skipped_checks_are_counted_by_reason, fx_setup,
+                        fx_teardown),
+                cmocka_unit_test(test_maas_inventory__new_rejects_missing_credentials),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

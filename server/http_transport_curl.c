@@ -4,6 +4,8 @@
  * CURLOPT_NOSIGNAL because we are multi-threaded; explicit connect and total timeouts; the
  * body goes through a capped struct buf, so a peer cannot make us buffer more than
  * max_body. TLS verification is on unless the caller opted out explicitly.
+ * stream() drives the same easy handle through a private multi handle, polling at most
+ * every 100 ms so the caller's stop flag ends a quiet stream (a watch) promptly.
  * Threads: a transport is confined to one thread (see http_transport.h).
  */
 #include <stdio.h>
@@ -22,7 +24,10 @@
 struct curl_transport {
         struct http_transport base;
         CURL *h;
+        CURLM *multi; /* created by the first stream() */
         char *ca_file;
+        char *cert_file;
+        char *key_file;
         bool insecure;
         uint32_t connect_timeout_ms;
         uint32_t timeout_ms;
@@ -32,16 +37,43 @@ struct curl_transport {
 /* Per-request scratch space the callbacks write into. */
 struct xfer {
         struct buf body;
+        const struct transport_stream *stream; /* NULL for send() */
+        CURL *h;
+        int streaming; /* -1 unknown yet, 0 buffering (non-2xx), 1 handing 2xx chunks out */
+        bool stopped;  /* the chunk callback asked to stop */
         bool too_big;
         char *content_type;
         long retry_after_s;
         char errbuf[CURL_ERROR_SIZE];
 };
 
+/* stream(): decides on the first body byte whether this response is streamed (2xx). */
+static bool deliver_chunk(struct xfer *x, const char *p, size_t n, size_t *ret)
+{
+        long status = 0;
+
+        if (x->streaming < 0) {
+                curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
+                x->streaming = status >= 200 && status < 300;
+        }
+        if (!x->streaming)
+                return false;
+        if (x->stream->on_chunk(x->stream->arg, p, n) != 0) {
+                x->stopped = true;
+                *ret = 0; /* makes curl end the transfer with CURLE_WRITE_ERROR */
+        } else {
+                *ret = n;
+        }
+        return true;
+}
+
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
         struct xfer *x = ud;
+        size_t r;
 
+        if (x->stream && deliver_chunk(x, p, size * n, &r))
+                return r;
         if (buf_append(&x->body, p, size * n) < 0) {
                 x->too_big = true;
                 return 0; /* makes curl fail with CURLE_WRITE_ERROR */
@@ -138,6 +170,16 @@ static void set_options(struct curl_transport *ct,
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, ct->insecure ? 0L : 2L);
         if (ct->ca_file)
                 curl_easy_setopt(h, CURLOPT_CAINFO, ct->ca_file);
+        if (x->stream) /* a quiet stream (a watch) must notice a dead peer */
+                curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+        if (ct->cert_file) {
+                curl_easy_setopt(h, CURLOPT_SSLCERT, ct->cert_file);
+                curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+        }
+        if (ct->key_file) {
+                curl_easy_setopt(h, CURLOPT_SSLKEY, ct->key_file);
+                curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+        }
         set_method(h, req);
 }
 
@@ -154,12 +196,39 @@ static int map_curl_error(struct curl_transport *ct, CURLcode rc, const struct x
         return CM_ETRANSPORT;
 }
 
-static int curl_send(struct http_transport *t,
-                     const struct transport_request *req,
-                     struct transport_response *resp)
+/* Runs the transfer on the multi handle, checking the stop flag between polls. */
+static CURLcode perform_multi(struct curl_transport *ct, const struct transport_stream *s)
 {
-        struct curl_transport *ct = container_of(t, struct curl_transport, base);
-        struct xfer x = { .retry_after_s = -1 };
+        CURLcode rc = CURLE_OK;
+        CURLMsg *msg;
+        int running = 1, left;
+
+        if (!ct->multi)
+                ct->multi = curl_multi_init();
+        if (!ct->multi || curl_multi_add_handle(ct->multi, ct->h) != CURLM_OK)
+                return CURLE_OUT_OF_MEMORY;
+        while (running) {
+                if (curl_multi_perform(ct->multi, &running) != CURLM_OK) {
+                        rc = CURLE_RECV_ERROR;
+                        break;
+                }
+                if (!running || (s->stop && atomic_load_explicit(s->stop, memory_order_acquire)))
+                        break;
+                (void)curl_multi_poll(ct->multi, NULL, 0, 100, NULL);
+        }
+        while ((msg = curl_multi_info_read(ct->multi, &left)))
+                if (msg->msg == CURLMSG_DONE && msg->easy_handle == ct->h)
+                        rc = msg->data.result;
+        curl_multi_remove_handle(ct->multi, ct->h);
+        return rc;
+}
+
+static int do_transfer(struct curl_transport *ct,
+                       const struct transport_request *req,
+                       const struct transport_stream *s,
+                       struct transport_response *resp)
+{
+        struct xfer x = { .retry_after_s = -1, .stream = s, .h = ct->h, .streaming = -1 };
         struct curl_slist *hdrs = build_headers(req);
         CURLcode rc;
         long status = 0;
@@ -167,15 +236,20 @@ static int curl_send(struct http_transport *t,
 
         buf_init(&x.body, ct->max_body);
         set_options(ct, req, hdrs, &x);
-        rc = curl_easy_perform(ct->h);
+        rc = s ? perform_multi(ct, s) : curl_easy_perform(ct->h);
         curl_easy_setopt(ct->h, CURLOPT_HTTPHEADER, NULL);
         curl_easy_setopt(ct->h, CURLOPT_ERRORBUFFER, NULL); /* x is about to go away */
         curl_slist_free_all(hdrs);
-        if (rc != CURLE_OK) {
+        if (rc != CURLE_OK && !(x.stopped && rc == CURLE_WRITE_ERROR)) {
                 r = map_curl_error(ct, rc, &x);
                 goto out;
         }
         curl_easy_getinfo(ct->h, CURLINFO_RESPONSE_CODE, &status);
+        if (status == 0) { /* stopped before any response arrived */
+                snprintf(ct->base.error, sizeof(ct->base.error), "stopped before a response");
+                r = CM_ETRANSPORT;
+                goto out;
+        }
         resp->status = status;
         resp->body = buf_take(&x.body, &resp->body_len);
         resp->content_type = x.content_type;
@@ -188,12 +262,31 @@ out:
         return r;
 }
 
+static int curl_send(struct http_transport *t,
+                     const struct transport_request *req,
+                     struct transport_response *resp)
+{
+        return do_transfer(container_of(t, struct curl_transport, base), req, NULL, resp);
+}
+
+static int curl_stream(struct http_transport *t,
+                       const struct transport_request *req,
+                       const struct transport_stream *s,
+                       struct transport_response *resp)
+{
+        return do_transfer(container_of(t, struct curl_transport, base), req, s, resp);
+}
+
 static void curl_destroy(struct http_transport *t)
 {
         struct curl_transport *ct = container_of(t, struct curl_transport, base);
 
         curl_easy_cleanup(ct->h);
+        if (ct->multi)
+                curl_multi_cleanup(ct->multi);
         free(ct->ca_file);
+        free(ct->cert_file);
+        free(ct->key_file);
         free(ct);
 }
 
@@ -201,7 +294,9 @@ int http_transport_curl_new(const struct http_transport_opts *o, struct http_tra
 {
         struct curl_transport *ct;
 
-        if (o->ca_file && access(o->ca_file, R_OK) != 0)
+        if ((o->ca_file && access(o->ca_file, R_OK) != 0) ||
+            (o->client_cert_file && access(o->client_cert_file, R_OK) != 0) ||
+            (o->client_key_file && access(o->client_key_file, R_OK) != 0))
                 return CM_EINVAL;
         ct = xcalloc(1, sizeof(*ct));
         ct->h = curl_easy_init();
@@ -210,8 +305,11 @@ int http_transport_curl_new(const struct http_transport_opts *o, struct http_tra
                 return CM_ENOMEM;
         }
         ct->base.send = curl_send;
+        ct->base.stream = curl_stream;
         ct->base.destroy = curl_destroy;
         ct->ca_file = o->ca_file ? xstrdup(o->ca_file) : NULL;
+        ct->cert_file = o->client_cert_file ? xstrdup(o->client_cert_file) : NULL;
+        ct->key_file = o->client_key_file ? xstrdup(o->client_key_file) : NULL;
         ct->insecure = o->insecure_skip_verify;
         ct->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 5000;
         ct->timeout_ms = o->timeout_ms ? o->timeout_ms : 30000;

@@ -1,0 +1,1013 @@
+/*
+ * informer: list+watch cache of one resource kind (client-go's reflector, DeltaFIFO and
+ * indexer folded into one thread and one table).
+ *
+ * Design: the cache is a chained hash table of entries keyed by namespace/name. An entry is
+ * one allocation holding the object as compact JSON text (without managedFields) and the
+ * namespace, name, resourceVersion and cluster label it is indexed by: about 2.3 KiB for a
+ * typical MaasMachine, against ~14 KiB as a cJSON tree (64-byte nodes plus a malloc per key
+ * and per string). Readers get a fresh kobj parsed from the text (informer_get/list, and
+ * the handlers' old objects and replays): a few microseconds per KiB, paid only for the
+ * objects a reconcile actually reads. A second set of chains over the same entries,
+ * keyed by the cluster-name label, is the cluster index (an entry is linked there only when
+ * the label is present). Both sets share one bucket count and grow together (load factor
+ * 1). One rwlock guards the table: the watch thread writes, any thread reads.
+ *
+ * Every change is applied under the write lock and produces events (add, update, delete)
+ * that carry their own kobj references (the new object is the tree the API delivered, so
+ * it is never re-parsed); the lock is dropped before the handlers run, so a
+ * handler may call informer_get/informer_list. A relist (start-up, 410 Gone) marks every
+ * listed entry with a new epoch and then sweeps the unmarked ones out as deletes.
+ *
+ * The watch thread owns its kube_client, the last seen resourceVersion (lists, events and
+ * bookmarks move it) and the reconnect backoff (1 s → 30 s, full jitter in [d/2, d]).
+ * Resync replays the cache as updates (old == new) on the injected clock; the watch is given
+ * a server-side timeout that ends it by the next resync when no event arrives sooner.
+ */
+#include "informer.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backoff.h"
+#include "clock.h"
+#include "err.h"
+#include "informer_priv.h"
+#include "kube_client.h"
+#include "log.h"
+#include "xalloc.h"
+
+#define MAX_HANDLERS        8
+#define INITIAL_BUCKETS     64
+#define RECONNECT_BASE_MS   1000
+#define RECONNECT_MAX_MS    30000
+#define MAX_FAILURES        16   /* stops the backoff exponent growing once capped */
+#define WATCH_MIN_TIMEOUT_S 300  /* client-go: a random watch timeout in [5, 10) minutes */
+#define QUICK_WATCH_MS      1000 /* an empty watch shorter than this counts as a failure */
+#define LOG_EVERY_FAILURES  10
+#define QUICK_CLOSE         (CM_ERR_MIN - 1) /* do_watch only: closed at once, no event */
+
+struct entry {
+        struct entry *next;  /* namespace/name chain */
+        struct entry *cnext; /* cluster chain, only while the object has the label */
+        uint64_t hash;
+        uint64_t epoch;      /* relist mark */
+        const char *ns;      /* into data */
+        const char *name;    /* into data */
+        const char *rv;      /* into data */
+        const char *cluster; /* into data; NULL without the label */
+        size_t text_len;
+        size_t size; /* of the allocation */
+        char data[]; /* the JSON text, NUL, then ns, name, rv and cluster, each NUL-ended */
+};
+
+struct store {
+        pthread_rwlock_t lock;
+        struct entry **table;  /* owned chains of owned entries */
+        struct entry **ctable; /* cluster index: the same entries, borrowed */
+        size_t n_table;        /* a power of two */
+        size_t n;
+        size_t bytes; /* sum of the entries' sizes */
+        uint64_t epoch;
+};
+
+enum ev_type {
+        EV_ADD,
+        EV_UPDATE,
+        EV_DELETE,
+};
+
+struct ev {
+        enum ev_type type;
+        struct kobj *old; /* owned reference; updates only */
+        struct kobj *cur; /* owned reference */
+};
+
+struct evlist {
+        struct ev *v; /* owned */
+        size_t n;
+        size_t cap;
+};
+
+struct informer {
+        const struct kube_resource *resource; /* borrowed */
+        const struct kube_config *config;     /* borrowed */
+        struct kube_ratelimit *limiter;       /* borrowed */
+        const struct clock_ops *clock;        /* borrowed */
+        char *ns;                             /* owned; NULL = all namespaces */
+        char *selector;                       /* owned; NULL = none */
+        uint64_t resync_ms;
+        struct informer_handler handlers[MAX_HANDLERS];
+        size_t n_handlers;
+        struct store store;
+
+        pthread_mutex_t mu; /* guards synced transitions and the sleeps */
+        pthread_cond_t cond;
+        atomic_bool stop;
+        atomic_bool synced;
+        pthread_t thread;
+        bool started;
+        bool joined;
+
+        /* watch thread only (or the feed_* caller in tests) */
+        struct kube_client *client; /* owned */
+        char *rv;                   /* owned; last seen resourceVersion, NULL = none */
+        uint64_t next_resync_ms;
+        uint64_t rng;
+        unsigned failures;    /* consecutive failures (capped: the backoff exponent) */
+        unsigned long streak; /* consecutive failures (uncapped: for logging) */
+        unsigned gone;        /* consecutive 410s */
+        size_t watch_events;
+        _Atomic uint64_t api_calls;
+        _Atomic uint64_t list_calls;
+};
+
+/* ---- hashing ---- */
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+                h ^= *p;
+                h *= 1099511628211ULL;
+        }
+        return h;
+}
+
+static uint64_t key_hash(const char *ns, const char *name)
+{
+        return fnv(fnv(14695981039346656037ULL, ns) ^ '/', name);
+}
+
+static uint64_t cluster_hash(const char *cluster)
+{
+        return fnv(14695981039346656037ULL, cluster);
+}
+
+/* ---- store (callers hold the lock as noted) ---- */
+
+static void store_init(struct store *s)
+{
+        pthread_rwlockattr_t a;
+
+        /* glibc's default rwlock lets a stream of readers starve the watch thread */
+        (void)pthread_rwlockattr_init(&a);
+        (void)pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+        (void)pthread_rwlock_init(&s->lock, &a);
+        (void)pthread_rwlockattr_destroy(&a);
+        s->n_table = INITIAL_BUCKETS;
+        s->table = xcalloc(s->n_table, sizeof(*s->table));
+        s->ctable = xcalloc(s->n_table, sizeof(*s->ctable));
+        s->n = 0;
+        s->epoch = 0;
+}
+
+static void store_release(struct store *s)
+{
+        for (size_t i = 0; s->table && i < s->n_table; i++) {
+                struct entry *e = s->table[i];
+
+                while (e) {
+                        struct entry *next = e->next;
+
+                        free(e);
+                        e = next;
+                }
+        }
+        free(s->table);
+        free(s->ctable);
+        (void)pthread_rwlock_destroy(&s->lock);
+}
+
+/* The link pointing at ns/name's entry, or at the NULL ending its chain. */
+static struct entry **find_link(struct store *s, const char *ns, const char *name)
+{
+        uint64_t h = key_hash(ns, name);
+        struct entry **link = &s->table[h & (s->n_table - 1)];
+
+        for (; *link; link = &(*link)->next)
+                if ((*link)->hash == h && !strcmp((*link)->name, name) && !strcmp((*link)->ns, ns))
+                        break;
+        return link;
+}
+
+static void cindex_link(struct store *s, struct entry *e)
+{
+        const char *c = e->cluster;
+        size_t i;
+
+        if (!c)
+                return;
+        i = cluster_hash(c) & (s->n_table - 1);
+        e->cnext = s->ctable[i];
+        s->ctable[i] = e;
+}
+
+static void cindex_unlink(struct store *s, struct entry *e)
+{
+        const char *c = e->cluster;
+        struct entry **link;
+
+        if (!c)
+                return;
+        link = &s->ctable[cluster_hash(c) & (s->n_table - 1)];
+        while (*link && *link != e)
+                link = &(*link)->cnext;
+        if (*link)
+                *link = e->cnext;
+        e->cnext = NULL;
+}
+
+static void store_grow(struct store *s)
+{
+        struct entry **old = s->table;
+        size_t n_old = s->n_table;
+
+        if (s->n < s->n_table)
+                return;
+        s->n_table *= 2;
+        s->table = xcalloc(s->n_table, sizeof(*s->table));
+        free(s->ctable);
+        s->ctable = xcalloc(s->n_table, sizeof(*s->ctable));
+        for (size_t i = 0; i < n_old; i++) {
+                struct entry *e = old[i];
+
+                while (e) {
+                        struct entry *next = e->next;
+                        size_t j = e->hash & (s->n_table - 1);
+
+                        e->next = s->table[j];
+                        s->table[j] = e;
+                        cindex_link(s, e);
+                        e = next;
+                }
+        }
+        free(old);
+}
+
+static void ev_push(struct evlist *l, enum ev_type type, struct kobj *old, struct kobj *cur)
+{
+        if (l->n == l->cap) {
+                l->cap = l->cap ? l->cap * 2 : 16;
+                l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
+        }
+        l->v[l->n++] = (struct ev){ .type = type, .old = old, .cur = cur };
+}
+
+static char *put_str(char *p, const char *str, size_t len)
+{
+        memcpy(p, str, len);
+        p[len] = '\0';
+        return p + len + 1;
+}
+
+/* One allocation: o's JSON text and its index fields. */
+static struct entry *entry_new(const struct kobj *o, uint64_t epoch)
+{
+        char *text = cJSON_PrintUnformatted(kobj_json(o));
+        const char *ns = kobj_namespace(o), *name = kobj_name(o);
+        const char *rv = kobj_resource_version(o), *cl = kobj_cluster_name(o);
+        size_t lt, ln = strlen(ns), lm = strlen(name), lr = strlen(rv);
+        size_t lc = cl ? strlen(cl) : 0;
+        size_t size;
+        struct entry *e;
+        char *p;
+
+        if (!text)
+                abort(); /* out of memory: the project's allocators abort too (xalloc.h) */
+        lt = strlen(text);
+        size = sizeof(struct entry) + lt + ln + lm + lr + lc + 5;
+        e = xmalloc(size);
+        p = e->data;
+
+        *e = (struct entry){
+                .hash = key_hash(ns, name), .epoch = epoch, .text_len = lt, .size = size
+        };
+        p = put_str(p, text, lt);
+        e->ns = p;
+        p = put_str(p, ns, ln);
+        e->name = p;
+        p = put_str(p, name, lm);
+        e->rv = p;
+        p = put_str(p, rv, lr);
+        if (cl) {
+                e->cluster = p;
+                (void)put_str(p, cl, lc);
+        }
+        cJSON_free(text);
+        return e;
+}
+
+/* A new snapshot parsed from the entry's text (NULL only if memory ran out). */
+static struct kobj *entry_kobj(const struct entry *e)
+{
+        cJSON *tree = cJSON_ParseWithLengthOpts(e->data, e->text_len, NULL, false);
+        struct kobj *o = NULL;
+
+        if (tree && kobj_new(tree, &o) < 0)
+                return NULL; /* cannot happen: the text was printed from a named object */
+        return o;
+}
+
+/* Write lock held. Inserts or replaces o's entry with e (entry_new(o), made before taking
+ * the lock); o's reference moves to the event. */
+static void store_put(struct store *s, struct kobj *o, struct entry *e, struct evlist *l)
+{
+        struct entry **link = find_link(s, kobj_namespace(o), kobj_name(o));
+        struct entry *old = *link;
+
+        e->epoch = s->epoch;
+        s->bytes += e->size;
+
+        if (old) {
+                e->next = old->next;
+                *link = e;
+                cindex_unlink(s, old);
+                cindex_link(s, e);
+                ev_push(l, EV_UPDATE, entry_kobj(old), o);
+                s->bytes -= old->size;
+                free(old);
+                return;
+        }
+        *link = e;
+        cindex_link(s, e);
+        s->n++;
+        ev_push(l, EV_ADD, NULL, o);
+        store_grow(s);
+}
+
+/* Write lock held. Unlinks the entry at link and reports it deleted, as last (the final
+ * state a watch reported; reference consumed) or else as the cached state. */
+static void store_unlink(struct store *s, struct entry **link, struct kobj *last, struct evlist *l)
+{
+        struct entry *e = *link;
+
+        *link = e->next;
+        cindex_unlink(s, e);
+        s->n--;
+        s->bytes -= e->size;
+        ev_push(l, EV_DELETE, NULL, last ? last : entry_kobj(e));
+        free(e);
+}
+
+/* Write lock held. o's reference is consumed. */
+static void store_del(struct store *s, struct kobj *o, struct evlist *l)
+{
+        struct entry **link = find_link(s, kobj_namespace(o), kobj_name(o));
+
+        if (!*link) {
+                kobj_unref(o); /* never cached (or already gone): nothing to report */
+                return;
+        }
+        store_unlink(s, link, o, l);
+}
+
+/* Write lock held. Replaces the content with objs (references consumed). */
+static void store_replace(struct store *s, struct kobj **objs, size_t n, struct evlist *l)
+{
+        s->epoch++;
+        for (size_t i = 0; i < n; i++) {
+                struct entry *e = *find_link(s, kobj_namespace(objs[i]), kobj_name(objs[i]));
+
+                if (e && !strcmp(e->rv, kobj_resource_version(objs[i]))) {
+                        e->epoch = s->epoch; /* unchanged: nothing to store or report */
+                        kobj_unref(objs[i]);
+                        continue;
+                }
+                store_put(s, objs[i], entry_new(objs[i], s->epoch), l);
+        }
+        for (size_t i = 0; i < s->n_table; i++) {
+                struct entry **link = &s->table[i];
+
+                while (*link) {
+                        if ((*link)->epoch != s->epoch)
+                                store_unlink(s, link, NULL, l);
+                        else
+                                link = &(*link)->next;
+                }
+        }
+}
+
+/* ---- events to handlers ---- */
+
+static void call_handler(const struct informer_handler *h, const struct ev *e)
+{
+        switch (e->type) {
+        case EV_ADD:
+                if (h->on_add)
+                        h->on_add(h->arg, e->cur);
+                break;
+        case EV_UPDATE:
+                if (h->on_update)
+                        h->on_update(h->arg, e->old ? e->old : e->cur, e->cur);
+                break;
+        case EV_DELETE:
+                if (h->on_delete)
+                        h->on_delete(h->arg, e->cur);
+                break;
+        }
+}
+
+/* Runs the handlers for every event in order (no lock held), then frees the events. */
+static void dispatch(struct informer *inf, struct evlist *l)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                for (size_t j = 0; l->v[i].cur && j < inf->n_handlers; j++)
+                        call_handler(&inf->handlers[j], &l->v[i]);
+                kobj_unref(l->v[i].old);
+                kobj_unref(l->v[i].cur);
+        }
+        free(l->v);
+        *l = (struct evlist){ 0 };
+}
+
+/* ---- applying what the API delivers ---- */
+
+static void set_rv(struct informer *inf, const char *rv)
+{
+        if (!rv || !*rv)
+                return;
+        free(inf->rv);
+        inf->rv = xstrdup(rv);
+}
+
+/* managedFields are never read by a controller and are often the largest part of an
+ * object; the cache drops them (controller-runtime users do the same with a transform). */
+static void strip(cJSON *obj)
+{
+        cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+
+        if (cJSON_IsObject(md))
+                cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
+}
+
+static const char *meta_rv(const cJSON *obj)
+{
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+        const cJSON *rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
+
+        return cJSON_IsString(rv) ? rv->valuestring : NULL;
+}
+
+int informer_feed_event(struct informer *inf, enum kube_watch_event type, cJSON *obj)
+{
+        struct evlist l = { 0 };
+        struct entry *e = NULL;
+        struct kobj *o;
+        int r;
+
+        if (type == KUBE_WATCH_BOOKMARK) {
+                set_rv(inf, meta_rv(obj));
+                cJSON_Delete(obj);
+                return 0;
+        }
+        strip(obj);
+        r = kobj_new(obj, &o);
+        if (r < 0)
+                return r;
+        set_rv(inf, kobj_resource_version(o));
+        if (type != KUBE_WATCH_DELETED)
+                e = entry_new(o, 0); /* printing takes longer than the update: unlocked */
+        (void)pthread_rwlock_wrlock(&inf->store.lock);
+        if (e)
+                store_put(&inf->store, o, e, &l);
+        else
+                store_del(&inf->store, o, &l);
+        (void)pthread_rwlock_unlock(&inf->store.lock);
+        dispatch(inf, &l);
+        return 0;
+}
+
+/* Detaches list.items into kobjs (items without a name are skipped). */
+static struct kobj **list_objs(cJSON *list, size_t *ret_n)
+{
+        cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items");
+        size_t n = 0, cap = (size_t)(cJSON_IsArray(items) ? cJSON_GetArraySize(items) : 0);
+        struct kobj **v = xcalloc(cap ? cap : 1, sizeof(*v));
+
+        while (n < cap) {
+                cJSON *it = cJSON_DetachItemFromArray(items, 0);
+
+                if (!it)
+                        break;
+                strip(it);
+                if (kobj_new(it, &v[n]) == 0)
+                        n++;
+                else
+                        cap--;
+        }
+        *ret_n = n;
+        return v;
+}
+
+static void mark_synced(struct informer *inf)
+{
+        if (atomic_load(&inf->synced))
+                return;
+        inf->next_resync_ms = clock_now_ms(inf->clock) + inf->resync_ms;
+        (void)pthread_mutex_lock(&inf->mu);
+        atomic_store(&inf->synced, true);
+        (void)pthread_cond_broadcast(&inf->cond);
+        (void)pthread_mutex_unlock(&inf->mu);
+}
+
+int informer_feed_list(struct informer *inf, cJSON *list)
+{
+        struct evlist l = { 0 };
+        struct kobj **objs;
+        size_t n;
+
+        if (!cJSON_IsObject(list)) {
+                cJSON_Delete(list);
+                return CM_EINVAL;
+        }
+        objs = list_objs(list, &n);
+        set_rv(inf, meta_rv(list));
+        cJSON_Delete(list);
+        (void)pthread_rwlock_wrlock(&inf->store.lock);
+        store_replace(&inf->store, objs, n, &l);
+        (void)pthread_rwlock_unlock(&inf->store.lock);
+        free(objs);
+        dispatch(inf, &l);
+        mark_synced(inf);
+        return 0;
+}
+
+/* What informer_list, informer_each_key and resync gather under the read lock. */
+struct collect {
+        const char *ns;      /* NULL = any */
+        const char *cluster; /* NULL = any */
+        bool keys;           /* gather keys, else snapshots */
+        char **key;          /* owned array of owned keys */
+        struct kobj **obj;   /* owned array of owned references */
+        size_t n;
+        size_t cap;
+};
+
+/* "ns" NUL "name" NUL in one allocation. */
+static char *key_dup(const struct entry *e)
+{
+        size_t ln = strlen(e->ns), lm = strlen(e->name);
+        char *k = xmalloc(ln + lm + 2);
+
+        (void)put_str(put_str(k, e->ns, ln), e->name, lm);
+        return k;
+}
+
+static const char *key_name(const char *key)
+{
+        return key + strlen(key) + 1;
+}
+
+static void collect_one(struct collect *c, const struct entry *e)
+{
+        struct kobj *o = NULL;
+
+        if (c->ns && strcmp(e->ns, c->ns) != 0)
+                return;
+        if (c->cluster && (!e->cluster || strcmp(e->cluster, c->cluster) != 0))
+                return;
+        if (!c->keys) {
+                o = entry_kobj(e);
+                if (!o)
+                        return;
+        }
+        if (c->n == c->cap) {
+                c->cap = c->cap ? c->cap * 2 : 16;
+                if (c->keys)
+                        c->key = xrealloc(c->key, c->cap * sizeof(*c->key));
+                else
+                        c->obj = xrealloc(c->obj, c->cap * sizeof(*c->obj));
+        }
+        if (c->keys)
+                c->key[c->n++] = key_dup(e);
+        else
+                c->obj[c->n++] = o;
+}
+
+/* Takes the read lock; walks the cluster index when a cluster is given. */
+static void collect_all(struct store *s, struct collect *c)
+{
+        (void)pthread_rwlock_rdlock(&s->lock);
+        if (c->cluster) {
+                size_t i = cluster_hash(c->cluster) & (s->n_table - 1);
+
+                for (struct entry *e = s->ctable[i]; e; e = e->cnext)
+                        collect_one(c, e);
+        } else {
+                for (size_t i = 0; i < s->n_table; i++)
+                        for (struct entry *e = s->table[i]; e; e = e->next)
+                                collect_one(c, e);
+        }
+        (void)pthread_rwlock_unlock(&s->lock);
+}
+
+/* Replays the cache one object at a time, so a resync of a large cache never holds more
+ * than one parsed object. Objects deleted meanwhile are skipped. */
+size_t informer_resync_if_due(struct informer *inf)
+{
+        struct collect c = { .keys = true };
+        uint64_t now = clock_now_ms(inf->clock);
+        size_t done = 0;
+
+        if (!inf->resync_ms || !atomic_load(&inf->synced) || now < inf->next_resync_ms)
+                return 0;
+        inf->next_resync_ms = now + inf->resync_ms;
+        collect_all(&inf->store, &c);
+        for (size_t i = 0; i < c.n; i++) {
+                struct evlist l = { 0 };
+                struct kobj *o = informer_get(inf, c.key[i], key_name(c.key[i]));
+
+                free(c.key[i]);
+                if (!o)
+                        continue;
+                ev_push(&l, EV_UPDATE, NULL, o);
+                dispatch(inf, &l);
+                done++;
+        }
+        free(c.key);
+        return done;
+}
+
+const char *informer_last_rv(struct informer *inf)
+{
+        return inf->rv ? inf->rv : "";
+}
+
+uint64_t informer_api_calls(struct informer *inf)
+{
+        return atomic_load(&inf->api_calls);
+}
+
+uint64_t informer_list_calls(struct informer *inf)
+{
+        return atomic_load(&inf->list_calls);
+}
+
+size_t informer_cache_bytes(struct informer *inf)
+{
+        size_t n;
+
+        (void)pthread_rwlock_rdlock(&inf->store.lock);
+        n = inf->store.bytes;
+        (void)pthread_rwlock_unlock(&inf->store.lock);
+        return n;
+}
+
+/* ---- the watch thread ---- */
+
+static uint64_t next_rand(struct informer *inf)
+{
+        uint64_t x = inf->rng; /* xorshift64 */
+
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        inf->rng = x;
+        return x;
+}
+
+/* Sleeps ms of real time, or until informer_stop. */
+static void sleep_ms(struct informer *inf, uint64_t ms)
+{
+        struct timespec ts;
+
+        clock_deadline_ts(ms, &ts);
+        (void)pthread_mutex_lock(&inf->mu);
+        while (!atomic_load(&inf->stop))
+                if (pthread_cond_timedwait(&inf->cond, &inf->mu, &ts) != 0)
+                        break;
+        (void)pthread_mutex_unlock(&inf->mu);
+}
+
+static void backoff_sleep(struct informer *inf, const char *what, const char *err)
+{
+        static const struct backoff_policy policy = { RECONNECT_BASE_MS, RECONNECT_MAX_MS };
+        uint64_t d = backoff_jittered_ms(&policy, inf->failures, next_rand(inf));
+
+        /* a failure that repeats is logged once per LOG_EVERY_FAILURES, with its count */
+        if (inf->streak++ % LOG_EVERY_FAILURES == 0)
+                log_warn("informer", "retrying",
+                         "resource=%s op=%s err=%s failures=%lu delay_ms=%llu",
+                         inf->resource->plural, what, err, inf->streak, (unsigned long long)d);
+        if (inf->failures < MAX_FAILURES)
+                inf->failures++;
+        sleep_ms(inf, d);
+}
+
+static int make_client(struct informer *inf)
+{
+        struct kube_client_opts o = { .config = inf->config, .limiter = inf->limiter };
+
+        if (inf->client)
+                return 0;
+        return kube_client_new(&o, &inf->client);
+}
+
+static int do_list(struct informer *inf)
+{
+        struct kube_list_opts lo = { .label_selector = inf->selector };
+        struct kube_error e = { 0 };
+        cJSON *list = NULL;
+        int r;
+
+        atomic_fetch_add(&inf->api_calls, 1);
+        atomic_fetch_add(&inf->list_calls, 1);
+        r = kube_list(inf->client, inf->resource, inf->ns, &lo, &list, &e);
+        if (r < 0)
+                log_debug("informer", "list failed", "resource=%s err=%s message=%s",
+                          inf->resource->plural, cm_strerror(r), e.message ? e.message : "");
+        kube_error_release(&e);
+        if (r < 0)
+                return r;
+        return informer_feed_list(inf, list);
+}
+
+static int watch_cb(void *arg, enum kube_watch_event type, cJSON *object)
+{
+        struct informer *inf = arg;
+
+        if (informer_feed_event(inf, type, object) < 0)
+                log_debug("informer", "skipped event without a name", "resource=%s",
+                          inf->resource->plural);
+        inf->watch_events++;
+        (void)informer_resync_if_due(inf);
+        return atomic_load(&inf->stop) ? 1 : 0;
+}
+
+/* client-go's random [5, 10) minute timeout, shortened to end by the next resync. */
+static unsigned watch_timeout_s(struct informer *inf)
+{
+        uint64_t t = WATCH_MIN_TIMEOUT_S + next_rand(inf) % WATCH_MIN_TIMEOUT_S;
+        uint64_t now = clock_now_ms(inf->clock);
+
+        if (inf->resync_ms) {
+                uint64_t left = inf->next_resync_ms > now ? inf->next_resync_ms - now : 0;
+                uint64_t s = (left + 999) / 1000;
+
+                if (s < t)
+                        t = s ? s : 1;
+        }
+        return (unsigned)t;
+}
+
+/* One watch from the last resourceVersion. QUICK_CLOSE for a quick empty end. */
+static int do_watch(struct informer *inf)
+{
+        struct kube_watch_opts wo = { .label_selector = inf->selector, .stop = &inf->stop };
+        struct kube_error e = { 0 };
+        char *rv = inf->rv ? xstrdup(inf->rv) : NULL;
+        uint64_t t0 = clock_now_ms(NULL);
+        int r;
+
+        wo.resource_version = rv;
+        wo.timeout_seconds = watch_timeout_s(inf);
+        inf->watch_events = 0;
+        atomic_fetch_add(&inf->api_calls, 1);
+        r = kube_watch(inf->client, inf->resource, inf->ns, &wo, watch_cb, inf, &e);
+        if (r < 0 && r != CM_EGONE)
+                log_debug("informer", "watch ended", "resource=%s err=%s message=%s",
+                          inf->resource->plural, cm_strerror(r), e.message ? e.message : "");
+        kube_error_release(&e);
+        free(rv);
+        if (atomic_load(&inf->stop))
+                return 0; /* an aborted stream may look like a transport error */
+        if (r == 0 && !inf->watch_events && !atomic_load(&inf->stop) &&
+            clock_now_ms(NULL) - t0 < QUICK_WATCH_MS)
+                r = QUICK_CLOSE;
+        return r;
+}
+
+static void reset_failures(struct informer *inf)
+{
+        inf->failures = 0;
+        inf->streak = 0;
+}
+
+/* Acts on how a watch ended; returns true when the next step must relist. */
+static bool after_watch(struct informer *inf, int r)
+{
+        if (r == CM_EGONE) {
+                /* our resourceVersion was compacted: relist at once, unless the fresh list's
+                 * version expired too (then back off instead of hammering the server) */
+                log_info("informer", "resourceVersion expired, relisting", "resource=%s rv=%s",
+                         inf->resource->plural, informer_last_rv(inf));
+                if (inf->watch_events)
+                        inf->gone = 0;
+                if (inf->gone++ > 0)
+                        backoff_sleep(inf, "watch", cm_strerror(r));
+                return true;
+        }
+        if (r == QUICK_CLOSE)
+                backoff_sleep(inf, "watch", "closed at once without events");
+        else if (r < 0)
+                backoff_sleep(inf, "watch", cm_strerror(r));
+        else
+                inf->gone = 0;
+        if (r == 0)
+                reset_failures(inf);
+        return false;
+}
+
+/* One step of the loop; *need_list says whether the next step lists. */
+static void step(struct informer *inf, bool *need_list)
+{
+        int r = make_client(inf);
+
+        if (r < 0) {
+                backoff_sleep(inf, "client", cm_strerror(r));
+                return;
+        }
+        if (*need_list) {
+                r = do_list(inf);
+                if (r < 0) {
+                        if (!atomic_load(&inf->stop))
+                                backoff_sleep(inf, "list", cm_strerror(r));
+                        return;
+                }
+                *need_list = false;
+                reset_failures(inf);
+        }
+        (void)informer_resync_if_due(inf);
+        r = do_watch(inf);
+        (void)informer_resync_if_due(inf);
+        *need_list = after_watch(inf, r);
+}
+
+static void *informer_thread(void *arg)
+{
+        struct informer *inf = arg;
+        bool need_list = true;
+
+        while (!atomic_load(&inf->stop))
+                step(inf, &need_list);
+        inf->client = kube_client_free(inf->client);
+        return NULL;
+}
+
+/* ---- public API ---- */
+
+int informer_new(const struct informer_opts *o, struct informer **ret)
+{
+        pthread_condattr_t ca;
+        struct informer *inf;
+
+        if (!o || !o->resource)
+                return CM_EINVAL;
+        inf = xcalloc(1, sizeof(*inf));
+        inf->resource = o->resource;
+        inf->config = o->config;
+        inf->limiter = o->limiter;
+        inf->clock = o->clock;
+        inf->ns = o->namespace && *o->namespace ? xstrdup(o->namespace) : NULL;
+        inf->selector = o->label_selector && *o->label_selector ? xstrdup(o->label_selector) : NULL;
+        inf->resync_ms = o->resync_ms;
+        inf->rng = (clock_now_ms(NULL) ^ (uint64_t)(uintptr_t)inf) | 1;
+        store_init(&inf->store);
+        (void)pthread_mutex_init(&inf->mu, NULL);
+        (void)pthread_condattr_init(&ca);
+        (void)pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        (void)pthread_cond_init(&inf->cond, &ca);
+        (void)pthread_condattr_destroy(&ca);
+        atomic_init(&inf->stop, false);
+        atomic_init(&inf->synced, false);
+        atomic_init(&inf->api_calls, 0);
+        atomic_init(&inf->list_calls, 0);
+        *ret = inf;
+        return 0;
+}
+
+int informer_add_handler(struct informer *inf, const struct informer_handler *h)
+{
+        if (!h || inf->started)
+                return CM_EINVAL;
+        if (inf->n_handlers == MAX_HANDLERS)
+                return CM_ETOOBIG;
+        inf->handlers[inf->n_handlers++] = *h;
+        return 0;
+}
+
+int informer_start(struct informer *inf)
+{
+        if (inf->started || !inf->config)
+                return CM_EINVAL;
+        if (pthread_create(&inf->thread, NULL, informer_thread, inf) != 0)
+                return CM_EIO;
+        inf->started = true;
+        return 0;
+}
+
+bool informer_has_synced(struct informer *inf)
+{
+        return atomic_load(&inf->synced);
+}
+
+int informer_wait_synced(struct informer *inf, uint64_t timeout_ms)
+{
+        struct timespec ts;
+        bool ok;
+
+        clock_deadline_ts(timeout_ms, &ts);
+        (void)pthread_mutex_lock(&inf->mu);
+        while (!atomic_load(&inf->synced) && !atomic_load(&inf->stop))
+                if (pthread_cond_timedwait(&inf->cond, &inf->mu, &ts) != 0)
+                        break;
+        ok = atomic_load(&inf->synced);
+        (void)pthread_mutex_unlock(&inf->mu);
+        return ok ? 0 : CM_ETIMEDOUT;
+}
+
+void informer_stop(struct informer *inf)
+{
+        (void)pthread_mutex_lock(&inf->mu);
+        atomic_store(&inf->stop, true);
+        (void)pthread_cond_broadcast(&inf->cond);
+        (void)pthread_mutex_unlock(&inf->mu);
+        if (inf->started && !inf->joined) {
+                (void)pthread_join(inf->thread, NULL);
+                inf->joined = true;
+        }
+}
+
+struct informer *informer_free(struct informer *inf)
+{
+        if (!inf)
+                return NULL;
+        informer_stop(inf);
+        store_release(&inf->store);
+        kube_client_free(inf->client);
+        (void)pthread_cond_destroy(&inf->cond);
+        (void)pthread_mutex_destroy(&inf->mu);
+        free(inf->rv);
+        free(inf->ns);
+        free(inf->selector);
+        free(inf);
+        return NULL;
+}
+
+struct kobj *informer_get(struct informer *inf, const char *ns, const char *name)
+{
+        struct entry *e;
+        struct kobj *o = NULL;
+
+        (void)pthread_rwlock_rdlock(&inf->store.lock);
+        e = *find_link(&inf->store, ns ? ns : "", name);
+        if (e)
+                o = entry_kobj(e);
+        (void)pthread_rwlock_unlock(&inf->store.lock);
+        return o;
+}
+
+static int cmp_kobj(const void *a, const void *b)
+{
+        const struct kobj *x = *(const struct kobj *const *)a;
+        const struct kobj *y = *(const struct kobj *const *)b;
+        int c = strcmp(kobj_namespace(x), kobj_namespace(y));
+
+        return c ? c : strcmp(kobj_name(x), kobj_name(y));
+}
+
+int informer_list(struct informer *inf,
+                  const char *ns,
+                  const char *cluster,
+                  struct kobj ***ret,
+                  size_t *ret_n)
+{
+        struct collect c = { .ns = ns, .cluster = cluster };
+
+        collect_all(&inf->store, &c);
+        if (c.n > 1)
+                qsort(c.obj, c.n, sizeof(*c.obj), cmp_kobj);
+        *ret = c.obj;
+        *ret_n = c.n;
+        return 0;
+}
+
+size_t informer_each_key(struct informer *inf,
+                         const char *ns,
+                         const char *cluster,
+                         void (*fn)(void *arg, const char *ns, const char *name),
+                         void *arg)
+{
+        struct collect c = { .ns = ns, .cluster = cluster, .keys = true };
+
+        collect_all(&inf->store, &c);
+        for (size_t i = 0; i < c.n; i++) {
+                fn(arg, c.key[i], key_name(c.key[i]));
+                free(c.key[i]);
+        }
+        free(c.key);
+        return c.n;
+}
+
+size_t informer_len(struct informer *inf)
+{
+        size_t n;
+
+        (void)pthread_rwlock_rdlock(&inf->store.lock);
+        n = inf->store.n;
+        (void)pthread_rwlock_unlock(&inf->store.lock);
+        return n;
+}

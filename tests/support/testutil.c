@@ -217,6 +217,12 @@ static struct curl_slist *request_headers(const struct test_http *req)
         if (req->chunked)
                 h = curl_slist_append(h, "Transfer-Encoding: chunked");
         h = curl_slist_append(h, "Expect:");
+        if (req->bearer) {
+                char auth[512];
+
+                (void)snprintf(auth, sizeof(auth), "Authorization: Bearer %s", req->bearer);
+                h = curl_slist_append(h, auth);
+        }
         return h;
 }
 

@@ -53,6 +53,7 @@ struct test_http {
         long tls_version;         /* CURL_SSLVERSION_* or 0 */
         bool chunked;             /* send the body with Transfer-Encoding: chunked */
         void *curl;               /* a CURL * to reuse (keep-alive), or NULL */
+        const char *bearer;       /* Authorization: Bearer <token>, or NULL */
 };
 
 struct test_http_result {

@@ -79,6 +79,11 @@ struct kfaults {
         double error_rate;   /* 0..1 */
         unsigned error_code; /* 429 or 500 */
         uint64_t drop_epoch; /* bumped to end every open watch */
+        /* failNext: the next fail_count requests with this method whose path contains
+         * fail_path answer 500 (a targeted, one-shot fault for crash-window tests) */
+        char fail_method[16];
+        char fail_path[256];
+        unsigned fail_count;
 };
 
 struct ks_override {

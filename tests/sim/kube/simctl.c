@@ -5,7 +5,8 @@
  *   DELETE /_sim/requests          clears the log
  *   GET    /_sim/faults            current faults
  *   POST   /_sim/faults            {"delayMs":N,"errorRate":0..1,"errorCode":429|500,
- *                                   "expireNextWatch":bool,"dropWatches":bool}
+ *                                   "expireNextWatch":bool,"dropWatches":bool,
+ *                                   "failNext":{"method":M,"pathContains":S,"count":N}}
  * /_sim paths are never delayed, failed or logged.
  */
 #include <stdlib.h>
@@ -50,6 +51,30 @@ void simctl_log(const struct kreq *r, unsigned status)
         pthread_mutex_unlock(&ks.mu);
 }
 
+/* Called with ks.mu held. */
+static bool targeted(const struct kreq *r)
+{
+        return ks.faults.fail_count > 0 && strcmp(r->method, ks.faults.fail_method) == 0 &&
+               strstr(r->path, ks.faults.fail_path) != NULL;
+}
+
+static void set_fail_next(const cJSON *x)
+{
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(x, "method");
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(x, "pathContains");
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(x, "count");
+
+        if (!cJSON_IsString(m) || !cJSON_IsString(p) ||
+            strlen(m->valuestring) >= sizeof(ks.faults.fail_method) ||
+            strlen(p->valuestring) >= sizeof(ks.faults.fail_path))
+                return;
+        memcpy(ks.faults.fail_method, m->valuestring, strlen(m->valuestring) + 1);
+        memcpy(ks.faults.fail_path, p->valuestring, strlen(p->valuestring) + 1);
+        ks.faults.fail_count = cJSON_IsNumber(n) && n->valuedouble >= 0 && n->valuedouble < 1000
+                                       ? (unsigned)n->valuedouble
+                                       : 1;
+}
+
 bool simctl_fault(const struct kreq *r, struct kresp *resp)
 {
         struct kfaults f;
@@ -59,6 +84,13 @@ bool simctl_fault(const struct kreq *r, struct kresp *resp)
                 return false;
         pthread_mutex_lock(&ks.mu);
         f = ks.faults;
+        if (targeted(r)) {
+                ks.faults.fail_count--;
+                pthread_mutex_unlock(&ks.mu);
+                kresp_status(resp, 500, "InternalError", NULL,
+                             "Internal error occurred: injected one-shot fault");
+                return true;
+        }
         pthread_mutex_unlock(&ks.mu);
         if (f.delay_ms) {
                 struct timespec ts = { .tv_sec = f.delay_ms / 1000,
@@ -92,6 +124,7 @@ static cJSON *faults_json(void)
         cJSON_AddNumberToObject(o, "errorRate", ks.faults.error_rate);
         cJSON_AddNumberToObject(o, "errorCode", ks.faults.error_code);
         cJSON_AddBoolToObject(o, "expireNextWatch", ks.faults.expire_next_watch);
+        cJSON_AddNumberToObject(o, "failNextCount", ks.faults.fail_count);
         return o;
 }
 
@@ -111,6 +144,9 @@ static void set_faults(const cJSON *b)
         x = cJSON_GetObjectItemCaseSensitive(b, "expireNextWatch");
         if (cJSON_IsBool(x))
                 ks.faults.expire_next_watch = cJSON_IsTrue(x);
+        x = cJSON_GetObjectItemCaseSensitive(b, "failNext");
+        if (cJSON_IsObject(x))
+                set_fail_next(x);
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "dropWatches"))) {
                 ks.faults.drop_epoch++;
                 pthread_cond_broadcast(&ks.cond);

@@ -1,0 +1,585 @@
+/*
+ * maascluster: the MaasCluster reconciler (upstream-capmaas.md §3.3–3.4, beyond.md B5).
+ *
+ * The API endpoint is a MAAS DNS record <cluster>-<6 hex>.<dnsDomain> (TTL 10) holding the
+ * first ExternalIP of every healthy control-plane machine. Its name is persisted in
+ * status.network.dnsName BEFORE the record is created, so a lost write never creates a
+ * second record. The record is written only when its address set changes and is never
+ * emptied while control planes merely look down; it is deleted with the cluster.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "err.h"
+#include "kube_events.h"
+#include "log.h"
+#include "patch_helper.h"
+#include "rc.h"
+#include "xalloc.h"
+
+#define LOGGER          "maascluster"
+#define DNS_TTL         10
+#define MAX_CP_IPS      64
+#define API_PROBE_MAX_S 60
+
+struct mc_ctx {
+        struct rc_worker *w;
+        struct provider *p;
+        const char *ns, *name;
+        struct kobj *obj, *cluster;
+        struct maas_cluster mc;
+        cJSON *cur;
+        const char *cluster_name;
+        time_t now;
+};
+
+static void mc_cond(struct mc_ctx *c,
+                    const char *type,
+                    const char *status,
+                    const char *reason,
+                    const char *fmt,
+                    ...) PRINTF_LIKE(5, 6);
+
+static void mc_cond(struct mc_ctx *c,
+                    const char *type,
+                    const char *status,
+                    const char *reason,
+                    const char *fmt,
+                    ...)
+{
+        char msg[512] = "";
+        va_list ap;
+
+        if (fmt) {
+                va_start(ap, fmt);
+                (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+                va_end(ap);
+        }
+        c->mc.status.present = true;
+        (void)schema_conditions_set(
+                &c->mc.status.conditions,
+                &(struct schema_condition_in){
+                        .type = type, .status = status, .reason = reason, .message = msg },
+                c->mc.meta.generation, c->now);
+}
+
+static void mc_event(struct mc_ctx *c, const char *type, const char *reason, const char *fmt, ...)
+        PRINTF_LIKE(4, 5);
+
+static void mc_event(struct mc_ctx *c, const char *type, const char *reason, const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+
+        if (!c->p->events)
+                return;
+        va_start(ap, fmt);
+        (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        event_record(c->p->events, c->cur, type, reason, "%s", msg);
+}
+
+static void summary(struct mc_ctx *c)
+{
+        const char *types[] = { SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_COND_API_SERVER_AVAILABLE };
+        const struct schema_condition *bad = NULL;
+        bool unknown = false;
+
+        for (size_t i = 0; i < 2; i++) {
+                const struct schema_condition *k =
+                        schema_conditions_find(&c->mc.status.conditions, types[i]);
+
+                if (!k || strcmp(k->status, SCHEMA_CONDITION_UNKNOWN) == 0)
+                        unknown = true;
+                else if (strcmp(k->status, SCHEMA_CONDITION_FALSE) == 0 && !bad)
+                        bad = k;
+        }
+        if (bad)
+                mc_cond(c, SCHEMA_COND_READY, SCHEMA_CONDITION_FALSE, bad->reason, "%s: %s",
+                        bad->type, bad->message ? bad->message : "");
+        else if (unknown)
+                mc_cond(c, SCHEMA_COND_READY, SCHEMA_CONDITION_UNKNOWN, "NotYetReported",
+                        "Condition not yet reported");
+        else
+                mc_cond(c, SCHEMA_COND_READY, SCHEMA_CONDITION_TRUE, "Ready", NULL);
+}
+
+static int flush(struct mc_ctx *c, bool metadata_only)
+{
+        cJSON *after = NULL, *latest = NULL;
+        int err;
+
+        if (!metadata_only && c->mc.status.present)
+                summary(c);
+        err = maas_cluster_encode(&c->mc, &after);
+        if (err)
+                return err;
+        rc_sync_resource_version(after, c->cur);
+        if (metadata_only) {
+                const cJSON *st = cJSON_GetObjectItemCaseSensitive(c->cur, "status");
+
+                cJSON_DeleteItemFromObjectCaseSensitive(after, "status");
+                if (st)
+                        cJSON_AddItemToObject(after, "status", cJSON_Duplicate(st, true));
+        }
+        err = patch_helper_write(c->w->kube, &KUBE_RES_MAASCLUSTERS, c->cur, after, &latest, NULL,
+                                 NULL);
+        if (err == 0 && latest) {
+                cJSON_Delete(c->cur);
+                c->cur = latest;
+                latest = NULL;
+        }
+        cJSON_Delete(latest);
+        cJSON_Delete(after);
+        return err;
+}
+
+/* status.failureDomains mirrors spec.failureDomains, every zone eligible for control planes. */
+static void failure_domains(struct mc_ctx *c)
+{
+        struct schema_failure_domains *fd = &c->mc.status.failure_domains;
+        const struct schema_strv *zones = &c->mc.spec.failure_domains;
+
+        for (size_t i = 0; i < fd->n; i++) {
+                free(fd->items[i].name);
+                schema_strmap_release(&fd->items[i].attributes);
+        }
+        free(fd->items);
+        fd->items = zones->n ? xcalloc(zones->n, sizeof(*fd->items)) : NULL;
+        fd->n = zones->n;
+        fd->present = true;
+        for (size_t i = 0; i < zones->n; i++) {
+                fd->items[i].name = xstrdup(zones->items[i]);
+                fd->items[i].control_plane = true;
+                fd->items[i].has_control_plane = true;
+        }
+        c->mc.status.present = true;
+}
+
+/* --- the DNS record ---------------------------------------------------------------------- */
+
+static int find_record(struct mc_ctx *c,
+                       const char *fqdn,
+                       struct maas_dns_resource *ret,
+                       bool *ret_found)
+{
+        struct maas_dns_list l = { 0 };
+        struct maas_error me = { 0 };
+        int err;
+
+        *ret_found = false;
+        err = maas_list_dns_resources(c->w->maas, fqdn, &l, &me);
+        rc_maas_count(c->p, "list_dns_resources", err, &me);
+        if (err == 0 && l.n > 1)
+                err = CM_ECONFLICT;
+        if (err == 0 && l.n == 1) {
+                *ret = l.items[0];
+                l.items[0] = (struct maas_dns_resource){ 0 };
+                *ret_found = true;
+        }
+        maas_dns_list_release(&l);
+        maas_error_release(&me);
+        return err;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool in_list(const char *const *v, size_t n, const char *s)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(v[i], s) == 0)
+                        return true;
+        return false;
+}
+
+static const char *first_external_ip(const cJSON *mm)
+{
+        const cJSON *addrs = rc_item(mm, "status", "addresses", NULL);
+        const cJSON *a;
+
+        cJSON_ArrayForEach (a, addrs) {
+                const char *type = rc_str(a, "type", NULL);
+                const char *ip = rc_str(a, "address", NULL);
+
+                if (type && ip && *ip && strcmp(type, "ExternalIP") == 0)
+                        return ip;
+        }
+        return NULL;
+}
+
+static bool healthy(const cJSON *mm)
+{
+        const char *st = rc_str(mm, "status", "machineState", NULL);
+
+        return cJSON_IsTrue(rc_item(mm, "status", "machinePowered", NULL)) && st &&
+               strcmp(st, "Deployed") == 0;
+}
+
+/* The addresses the record should hold (borrowed pointers into the cached objects, valid
+ * while objs is held). Machines being deleted are dropped; machines that merely look down
+ * keep their address when nothing healthy is left (B5). */
+static size_t desired_ips(struct mc_ctx *c,
+                          struct kobj **objs,
+                          size_t n,
+                          const struct maas_strv *current,
+                          const char **out)
+{
+        const char *held[MAX_CP_IPS];
+        size_t k = 0, h = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                const cJSON *mm = kobj_json(objs[i]);
+                const char *ip = first_external_ip(mm);
+
+                if (!kube_label(mm, SCHEMA_LABEL_CONTROL_PLANE) || !ip ||
+                    kube_meta_str(mm, "deletionTimestamp"))
+                        continue;
+                if (healthy(mm) && k < MAX_CP_IPS && !in_list(out, k, ip))
+                        out[k++] = ip;
+                else if (!healthy(mm) && h < MAX_CP_IPS &&
+                         in_list((const char *const *)current->v, current->n, ip))
+                        held[h++] = ip;
+        }
+        if (k == 0)
+                for (size_t i = 0; i < h; i++)
+                        if (!in_list(out, k, held[i]))
+                                out[k++] = held[i];
+        (void)c;
+        qsort(out, k, sizeof(*out), cmp_str);
+        return k;
+}
+
+static bool same_set(const char *const *want, size_t n, const struct maas_strv *have)
+{
+        if (n != have->n)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!in_list((const char *const *)have->v, have->n, want[i]))
+                        return false;
+        return true;
+}
+
+static int sync_record(struct mc_ctx *c, const char *fqdn)
+{
+        struct maas_dns_resource rec = { 0 };
+        struct maas_error me = { 0 };
+        struct kobj **objs = NULL;
+        const char *want[MAX_CP_IPS];
+        size_t n = 0, k;
+        bool found = false;
+        int err;
+
+        err = find_record(c, fqdn, &rec, &found);
+        if (err)
+                return err;
+        err = informer_list(c->p->maasmachines, c->ns, c->cluster_name, &objs, &n);
+        if (err)
+                goto out;
+        k = desired_ips(c, objs, n, &rec.ips, want);
+        if (!found) {
+                err = maas_create_dns_resource(c->w->maas, fqdn, DNS_TTL, want, k, NULL, &me);
+                rc_maas_count(c->p, "create_dns_resource", err, &me);
+                if (err == 0)
+                        mc_event(c, "Normal", "DNSRecordCreated",
+                                 "Created MAAS DNS record %s with %zu addresses", fqdn, k);
+        } else if (!same_set(want, k, &rec.ips)) {
+                err = maas_update_dns_resource_ips(c->w->maas, rec.id, want, k, NULL, &me);
+                rc_maas_count(c->p, "update_dns_resource", err, &me);
+                if (err == 0)
+                        mc_event(c, "Normal", "DNSRecordUpdated",
+                                 "MAAS DNS record %s now holds %zu control-plane addresses", fqdn,
+                                 k);
+        }
+        if (err)
+                mc_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_LOAD_BALANCER_FAILED, "%s",
+                        me.message ? me.message : maas_strerror(err));
+out:
+        kobj_list_free(objs, n);
+        maas_dns_resource_release(&rec);
+        maas_error_release(&me);
+        return err;
+}
+
+static int delete_record(struct mc_ctx *c, const char *fqdn)
+{
+        struct maas_dns_resource rec = { 0 };
+        struct maas_error me = { 0 };
+        bool found = false;
+        int err;
+
+        err = find_record(c, fqdn, &rec, &found);
+        if (err == 0 && found) {
+                err = maas_delete_dns_resource(c->w->maas, rec.id, &me);
+                rc_maas_count(c->p, "delete_dns_resource", err, &me);
+                if (err == CM_ENOTFOUND)
+                        err = 0;
+                if (err == 0)
+                        mc_event(c, "Normal", "DNSRecordDeleted", "Deleted MAAS DNS record %s",
+                                 fqdn);
+        }
+        maas_dns_resource_release(&rec);
+        maas_error_release(&me);
+        return err;
+}
+
+/* --- endpoint and API server ---------------------------------------------------------------- */
+
+static char *generate_dns_name(struct mc_ctx *c)
+{
+        unsigned char r[3];
+        FILE *f = fopen("/dev/urandom", "rb");
+        size_t got = f ? fread(r, 1, sizeof(r), f) : 0;
+
+        if (f)
+                (void)fclose(f);
+        if (got != sizeof(r)) {
+                uint64_t t = clock_now_ms(NULL) ^ (uint64_t)(uintptr_t)c;
+
+                r[0] = (unsigned char)t;
+                r[1] = (unsigned char)(t >> 8);
+                r[2] = (unsigned char)(t >> 16);
+        }
+        return xasprintf("%s-%02x%02x%02x.%s", c->cluster_name, r[0], r[1], r[2],
+                         c->mc.spec.dns_domain ? c->mc.spec.dns_domain : "maas");
+}
+
+static int64_t api_port(const cJSON *cluster)
+{
+        const cJSON *port = rc_item(cluster, "spec", "clusterNetwork", "apiServerPort", NULL);
+
+        return cJSON_IsNumber(port) && port->valuedouble > 0 ? (int64_t)port->valuedouble : 6443;
+}
+
+static void set_endpoint(struct mc_ctx *c, const char *host, int64_t port)
+{
+        struct schema_api_endpoint *ep = c->mc.spec.control_plane_endpoint;
+
+        if (!ep)
+                ep = c->mc.spec.control_plane_endpoint = xcalloc(1, sizeof(*ep));
+        free(ep->host);
+        ep->host = xstrdup(host);
+        ep->port = port;
+        ep->has_port = true;
+        c->mc.status.ready = true;
+        c->mc.status.has_ready = true;
+        c->mc.status.provisioned = true;
+        c->mc.status.has_provisioned = true;
+}
+
+static uint64_t probe_delay(struct provider *p, const char *key, bool ok)
+{
+        struct rc_entry *e;
+        uint64_t d;
+
+        pthread_mutex_lock(&p->lock);
+        if (ok) {
+                rc_table_del(&p->api_probe, key);
+                pthread_mutex_unlock(&p->lock);
+                return 0;
+        }
+        e = rc_table_put(&p->api_probe, key);
+        d = 2000ull << (e->a < 5 ? e->a : 5);
+        e->a++;
+        pthread_mutex_unlock(&p->lock);
+        return d > API_PROBE_MAX_S * 1000ull ? API_PROBE_MAX_S * 1000ull : d;
+}
+
+static int api_server(struct mc_ctx *c, struct reconcile_result *res)
+{
+        struct kube_config cfg = { 0 };
+        struct kube_client *wl = NULL;
+        cJSON *ns = NULL;
+        char key[600];
+        uint64_t delay;
+        int err;
+
+        if (schema_conditions_is_true(&c->mc.status.conditions, SCHEMA_COND_API_SERVER_AVAILABLE))
+                return 0;
+        (void)snprintf(key, sizeof(key), "%s/%s", c->ns, c->name);
+        err = rc_workload_client(c->w, c->ns, c->cluster_name, &cfg, &wl);
+        if (err == 0)
+                err = kube_get(wl, &KUBE_RES_NAMESPACES, NULL, "kube-system", &ns, NULL);
+        if (err == CM_ENOTFOUND && wl)
+                err = 0; /* the API answered */
+        delay = probe_delay(c->p, key, err == 0);
+        if (err == 0)
+                mc_cond(c, SCHEMA_COND_API_SERVER_AVAILABLE, SCHEMA_CONDITION_TRUE,
+                        SCHEMA_REASON_API_SERVER_AVAILABLE, NULL);
+        else {
+                mc_cond(c, SCHEMA_COND_API_SERVER_AVAILABLE, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_API_SERVER_NOT_READY, "%s",
+                        wl ? "the workload API server does not answer yet"
+                           : "waiting for the cluster's kubeconfig secret");
+                res->outcome = RECONCILE_REQUEUE_AFTER;
+                res->after_ms = delay;
+        }
+        cJSON_Delete(ns);
+        kube_client_free(wl);
+        kube_config_release(&cfg);
+        return 0;
+}
+
+/* A Cluster.spec.controlPlaneEndpoint host the user set (not one we published). */
+static const char *user_endpoint(struct mc_ctx *c)
+{
+        const char *host =
+                rc_str(kobj_json(c->cluster), "spec", "controlPlaneEndpoint", "host", NULL);
+        const char *ours = c->mc.status.network ? c->mc.status.network->dns_name : NULL;
+
+        if (!host || !*host || (ours && strcmp(host, ours) == 0))
+                return NULL;
+        return host;
+}
+
+static int reconcile_endpoint(struct mc_ctx *c, struct reconcile_result *res, bool *ret_go)
+{
+        const char *host = user_endpoint(c);
+        int err;
+
+        *ret_go = false;
+        if (host) {
+                set_endpoint(c, host, api_port(kobj_json(c->cluster)));
+                err = flush(c, true);
+                if (err)
+                        return err;
+                mc_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_TRUE,
+                        SCHEMA_REASON_LOAD_BALANCER_READY, "using the endpoint set on the Cluster");
+                *ret_go = true;
+                return 0;
+        }
+        if (!c->mc.status.network || !c->mc.status.network->dns_name) {
+                if (!c->mc.status.network)
+                        c->mc.status.network = xcalloc(1, sizeof(*c->mc.status.network));
+                c->mc.status.network->dns_name = generate_dns_name(c);
+                mc_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_WAIT_FOR_DNS_NAME, "creating DNS record %s",
+                        c->mc.status.network->dns_name);
+                /* Persist the name before the record exists in MAAS. */
+                res->outcome = RECONCILE_REQUEUE_AFTER;
+                res->after_ms = 1;
+                return 0;
+        }
+        err = sync_record(c, c->mc.status.network->dns_name);
+        if (err)
+                return err;
+        set_endpoint(c, c->mc.status.network->dns_name, api_port(kobj_json(c->cluster)));
+        /* The endpoint (spec) lands before ready (status): whoever sees ready sees it. */
+        err = flush(c, true);
+        if (err)
+                return err;
+        mc_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_TRUE,
+                SCHEMA_REASON_LOAD_BALANCER_READY, NULL);
+        *ret_go = true;
+        return 0;
+}
+
+static int reconcile_normal(struct mc_ctx *c, struct reconcile_result *res)
+{
+        bool go = false;
+        int err;
+
+        if (!schema_meta_has_finalizer(&c->mc.meta, SCHEMA_FINALIZER_CLUSTER)) {
+                schema_strv_add(&c->mc.meta.finalizers, SCHEMA_FINALIZER_CLUSTER);
+                return 0;
+        }
+        err = reconcile_endpoint(c, res, &go);
+        if (err || !go)
+                return err;
+        return api_server(c, res);
+}
+
+static int reconcile_delete(struct mc_ctx *c, struct reconcile_result *res)
+{
+        struct kobj **objs = NULL;
+        size_t n = 0;
+        int err;
+
+        if (!schema_meta_has_finalizer(&c->mc.meta, SCHEMA_FINALIZER_CLUSTER))
+                return 0;
+        if (c->cluster_name) {
+                err = informer_list(c->p->maasmachines, c->ns, c->cluster_name, &objs, &n);
+                kobj_list_free(objs, n);
+                if (err)
+                        return err;
+        }
+        if (n > 0 && c->mc.status.network && c->mc.status.network->dns_name && !user_endpoint(c)) {
+                /* Deleting control planes wait for their address to leave the record. */
+                err = sync_record(c, c->mc.status.network->dns_name);
+                if (err)
+                        return err;
+        }
+        if (n > 0) {
+                log_info(LOGGER, "waiting for MaasMachines to be deleted",
+                         "object=%s/%s remaining=%zu", c->ns, c->name, n);
+                res->outcome = RECONCILE_REQUEUE_AFTER;
+                res->after_ms = 10000;
+                return 0;
+        }
+        if (c->mc.status.network && c->mc.status.network->dns_name && !user_endpoint(c)) {
+                err = delete_record(c, c->mc.status.network->dns_name);
+                if (err)
+                        return err;
+        }
+        (void)schema_strv_remove(&c->mc.meta.finalizers, SCHEMA_FINALIZER_CLUSTER);
+        return flush(c, true);
+}
+
+static int pass(struct mc_ctx *c, struct reconcile_result *res)
+{
+        const struct schema_owner_ref *o = schema_meta_owner(&c->mc.meta, RC_CAPI_GROUP, "Cluster");
+        int err, ferr;
+
+        c->cluster_name = o ? o->name : NULL;
+        c->cluster = rc_owner(c->p, &c->mc.meta, "Cluster");
+        if (c->mc.meta.deletion_timestamp)
+                return reconcile_delete(c, res);
+        if (!c->cluster) {
+                log_debug(LOGGER, "waiting for the Cluster owner reference", "object=%s/%s", c->ns,
+                          c->name);
+                return 0;
+        }
+        if (rc_paused(kobj_json(c->cluster), kobj_json(c->obj))) {
+                mc_cond(c, SCHEMA_COND_PAUSED, SCHEMA_CONDITION_TRUE, SCHEMA_REASON_PAUSED, NULL);
+                return flush(c, false);
+        }
+        mc_cond(c, SCHEMA_COND_PAUSED, SCHEMA_CONDITION_FALSE, SCHEMA_REASON_NOT_PAUSED, NULL);
+        failure_domains(c);
+        err = reconcile_normal(c, res);
+        ferr = flush(c, false);
+        return err ? err : ferr;
+}
+
+int rc_cluster_reconcile(void *wctx, const char *ns, const char *name, struct reconcile_result *res)
+{
+        struct rc_worker *w = wctx;
+        struct mc_ctx c = { .w = w, .p = w->p, .ns = ns, .name = name };
+        int err = 0;
+
+        maas_cluster_init(&c.mc);
+        c.now = (time_t)clock_wall_s(w->p->clock);
+        c.obj = informer_get(w->p->maasclusters, ns, name);
+        if (!c.obj)
+                return 0;
+        if (maas_cluster_decode(kobj_json(c.obj), &c.mc, NULL) != 0) {
+                log_warn(LOGGER, "cannot decode the MaasCluster", "object=%s/%s", ns, name);
+                goto out;
+        }
+        c.cur = cJSON_Duplicate(kobj_json(c.obj), true);
+        err = pass(&c, res);
+        if (err)
+                log_info(LOGGER, "reconcile failed", "object=%s/%s error=%s", ns, name,
+                         maas_strerror(err));
+out:
+        kobj_unref(c.obj);
+        kobj_unref(c.cluster);
+        maas_cluster_release(&c.mc);
+        cJSON_Delete(c.cur);
+        return err;
+}

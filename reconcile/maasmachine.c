@@ -1,0 +1,466 @@
+/*
+ * maasmachine: the MaasMachine reconciler (upstream-capmaas.md §3.5, improved per
+ * beyond.md B2–B6). One pass reads the cached objects, compares with MAAS, acts, and
+ * writes only what changed. The MAAS calls live in mm_maas.c.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "err.h"
+#include "kube_events.h"
+#include "log.h"
+#include "metrics.h"
+#include "mm.h"
+#include "patch_helper.h"
+#include "xalloc.h"
+
+#define LOGGER "maasmachine"
+
+void mm_cond(struct mm_ctx *c,
+             const char *type,
+             const char *status,
+             const char *reason,
+             const char *fmt,
+             ...)
+{
+        char msg[512] = "";
+        va_list ap;
+
+        if (fmt) {
+                va_start(ap, fmt);
+                (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+                va_end(ap);
+        }
+        c->mm.status.present = true;
+        (void)schema_conditions_set(
+                &c->mm.status.conditions,
+                &(struct schema_condition_in){
+                        .type = type, .status = status, .reason = reason, .message = msg },
+                c->mm.meta.generation, c->now);
+}
+
+void mm_event(struct mm_ctx *c, const char *type, const char *reason, const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+
+        if (!c->p->events)
+                return;
+        va_start(ap, fmt);
+        (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        event_record(c->p->events, c->cur, type, reason, "%s", msg);
+}
+
+void mm_set_annotation(struct mm_ctx *c, const char *key, const char *value)
+{
+        if (value)
+                schema_strmap_set(&c->mm.meta.annotations, key, value);
+        else
+                (void)schema_strmap_remove(&c->mm.meta.annotations, key);
+}
+
+void mm_set_ids(struct mm_ctx *c, const char *zone, const char *system_id)
+{
+        struct maas_machine_spec *s = &c->mm.spec;
+
+        free(s->system_id);
+        free(s->provider_id);
+        s->system_id = system_id ? xstrdup(system_id) : NULL;
+        s->provider_id = system_id ? schema_provider_id_format(zone ? zone : "", system_id) : NULL;
+        if (system_id && zone && !s->failure_domain)
+                s->failure_domain = xstrdup(zone);
+}
+
+/* The Ready summary: MachineDeployed, plus DNSAttached for control planes. */
+static void mm_summary(struct mm_ctx *c)
+{
+        const char *types[] = { SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_COND_DNS_ATTACHED };
+        size_t n = c->control_plane ? 2 : 1;
+        const struct schema_condition *bad = NULL;
+        bool unknown = false;
+
+        for (size_t i = 0; i < n; i++) {
+                const struct schema_condition *k =
+                        schema_conditions_find(&c->mm.status.conditions, types[i]);
+
+                if (!k || strcmp(k->status, SCHEMA_CONDITION_UNKNOWN) == 0)
+                        unknown = true;
+                else if (strcmp(k->status, SCHEMA_CONDITION_FALSE) == 0 && !bad)
+                        bad = k;
+        }
+        if (bad)
+                mm_cond(c, SCHEMA_COND_READY, SCHEMA_CONDITION_FALSE, bad->reason, "%s: %s",
+                        bad->type, bad->message ? bad->message : "");
+        else if (unknown)
+                mm_cond(c, SCHEMA_COND_READY, SCHEMA_CONDITION_UNKNOWN, "NotYetReported",
+                        "Condition not yet reported");
+        else
+                mm_cond(c, SCHEMA_COND_READY, SCHEMA_CONDITION_TRUE, "Ready", NULL);
+}
+
+int mm_flush(struct mm_ctx *c, bool metadata_only)
+{
+        cJSON *after = NULL, *latest = NULL;
+        unsigned writes = 0;
+        int err;
+
+        if (!metadata_only && c->mm.status.present)
+                mm_summary(c);
+        err = maas_machine_encode(&c->mm, &after);
+        if (err)
+                return err;
+        rc_sync_resource_version(after, c->cur);
+        if (metadata_only) {
+                const cJSON *st = cJSON_GetObjectItemCaseSensitive(c->cur, "status");
+
+                cJSON_DeleteItemFromObjectCaseSensitive(after, "status");
+                if (st)
+                        cJSON_AddItemToObject(after, "status", cJSON_Duplicate(st, true));
+        }
+        err = patch_helper_write(c->w->kube, &KUBE_RES_MAASMACHINES, c->cur, after, &latest,
+                                 &writes, NULL);
+        c->writes += writes;
+        if (err == 0 && latest) {
+                cJSON_Delete(c->cur);
+                c->cur = latest;
+                latest = NULL;
+        } else if (err == 0 && writes == 0) {
+                /* nothing to write */
+        }
+        cJSON_Delete(latest);
+        cJSON_Delete(after);
+        return err;
+}
+
+static bool has_label(const cJSON *obj, const char *key)
+{
+        return rc_item(obj, "metadata", "labels", key, NULL) != NULL;
+}
+
+static void status_from_node(struct mm_ctx *c)
+{
+        struct maas_machine_status *st = &c->mm.status;
+        const struct maas_node *n = &c->node;
+
+        st->present = true;
+        free(st->machine_state);
+        st->machine_state = xstrdup(n->status_name ? n->status_name : "");
+        free(st->hostname);
+        st->hostname = n->hostname ? xstrdup(n->hostname) : NULL;
+        st->machine_powered = n->power_state && strcmp(n->power_state, "on") == 0;
+        st->has_machine_powered = true;
+}
+
+/* Hostname, then each MAAS address as ExternalIP and InternalIP (the reference's shape). */
+static void addresses_from_node(struct mm_ctx *c)
+{
+        struct schema_addresses *a = &c->mm.status.addresses;
+        const struct maas_node *n = &c->node;
+        size_t k = 0, want = (n->hostname ? 1 : 0) + 2 * n->ip_addresses.n;
+
+        for (size_t i = 0; i < a->n; i++) {
+                free(a->items[i].type);
+                free(a->items[i].address);
+        }
+        free(a->items);
+        a->items = want ? xcalloc(want, sizeof(*a->items)) : NULL;
+        a->present = true;
+        if (n->hostname)
+                a->items[k++] =
+                        (struct schema_address){ xstrdup("Hostname"), xstrdup(n->hostname) };
+        for (size_t i = 0; i < n->ip_addresses.n; i++) {
+                a->items[k++] = (struct schema_address){ xstrdup("ExternalIP"),
+                                                         xstrdup(n->ip_addresses.v[i]) };
+                a->items[k++] = (struct schema_address){ xstrdup("InternalIP"),
+                                                         xstrdup(n->ip_addresses.v[i]) };
+        }
+        a->n = k;
+}
+
+static void set_ready(struct mm_ctx *c, bool ready)
+{
+        c->mm.status.present = true;
+        c->mm.status.ready = ready;
+        c->mm.status.has_ready = true;
+        if (ready) {
+                c->mm.status.provisioned = true;
+                c->mm.status.has_provisioned = true;
+        }
+}
+
+static void requeue(struct reconcile_result *res, uint64_t ms)
+{
+        if (res->outcome != RECONCILE_REQUEUE_AFTER || res->after_ms > ms) {
+                res->outcome = RECONCILE_REQUEUE_AFTER;
+                res->after_ms = ms;
+        }
+}
+
+static int dns_attachment(struct mm_ctx *c, struct reconcile_result *res)
+{
+        const struct schema_condition *k =
+                schema_conditions_find(&c->mm.status.conditions, SCHEMA_COND_DNS_ATTACHED);
+        bool registered = false;
+        int err;
+
+        if (k && strcmp(k->status, SCHEMA_CONDITION_TRUE) == 0 && c->mm.status.ready)
+                return 0; /* attached and steady: no MAAS read per interval */
+        err = mm_dns_registered(c, &registered);
+        if (err)
+                return err;
+        c->mm.status.dns_attached = registered;
+        c->mm.status.has_dns_attached = true;
+        if (registered) {
+                mm_cond(c, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_TRUE,
+                        SCHEMA_REASON_DNS_ATTACHED, NULL);
+                return 0;
+        }
+        mm_cond(c, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_FALSE,
+                SCHEMA_REASON_DNS_ATTACH_PENDING, "waiting for the API endpoint record");
+        requeue(res, 5000);
+        return 0;
+}
+
+static int state_deployed(struct mm_ctx *c, struct reconcile_result *res)
+{
+        int err;
+
+        addresses_from_node(c);
+        if (!c->mm.status.machine_powered)
+                return mm_power(c, res);
+        set_ready(c, true);
+        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_TRUE,
+                SCHEMA_REASON_MACHINE_DEPLOYED, NULL);
+        mm_set_annotation(c, RC_ANNOTATION_DEPLOY_STARTED, NULL);
+        requeue(res, RC_STEADY_INTERVAL_MS);
+        if (c->control_plane) {
+                err = dns_attachment(c, res);
+                if (err)
+                        return err;
+        }
+        return mm_node_provider_id(c, res);
+}
+
+static int state_deploying(struct mm_ctx *c, struct reconcile_result *res)
+{
+        const char *started =
+                schema_strmap_get(&c->mm.meta.annotations, RC_ANNOTATION_DEPLOY_STARTED);
+        int64_t t0 = started ? strtoll(started, NULL, 10) : 0;
+        uint64_t limit_s = c->p->cfg->deploy_timeout_ms / 1000;
+
+        set_ready(c, false);
+        if (t0 > 0 && c->now - t0 > (int64_t)limit_s)
+                return mm_replace(c, "DeployTimeout", res);
+        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                SCHEMA_REASON_MACHINE_DEPLOYING, "MAAS machine %s is deploying", c->node.system_id);
+        requeue(res, RC_DEPLOY_POLL_MS);
+        return 0;
+}
+
+/* The machine left our hands (released, recommissioned): forget it and allocate anew. */
+static int state_lost(struct mm_ctx *c, struct reconcile_result *res)
+{
+        mm_event(c, "Warning", "MachineUnexpectedTermination",
+                 "MAAS machine %s is %s and no longer deployed for this MaasMachine; "
+                 "allocating another",
+                 c->node.system_id, c->node.status_name);
+        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                SCHEMA_REASON_MACHINE_TERMINATED, "MAAS machine %s is %s", c->node.system_id,
+                c->node.status_name);
+        set_ready(c, false);
+        mm_set_ids(c, NULL, NULL);
+        requeue(res, 1000);
+        return 0;
+}
+
+static int state_undefined(struct mm_ctx *c, struct reconcile_result *res)
+{
+        mm_event(c, "Warning", "MachineUnhandledState", "MAAS machine %s is in state %s",
+                 c->node.system_id, c->node.status_name);
+        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_UNKNOWN,
+                SCHEMA_REASON_MACHINE_STATE_UNDEFINED, "MAAS machine %s is in state %s",
+                c->node.system_id, c->node.status_name);
+        set_ready(c, false);
+        requeue(res, 60000);
+        return 0;
+}
+
+static int state_allocated(struct mm_ctx *c, struct reconcile_result *res)
+{
+        int err = mm_deploy(c);
+
+        if (err)
+                return err;
+        status_from_node(c);
+        return state_deploying(c, res);
+}
+
+static int state_failed(struct mm_ctx *c, struct reconcile_result *res)
+{
+        return mm_replace(c, "DeployFailed", res);
+}
+
+struct state_row {
+        const char *name;
+        int (*fn)(struct mm_ctx *c, struct reconcile_result *res);
+};
+
+static const struct state_row state_table[] = {
+        { "Deployed", state_deployed },   { "Deploying", state_deploying },
+        { "Allocated", state_allocated }, { "Failed deployment", state_failed },
+        { "Ready", state_lost },          { "New", state_lost },
+        { "Releasing", state_lost },      { "Disk erasing", state_lost },
+        { "Commissioning", state_lost },
+};
+
+static int drive(struct mm_ctx *c, struct reconcile_result *res)
+{
+        const char *st = c->node.status_name ? c->node.status_name : "";
+
+        status_from_node(c);
+        for (size_t i = 0; i < sizeof(state_table) / sizeof(state_table[0]); i++)
+                if (strcmp(state_table[i].name, st) == 0)
+                        return state_table[i].fn(c, res);
+        return state_undefined(c, res);
+}
+
+static int normal_prereqs(struct mm_ctx *c, bool *ret_go)
+{
+        const cJSON *cluster = kobj_json(c->cluster);
+
+        *ret_go = false;
+        if (!rc_cluster_infra_ready(cluster)) {
+                mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_WAITING_FOR_CLUSTER_INFRA,
+                        "waiting for the cluster infrastructure to be provisioned");
+                return 0;
+        }
+        if (!rc_str(kobj_json(c->machine), "spec", "bootstrap", "dataSecretName", NULL)) {
+                mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_WAITING_FOR_BOOTSTRAP_DATA,
+                        "waiting for the bootstrap data secret");
+                return 0;
+        }
+        *ret_go = true;
+        return 0;
+}
+
+static int reconcile_normal(struct mm_ctx *c, struct reconcile_result *res)
+{
+        bool go = false, got = false;
+        int err;
+
+        if (!schema_meta_has_finalizer(&c->mm.meta, SCHEMA_FINALIZER_MACHINE)) {
+                schema_strv_add(&c->mm.meta.finalizers, SCHEMA_FINALIZER_MACHINE);
+                err = mm_flush(c, true);
+                if (err)
+                        return err;
+        }
+        err = normal_prereqs(c, &go);
+        if (err || !go)
+                return err;
+        err = mm_find_node(c);
+        if (err) {
+                mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_UNKNOWN,
+                        SCHEMA_REASON_MACHINE_NOT_FOUND, "cannot read the MAAS machine: %s",
+                        cm_strerror(err));
+                return err;
+        }
+        if (!c->have_node) {
+                err = mm_allocate(c, res, &got);
+                if (err || !got)
+                        return err;
+        }
+        return drive(c, res);
+}
+
+static int lookup_owners(struct mm_ctx *c, bool *ret_go)
+{
+        const cJSON *obj = kobj_json(c->obj);
+
+        *ret_go = false;
+        c->machine = rc_owner(c->p, &c->mm.meta, "Machine");
+        if (!c->machine) {
+                log_debug(LOGGER, "waiting for the Machine owner reference", "object=%s/%s", c->ns,
+                          c->name);
+                return 0;
+        }
+        c->cluster = rc_cluster_of(c->p, c->ns, kobj_json(c->machine));
+        if (!c->cluster) {
+                log_debug(LOGGER, "waiting for the Cluster", "object=%s/%s", c->ns, c->name);
+                return 0;
+        }
+        if (rc_paused(kobj_json(c->cluster), obj))
+                return 0;
+        c->control_plane = has_label(kobj_json(c->machine), SCHEMA_LABEL_CONTROL_PLANE) ||
+                           has_label(obj, SCHEMA_LABEL_CONTROL_PLANE);
+        *ret_go = true;
+        return 0;
+}
+
+int mm_delete_pass(struct mm_ctx *c, struct reconcile_result *res);
+
+static void ctx_release(struct mm_ctx *c)
+{
+        kobj_unref(c->obj);
+        kobj_unref(c->machine);
+        kobj_unref(c->cluster);
+        maas_machine_release(&c->mm);
+        if (c->have_node)
+                maas_node_release(&c->node);
+        cJSON_Delete(c->cur);
+}
+
+static int pass(struct mm_ctx *c, struct reconcile_result *res)
+{
+        bool go = false;
+        int err, ferr;
+
+        if (c->mm.meta.deletion_timestamp) {
+                /* The owner may already be gone while we release: no lookups needed. */
+                c->control_plane = has_label(kobj_json(c->obj), SCHEMA_LABEL_CONTROL_PLANE);
+                c->machine = rc_owner(c->p, &c->mm.meta, "Machine");
+                if (c->machine)
+                        c->control_plane =
+                                c->control_plane ||
+                                has_label(kobj_json(c->machine), SCHEMA_LABEL_CONTROL_PLANE);
+                return mm_delete_pass(c, res);
+        }
+        err = lookup_owners(c, &go);
+        if (err || !go)
+                return err;
+        err = reconcile_normal(c, res);
+        ferr = mm_flush(c, false);
+        return err ? err : ferr;
+}
+
+int rc_machine_reconcile(void *wctx, const char *ns, const char *name, struct reconcile_result *res)
+{
+        struct rc_worker *w = wctx;
+        struct mm_ctx c = { .w = w, .p = w->p, .ns = ns, .name = name };
+        int err;
+
+        maas_machine_init(&c.mm);
+        c.now = (time_t)clock_wall_s(w->p->clock);
+        c.obj = informer_get(w->p->maasmachines, ns, name);
+        if (!c.obj)
+                return 0;
+        err = maas_machine_decode(kobj_json(c.obj), &c.mm, NULL);
+        if (err) {
+                log_warn(LOGGER, "cannot decode the MaasMachine", "object=%s/%s", ns, name);
+                err = 0;
+                goto out;
+        }
+        c.cur = cJSON_Duplicate(kobj_json(c.obj), true);
+        err = pass(&c, res);
+        if (err)
+                log_info(LOGGER, "reconcile failed", "object=%s/%s error=%s", ns, name,
+                         cm_strerror(err));
+out:
+        ctx_release(&c);
+        return err;
+}

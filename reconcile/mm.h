@@ -1,0 +1,61 @@
+#pragma once
+/*
+ * mm: one MaasMachine reconcile (internal). struct mm_ctx lives on the worker's stack for
+ * the duration of rc_machine_reconcile(); it holds references to the cached objects it
+ * read, the decoded MaasMachine it mutates, and the server's last known copy (cur) that
+ * mm_flush() diffs against, so a pass writes only what changed.
+ */
+
+#include <stdbool.h>
+#include <time.h>
+
+#include "rc.h"
+
+struct mm_ctx {
+        struct rc_worker *w;
+        struct provider *p;
+        const char *ns, *name;
+        struct kobj *obj;       /* the MaasMachine as cached */
+        struct kobj *machine;   /* owner CAPI Machine */
+        struct kobj *cluster;   /* CAPI Cluster */
+        struct maas_machine mm; /* decoded; mutated by the pass */
+        cJSON *cur;             /* the object as the server last returned it (owned) */
+        struct maas_node node;  /* the MAAS machine, when have_node */
+        bool have_node;
+        bool control_plane;
+        time_t now;
+        unsigned writes; /* PATCH calls made by this pass */
+};
+
+/* Sets a condition on the MaasMachine (observedGeneration and transition time handled). */
+void mm_cond(struct mm_ctx *c,
+             const char *type,
+             const char *status,
+             const char *reason,
+             const char *fmt,
+             ...) PRINTF_LIKE(5, 6);
+/* Event on the MaasMachine. */
+void mm_event(struct mm_ctx *c, const char *type, const char *reason, const char *fmt, ...)
+        PRINTF_LIKE(4, 5);
+/* Writes the difference between cur and the mutated object (metadata_only: not status). */
+MUST_CHECK int mm_flush(struct mm_ctx *c, bool metadata_only);
+/* Sets or clears spec.systemID and spec.providerID. */
+void mm_set_ids(struct mm_ctx *c, const char *zone, const char *system_id);
+void mm_set_annotation(struct mm_ctx *c, const char *key, const char *value);
+
+/* MAAS side (mm_maas.c). Each returns 0 or a negative error and may set res. */
+MUST_CHECK int mm_find_node(struct mm_ctx *c);
+MUST_CHECK int mm_allocate(struct mm_ctx *c, struct reconcile_result *res, bool *ret_got);
+MUST_CHECK int mm_deploy(struct mm_ctx *c);
+MUST_CHECK int mm_replace(struct mm_ctx *c, const char *why, struct reconcile_result *res);
+MUST_CHECK int mm_release(struct mm_ctx *c, const char *system_id);
+/* The Deployed-machine power policy (B4). */
+MUST_CHECK int mm_power(struct mm_ctx *c, struct reconcile_result *res);
+/* DNS attachment of a control-plane machine: true when its IP is in the record. */
+MUST_CHECK int mm_dns_registered(struct mm_ctx *c, bool *ret);
+/* Sets the workload Node's spec.providerID once. */
+MUST_CHECK int mm_node_provider_id(struct mm_ctx *c, struct reconcile_result *res);
+/* Copies a node (deep). */
+void mm_node_copy(const struct maas_node *src, struct maas_node *dst);
+/* The fleet snapshot (B6): a copy of system_id's entry when fresh, else CM_ENOTFOUND. */
+MUST_CHECK int rc_fleet_lookup(struct rc_worker *w, const char *system_id, struct maas_node *ret);

@@ -1,0 +1,729 @@
+/*
+ * mm_maas: the MAAS side of a MaasMachine reconcile — find or adopt the machine stamped
+ * with this MaasMachine, allocate with every constraint, deploy, replace a failed deploy,
+ * power policy, release on delete (upstream-capmaas.md §3.5; beyond.md B2–B4).
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base64.h"
+#include "clock.h"
+#include "err.h"
+#include "log.h"
+#include "metrics.h"
+#include "mm.h"
+#include "xalloc.h"
+
+#define LOGGER "maasmachine"
+
+static void strv_copy(const struct maas_strv *src, struct maas_strv *dst)
+{
+        dst->n = src->n;
+        dst->v = src->n ? xcalloc(src->n, sizeof(char *)) : NULL;
+        for (size_t i = 0; i < src->n; i++)
+                dst->v[i] = xstrdup(src->v[i]);
+}
+
+static char *dup_or_null(const char *s)
+{
+        return s ? xstrdup(s) : NULL;
+}
+
+void mm_node_copy(const struct maas_node *src, struct maas_node *dst)
+{
+        *dst = *src;
+        dst->system_id = dup_or_null(src->system_id);
+        dst->hostname = dup_or_null(src->hostname);
+        dst->fqdn = dup_or_null(src->fqdn);
+        dst->zone = dup_or_null(src->zone);
+        dst->pool = dup_or_null(src->pool);
+        dst->status_name = dup_or_null(src->status_name);
+        dst->power_state = dup_or_null(src->power_state);
+        dst->power_type = dup_or_null(src->power_type);
+        dst->osystem = dup_or_null(src->osystem);
+        dst->distro_series = dup_or_null(src->distro_series);
+        dst->owner = dup_or_null(src->owner);
+        dst->owner_data = src->owner_data ? cJSON_Duplicate(src->owner_data, true) : NULL;
+        strv_copy(&src->tags, &dst->tags);
+        strv_copy(&src->ip_addresses, &dst->ip_addresses);
+}
+
+static void set_node(struct mm_ctx *c, struct maas_node *n)
+{
+        if (c->have_node)
+                maas_node_release(&c->node);
+        c->node = *n;
+        *n = (struct maas_node){ 0 };
+        c->have_node = true;
+}
+
+static void drop_node(struct mm_ctx *c)
+{
+        if (c->have_node)
+                maas_node_release(&c->node);
+        c->node = (struct maas_node){ 0 };
+        c->have_node = false;
+}
+
+/* --- the fleet snapshot (B6) ------------------------------------------------------------ */
+
+#define FLEET_CHUNK 100
+
+static void fleet_ids(struct provider *p, char ***ret, size_t *ret_n)
+{
+        struct kobj **objs = NULL;
+        size_t n = 0, k = 0;
+        char **ids;
+
+        if (informer_list(p->maasmachines, NULL, NULL, &objs, &n) != 0)
+                n = 0;
+        ids = xcalloc(n + 1, sizeof(char *));
+        for (size_t i = 0; i < n; i++) {
+                const cJSON *o = kobj_json(objs[i]);
+                const char *sid = rc_str(o, "spec", "systemID", NULL);
+                const char *st = rc_str(o, "status", "machineState", NULL);
+
+                if (sid && st && strcmp(st, "Deployed") == 0)
+                        ids[k++] = xstrdup(sid);
+        }
+        kobj_list_free(objs, n);
+        *ret = ids;
+        *ret_n = k;
+}
+
+static void list_append(struct maas_node_list *dst, struct maas_node_list *src)
+{
+        dst->items = xrealloc(dst->items, (dst->n + src->n + 1) * sizeof(*dst->items));
+        memcpy(dst->items + dst->n, src->items, src->n * sizeof(*src->items));
+        dst->n += src->n;
+        free(src->items);
+        *src = (struct maas_node_list){ 0 };
+}
+
+static int fleet_refresh(struct rc_worker *w)
+{
+        struct provider *p = w->p;
+        struct maas_node_list all = { 0 };
+        struct maas_error me = { 0 };
+        char **ids = NULL;
+        size_t n = 0;
+        int err = 0;
+
+        fleet_ids(p, &ids, &n);
+        for (size_t off = 0; off < n && err == 0; off += FLEET_CHUNK) {
+                struct maas_node_list part = { 0 };
+                size_t m = n - off < FLEET_CHUNK ? n - off : FLEET_CHUNK;
+                struct maas_node_filter f = { .ids = (const char *const *)ids + off, .n_ids = m };
+
+                err = maas_list_machines(w->maas, &f, &part, &me);
+                rc_maas_count(p, "list_machines", err, &me);
+                if (err == 0)
+                        list_append(&all, &part);
+        }
+        if (err == 0) {
+                maas_node_list_release(&p->fleet.nodes);
+                p->fleet.nodes = all;
+                p->fleet.fetched_ms = clock_now_ms(p->clock);
+                p->fleet.valid = true;
+        } else {
+                maas_node_list_release(&all);
+        }
+        for (size_t i = 0; i < n; i++)
+                free(ids[i]);
+        free(ids);
+        maas_error_release(&me);
+        return err;
+}
+
+int rc_fleet_lookup(struct rc_worker *w, const char *system_id, struct maas_node *ret)
+{
+        struct provider *p = w->p;
+        uint64_t now = clock_now_ms(p->clock);
+        int err = CM_ENOTFOUND;
+
+        pthread_mutex_lock(&p->fleet_lock);
+        if (!p->fleet.valid || now - p->fleet.fetched_ms >= RC_STEADY_INTERVAL_MS)
+                (void)fleet_refresh(w);
+        for (size_t i = 0; p->fleet.valid && i < p->fleet.nodes.n; i++) {
+                if (strcmp(p->fleet.nodes.items[i].system_id, system_id) == 0) {
+                        mm_node_copy(&p->fleet.nodes.items[i], ret);
+                        err = 0;
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&p->fleet_lock);
+        return err;
+}
+
+/* --- finding the machine --------------------------------------------------------------- */
+
+static bool adoptable(const char *status)
+{
+        static const char *const ok[] = { "Allocated", "Deploying", "Deployed",
+                                          "Failed deployment" };
+
+        for (size_t i = 0; status && i < sizeof(ok) / sizeof(ok[0]); i++)
+                if (strcmp(ok[i], status) == 0)
+                        return true;
+        return false;
+}
+
+/* Looks for machines stamped with our UID (B2). Adopts the first usable one other than
+ * `skip`; releases any further stamped machine (a double allocation must not survive). */
+static int adopt(struct mm_ctx *c, const char *skip)
+{
+        struct maas_node_list l = { 0 };
+        struct maas_error me = { 0 };
+        int err;
+
+        if (!c->mm.meta.uid)
+                return 0;
+        err = maas_list_machines(
+                c->w->maas, &(struct maas_node_filter){ .agent_name = c->mm.meta.uid }, &l, &me);
+        rc_maas_count(c->p, "list_machines", err, &me);
+        maas_error_release(&me);
+        if (err)
+                return err;
+        for (size_t i = 0; i < l.n; i++) {
+                struct maas_node *n = &l.items[i];
+
+                if (!adoptable(n->status_name) || (skip && strcmp(n->system_id, skip) == 0))
+                        continue;
+                if (!c->have_node) {
+                        log_info(LOGGER, "adopting the MAAS machine stamped with this MaasMachine",
+                                 "object=%s/%s system_id=%s", c->ns, c->name, n->system_id);
+                        mm_set_ids(c, n->zone, n->system_id);
+                        set_node(c, n);
+                        continue;
+                }
+                log_warn(LOGGER, "releasing a second machine stamped with this MaasMachine",
+                         "object=%s/%s system_id=%s", c->ns, c->name, n->system_id);
+                (void)!mm_release(c, n->system_id);
+        }
+        maas_node_list_release(&l);
+        return 0;
+}
+
+static const char *current_system_id(const struct mm_ctx *c)
+{
+        if (c->mm.spec.system_id && *c->mm.spec.system_id)
+                return c->mm.spec.system_id;
+        return c->mm.spec.provider_id ? schema_provider_id_system_id(c->mm.spec.provider_id) : NULL;
+}
+
+static bool steady(const struct mm_ctx *c)
+{
+        return c->mm.status.ready && c->mm.status.machine_state &&
+               strcmp(c->mm.status.machine_state, "Deployed") == 0;
+}
+
+int mm_find_node(struct mm_ctx *c)
+{
+        const char *sid = current_system_id(c);
+        struct maas_node n = { 0 };
+        struct maas_error me = { 0 };
+        int err = CM_ENOTFOUND;
+
+        if (sid && steady(c))
+                err = rc_fleet_lookup(c->w, sid, &n);
+        if (sid && err == CM_ENOTFOUND) {
+                err = maas_get_machine(c->w->maas, sid, &n, &me);
+                rc_maas_count(c->p, "get_machine", err, &me);
+        }
+        maas_error_release(&me);
+        if (sid && err == 0) {
+                set_node(c, &n);
+                return 0;
+        }
+        if (sid && err != CM_ENOTFOUND)
+                return err;
+        if (sid && !c->mm.meta.deletion_timestamp) {
+                mm_event(c, "Warning", "MachineNotFound",
+                         "MAAS machine %s no longer exists; allocating another", sid);
+        }
+        if (sid)
+                mm_set_ids(c, NULL, NULL);
+        return adopt(c, NULL);
+}
+
+/* --- allocate ---------------------------------------------------------------------------- */
+
+static const char *zone_of(const struct mm_ctx *c)
+{
+        if (c->mm.spec.failure_domain && *c->mm.spec.failure_domain)
+                return c->mm.spec.failure_domain;
+        return rc_str(kobj_json(c->machine), "spec", "failureDomain", NULL);
+}
+
+static void describe_constraints(const struct mm_ctx *c, char *out, size_t len)
+{
+        const struct maas_machine_spec *s = &c->mm.spec;
+        size_t k = 0;
+
+        k += (size_t)snprintf(out, len, "minCPU=%lld minMemory=%lldMB",
+                              (long long)(s->has_min_cpu ? s->min_cpu : 0),
+                              (long long)(s->has_min_memory ? s->min_memory : 0));
+        if (s->resource_pool && k < len)
+                k += (size_t)snprintf(out + k, len - k, " pool=%s", s->resource_pool);
+        if (zone_of(c) && k < len)
+                k += (size_t)snprintf(out + k, len - k, " zone=%s", zone_of(c));
+        for (size_t i = 0; i < s->tags.n && k < len; i++)
+                k += (size_t)snprintf(out + k, len - k, "%s%s",
+                                      i ? "," : " tags=", s->tags.items[i]);
+}
+
+static void stamp_owner_data(struct mm_ctx *c, const char *sid)
+{
+        const char *keys[] = { "capmaas-cluster", "capmaas-namespace", "capmaas-machine" };
+        const char *vals[] = { kobj_name(c->cluster), c->ns, c->name };
+        struct maas_error me = { 0 };
+        int err;
+
+        err = maas_set_owner_data(c->w->maas, sid, keys, vals, 3, NULL, &me);
+        rc_maas_count(c->p, "set_owner_data", err, &me);
+        if (err)
+                log_warn(LOGGER, "cannot set owner data", "system_id=%s error=%s", sid,
+                         maas_strerror(err));
+        maas_error_release(&me);
+}
+
+static int allocate_failed(struct mm_ctx *c,
+                           int err,
+                           const struct maas_error *me,
+                           struct reconcile_result *res)
+{
+        char what[384];
+
+        describe_constraints(c, what, sizeof(what));
+        if (err == MAAS_ENOMATCH) {
+                mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_MACHINE_DEPLOY_FAILED,
+                        "no free MAAS machine matches %s; retrying", what);
+                mm_event(c, "Warning", "NoMachineAvailable", "no free MAAS machine matches %s",
+                         what);
+                res->outcome = RECONCILE_REQUEUE_AFTER;
+                res->after_ms = 60000;
+                return 0;
+        }
+        if (me->message && strstr(me->message, "Invalid transition: Broken")) {
+                mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_MACHINE_DEPLOYING, "retrying after broken machine");
+                res->outcome = RECONCILE_REQUEUE_AFTER;
+                res->after_ms = 120000;
+                return 0;
+        }
+        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                SCHEMA_REASON_MACHINE_DEPLOY_FAILED, "unable to allocate a machine: %s",
+                me->message ? me->message : maas_strerror(err));
+        return err;
+}
+
+int mm_allocate(struct mm_ctx *c, struct reconcile_result *res, bool *ret_got)
+{
+        const struct maas_machine_spec *s = &c->mm.spec;
+        char *comment = xasprintf("capmaas %s/%s", c->ns, c->name);
+        char started[32];
+        struct maas_allocate_opts o = {
+                .cpu_count = s->has_min_cpu ? (double)s->min_cpu : 0,
+                .mem_mib = s->has_min_memory ? (double)s->min_memory : 0,
+                .zone = zone_of(c),
+                .pool = s->resource_pool,
+                .agent_name = c->mm.meta.uid,
+                .comment = comment,
+                .tags = (const char *const *)s->tags.items,
+                .n_tags = s->tags.n,
+        };
+        struct maas_node n = { 0 };
+        struct maas_error me = { 0 };
+        int err;
+
+        *ret_got = false;
+        err = maas_allocate(c->w->maas, &o, &n, &me);
+        rc_maas_count(c->p, "allocate", err, &me);
+        if (err) {
+                err = allocate_failed(c, err, &me, res);
+                goto out;
+        }
+        stamp_owner_data(c, n.system_id);
+        mm_set_ids(c, n.zone, n.system_id);
+        (void)snprintf(started, sizeof(started), "%lld", (long long)c->now);
+        mm_set_annotation(c, RC_ANNOTATION_DEPLOY_STARTED, started);
+        mm_event(c, "Normal", "MachineAllocated", "Allocated MAAS machine %s (%s) in zone %s",
+                 n.system_id, n.hostname ? n.hostname : "", n.zone ? n.zone : "");
+        set_node(c, &n);
+        *ret_got = true;
+        /* Persist the providerID before anything else happens to the machine. */
+        err = mm_flush(c, true);
+out:
+        maas_node_release(&n);
+        maas_error_release(&me);
+        free(comment);
+        return err;
+}
+
+/* --- deploy ------------------------------------------------------------------------------ */
+
+static int bootstrap_data(struct mm_ctx *c, char **ret, size_t *ret_len)
+{
+        const char *secret =
+                rc_str(kobj_json(c->machine), "spec", "bootstrap", "dataSecretName", NULL);
+        cJSON *obj = NULL;
+        const char *b64;
+        int err;
+
+        err = kube_get(c->w->kube, &KUBE_RES_SECRETS, c->ns, secret, &obj, NULL);
+        if (err)
+                goto out;
+        b64 = rc_str(obj, "data", "value", NULL);
+        if (!b64) {
+                err = CM_EINVAL;
+                goto out;
+        }
+        err = base64_decode(b64, strlen(b64), (unsigned char **)ret, ret_len);
+out:
+        if (err)
+                mm_event(c, "Warning", "FailedGetBootstrapData",
+                         "error retrieving bootstrap data from secret %s: %s", secret,
+                         err == CM_EINVAL ? "secret value key is missing" : cm_strerror(err));
+        cJSON_Delete(obj);
+        return err;
+}
+
+static void rollback(
+        struct mm_ctx *c, const char *sid, const char *what, int err, const struct maas_error *me)
+{
+        char *id = xstrdup(sid);
+
+        (void)!mm_release(c, id);
+        mm_set_ids(c, NULL, NULL);
+        drop_node(c);
+        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                SCHEMA_REASON_MACHINE_DEPLOY_FAILED, "%s on MAAS machine %s failed: %s", what, id,
+                me && me->message ? me->message : maas_strerror(err));
+        mm_event(c, "Warning", "MachineDeployFailed", "%s on MAAS machine %s failed; released it",
+                 what, id);
+        free(id);
+}
+
+static int deploy_calls(struct mm_ctx *c, const char *sid, const char *ud, size_t ud_len)
+{
+        struct maas_deploy_opts o = {
+                .image = c->mm.spec.image,
+                .user_data = ud,
+                .user_data_len = ud_len,
+                .ephemeral_deploy = c->mm.spec.has_deploy_in_memory && c->mm.spec.deploy_in_memory,
+        };
+        struct maas_node n = { 0 };
+        struct maas_error me = { 0 };
+        int err;
+
+        err = maas_update_machine(c->w->maas, sid, &(struct maas_update_opts){ .swap_size = 0 },
+                                  NULL, &me);
+        rc_maas_count(c->p, "update_machine", err, &me);
+        if (err) {
+                rollback(c, sid, "Disabling swap", err, &me);
+                goto out;
+        }
+        err = maas_deploy(c->w->maas, sid, &o, &n, &me);
+        rc_maas_count(c->p, "deploy", err, &me);
+        if (err) {
+                rollback(c, sid, "Deploy", err, &me);
+                goto out;
+        }
+        mm_event(c, "Normal", "MachineDeploying", "Deploying %s on MAAS machine %s (%s)",
+                 c->mm.spec.image ? c->mm.spec.image : "", sid, n.hostname ? n.hostname : "");
+        set_node(c, &n);
+out:
+        maas_node_release(&n);
+        maas_error_release(&me);
+        return err;
+}
+
+int mm_deploy(struct mm_ctx *c)
+{
+        char *ud = NULL, *sid = xstrdup(c->node.system_id);
+        size_t len = 0;
+        int err;
+
+        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                SCHEMA_REASON_MACHINE_DEPLOY_STARTED, "deploying MAAS machine %s", sid);
+        err = bootstrap_data(c, &ud, &len);
+        if (err == 0)
+                err = deploy_calls(c, sid, ud, len);
+        free(ud);
+        free(sid);
+        return err;
+}
+
+/* --- release and replace ----------------------------------------------------------------- */
+
+int mm_release(struct mm_ctx *c, const char *system_id)
+{
+        enum release_erase mode = c->p->cfg->release_erase;
+        struct maas_release_opts o = {
+                .erase = mode != RELEASE_ERASE_NONE,
+                .quick_erase = mode == RELEASE_ERASE_QUICK,
+                .comment = "released by capmaas",
+        };
+        struct maas_error me = { 0 };
+        int err;
+
+        err = maas_release(c->w->maas, system_id, &o, NULL, &me);
+        rc_maas_count(c->p, "release", err, &me);
+        if (err == CM_ENOTFOUND)
+                err = 0;
+        if (err)
+                log_warn(LOGGER, "release failed", "system_id=%s error=%s", system_id,
+                         me.message ? me.message : maas_strerror(err));
+        maas_error_release(&me);
+        return err;
+}
+
+int mm_replace(struct mm_ctx *c, const char *why, struct reconcile_result *res)
+{
+        char *old = xstrdup(c->node.system_id);
+        bool got = false;
+        int err;
+
+        if (c->p->replaced)
+                metric_counter_inc(metric_series(c->p->replaced, why));
+        drop_node(c);
+        /* Allocate the replacement while still holding the failed machine, so MAAS cannot
+         * hand the same one back. */
+        err = adopt(c, old);
+        if (err == 0 && !c->have_node)
+                err = mm_allocate(c, res, &got);
+        if (mm_release(c, old) == 0)
+                mm_event(c, "Warning", "MachineReplaced", "MAAS machine %s: %s; released it%s%s",
+                         old,
+                         strcmp(why, "DeployTimeout") == 0 ? "deploy deadline passed"
+                                                           : "deployment failed",
+                         c->have_node ? " and allocated " : "",
+                         c->have_node ? c->node.system_id : "");
+        if (!c->have_node) {
+                mm_set_ids(c, NULL, NULL);
+                free(old);
+                return err;
+        }
+        free(old);
+        if (err)
+                return err;
+        err = mm_deploy(c);
+        if (err == 0) {
+                res->outcome = RECONCILE_REQUEUE_AFTER;
+                res->after_ms = RC_DEPLOY_POLL_MS;
+        }
+        return err;
+}
+
+/* --- power (B4) -------------------------------------------------------------------------- */
+
+#define POWER_ON_MIN_INTERVAL_S 300
+
+static int query_power(struct mm_ctx *c, char **ret)
+{
+        struct maas_error me = { 0 };
+        int err = maas_query_power_state(c->w->maas, c->node.system_id, ret, &me);
+
+        rc_maas_count(c->p, "query_power_state", err, &me);
+        maas_error_release(&me);
+        return err;
+}
+
+/* Counts a confirmed "off"; true when this is the second in a row and no power-on was sent
+ * in the last POWER_ON_MIN_INTERVAL_S. */
+static bool count_off(struct mm_ctx *c, bool off)
+{
+        struct provider *p = c->p;
+        struct rc_entry *e;
+        bool act = false;
+
+        pthread_mutex_lock(&p->lock);
+        e = rc_table_put(&p->power_off_reads, c->node.system_id);
+        e->a = off ? e->a + 1 : 0;
+        if (e->a >= 2 && c->now - e->b >= POWER_ON_MIN_INTERVAL_S) {
+                act = true;
+                e->a = 0;
+                e->b = c->now;
+        }
+        pthread_mutex_unlock(&p->lock);
+        return act;
+}
+
+static int power_on(struct mm_ctx *c, struct reconcile_result *res)
+{
+        struct maas_error me = { 0 };
+        int err = maas_power_on(c->w->maas, c->node.system_id, "capmaas: powered off", NULL, &me);
+
+        rc_maas_count(c->p, "power_on", err, &me);
+        maas_error_release(&me);
+        if (err)
+                return err;
+        mm_event(c, "Normal", "MachinePoweredOn",
+                 "MAAS machine %s was confirmed off twice; powering it on", c->node.system_id);
+        res->outcome = RECONCILE_REQUEUE_AFTER;
+        res->after_ms = 60000;
+        return 0;
+}
+
+int mm_power(struct mm_ctx *c, struct reconcile_result *res)
+{
+        char *state = NULL;
+        int err = query_power(c, &state);
+
+        if (err)
+                return err;
+        res->outcome = RECONCILE_REQUEUE_AFTER;
+        res->after_ms = 10000;
+        if (strcmp(state, "on") == 0) {
+                (void)count_off(c, false);
+                c->mm.status.machine_powered = true;
+        } else if (strcmp(state, "off") == 0) {
+                mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_MACHINE_POWERED_OFF, "MAAS machine %s is powered off",
+                        c->node.system_id);
+                if (count_off(c, true))
+                        err = power_on(c, res);
+        } else {
+                (void)count_off(c, false);
+                mm_event(c, "Warning", "PowerStateUnknown",
+                         "MAAS reports power state %s for machine %s; leaving it alone", state,
+                         c->node.system_id);
+                res->after_ms = 60000;
+        }
+        free(state);
+        return err;
+}
+
+/* --- DNS and the workload Node ------------------------------------------------------------ */
+
+static char *endpoint_fqdn(struct mm_ctx *c)
+{
+        const char *infra =
+                rc_str(kobj_json(c->cluster), "spec", "infrastructureRef", "name", NULL);
+        struct kobj *mc = infra ? informer_get(c->p->maasclusters, c->ns, infra) : NULL;
+        const char *dns = mc ? rc_str(kobj_json(mc), "status", "network", "dnsName", NULL) : NULL;
+        char *out = dns ? xstrdup(dns) : NULL;
+
+        if (mc && c->p->cluster_ctl)
+                controller_enqueue(c->p->cluster_ctl, c->ns, kobj_name(mc));
+        kobj_unref(mc);
+        return out;
+}
+
+int mm_dns_registered(struct mm_ctx *c, bool *ret)
+{
+        char *fqdn = c->cluster ? endpoint_fqdn(c) : NULL;
+        struct maas_dns_list l = { 0 };
+        struct maas_error me = { 0 };
+        bool found = false;
+        int err = 0;
+
+        if (!fqdn)
+                goto out;
+        err = maas_list_dns_resources(c->w->maas, fqdn, &l, &me);
+        rc_maas_count(c->p, "list_dns_resources", err, &me);
+        for (size_t i = 0; err == 0 && i < l.n; i++)
+                for (size_t j = 0; j < l.items[i].ips.n; j++)
+                        for (size_t k = 0; c->have_node && k < c->node.ip_addresses.n; k++)
+                                found = found ||
+                                        strcmp(l.items[i].ips.v[j], c->node.ip_addresses.v[k]) == 0;
+out:
+        if (err == 0)
+                *ret = found;
+        maas_dns_list_release(&l);
+        maas_error_release(&me);
+        free(fqdn);
+        return err;
+}
+
+static char *lower(const char *s)
+{
+        char *o = xstrdup(s);
+
+        for (char *q = o; *q; q++)
+                *q = (char)tolower((unsigned char)*q);
+        return o;
+}
+
+/* The workload Node for this machine: lower(hostname), else its first label. */
+static int find_node(struct kube_client *wl, const char *hostname, cJSON **ret)
+{
+        char *name = lower(hostname);
+        char *dot = strchr(name, '.');
+        int err = kube_get(wl, &KUBE_RES_NODES, NULL, name, ret, NULL);
+
+        if (err == CM_ENOTFOUND && dot) {
+                *dot = '\0';
+                err = kube_get(wl, &KUBE_RES_NODES, NULL, name, ret, NULL);
+        }
+        free(name);
+        return err;
+}
+
+static bool node_done(struct provider *p, const char *sid, bool set)
+{
+        bool done;
+
+        pthread_mutex_lock(&p->lock);
+        if (set)
+                rc_table_put(&p->node_done, sid)->a = 1;
+        done = rc_table_get(&p->node_done, sid) != NULL;
+        pthread_mutex_unlock(&p->lock);
+        return done;
+}
+
+static int patch_node(struct mm_ctx *c, struct kube_client *wl, const cJSON *node)
+{
+        const char *want = c->mm.spec.provider_id;
+        const char *have = rc_str(node, "spec", "providerID", NULL);
+        char *patch;
+        int err = 0;
+
+        if (have && *have && strcmp(have, want) != 0) {
+                mm_event(c, "Warning", "NodeProviderIDConflict",
+                         "Node %s already has providerID %s; leaving it alone",
+                         kube_meta_str(node, "name"), have);
+                return 0;
+        }
+        if (have && strcmp(have, want) == 0)
+                return 0;
+        patch = xasprintf("{\"spec\":{\"providerID\":\"%s\"}}", want);
+        err = kube_patch(wl, &KUBE_RES_NODES, NULL, kube_meta_str(node, "name"), NULL,
+                         KUBE_PATCH_MERGE, patch, NULL, NULL);
+        free(patch);
+        if (err)
+                mm_event(c, "Warning", "NodeProviderUpdateFailed",
+                         "Unable to set the providerID of Node %s: %s", kube_meta_str(node, "name"),
+                         cm_strerror(err));
+        return err;
+}
+
+int mm_node_provider_id(struct mm_ctx *c, struct reconcile_result *res)
+{
+        struct kube_config cfg = { 0 };
+        struct kube_client *wl = NULL;
+        cJSON *node = NULL;
+        int err;
+
+        if (!c->node.hostname || !c->mm.spec.provider_id ||
+            node_done(c->p, c->node.system_id, false))
+                return 0;
+        err = rc_workload_client(c->w, c->ns, kobj_name(c->cluster), &cfg, &wl);
+        if (err == 0)
+                err = find_node(wl, c->node.hostname, &node);
+        if (err == 0)
+                err = patch_node(c, wl, node);
+        if (err == 0)
+                (void)node_done(c->p, c->node.system_id, true);
+        else {
+                res->outcome = RECONCILE_REQUEUE_AFTER;
+                res->after_ms = err == CM_ENOTFOUND ? 5000 : 30000;
+        }
+        cJSON_Delete(node);
+        kube_client_free(wl);
+        kube_config_release(&cfg);
+        return 0;
+}

@@ -1,0 +1,369 @@
+/*
+ * provider: wires the informers, the two controllers, their watches and per-worker
+ * clients (see provider.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "kube_events.h"
+#include "log.h"
+#include "metrics.h"
+#include "rc.h"
+#include "xalloc.h"
+
+#define LOGGER          "provider"
+#define SYNC_TIMEOUT_MS 60000
+
+/* --- per-worker clients ------------------------------------------------------------------ */
+
+static struct rc_worker *worker_free(struct rc_worker *w)
+{
+        if (!w)
+                return NULL;
+        maas_client_free(w->maas);
+        http_transport_free(w->maas_transport);
+        kube_client_free(w->kube);
+        free(w);
+        return NULL;
+}
+
+static void *worker_new(void *arg, unsigned idx)
+{
+        struct provider *p = arg;
+        struct rc_worker *w = xcalloc(1, sizeof(*w));
+        struct http_transport_opts to = {
+                .ca_file = p->maas_ca_file,
+                .insecure_skip_verify = p->maas_insecure,
+                .timeout_ms = (uint32_t)(p->cfg ? p->cfg->maas_timeout_ms : 0),
+        };
+        int err;
+
+        (void)idx;
+        w->p = p;
+        err = kube_client_new(
+                &(struct kube_client_opts){ .config = p->kube, .limiter = p->limiter }, &w->kube);
+        if (err == 0)
+                err = http_transport_curl_new(&to, &w->maas_transport);
+        if (err == 0)
+                err = maas_client_new(&(struct maas_client_opts){ .cfg = p->maas,
+                                                                  .transport = w->maas_transport },
+                                      &w->maas);
+        if (err) {
+                log_error(LOGGER, "cannot create a worker's clients", "error=%s", cm_strerror(err));
+                return worker_free(w);
+        }
+        return w;
+}
+
+static void worker_free_cb(void *wctx)
+{
+        (void)worker_free(wctx);
+}
+
+static int machine_reconcile(void *wctx,
+                             const char *ns,
+                             const char *name,
+                             struct reconcile_result *res)
+{
+        return wctx ? rc_machine_reconcile(wctx, ns, name, res) : CM_EINVAL;
+}
+
+static int cluster_reconcile(void *wctx,
+                             const char *ns,
+                             const char *name,
+                             struct reconcile_result *res)
+{
+        return wctx ? rc_cluster_reconcile(wctx, ns, name, res) : CM_EINVAL;
+}
+
+static const struct controller_ops machine_ops = {
+        .worker_new = worker_new,
+        .worker_free = worker_free_cb,
+        .reconcile = machine_reconcile,
+};
+
+static const struct controller_ops cluster_ops = {
+        .worker_new = worker_new,
+        .worker_free = worker_free_cb,
+        .reconcile = cluster_reconcile,
+};
+
+/* --- watch mappings ------------------------------------------------------------------------ */
+
+typedef void add_fn(void *ctl, const char *ns, const char *name);
+
+/* An object's spec.infrastructureRef when it names a `kind`. */
+static void map_infra_ref(const struct kobj *obj, const char *kind, add_fn *add, void *ctl)
+{
+        const cJSON *o = kobj_json(obj);
+        const char *k = rc_str(o, "spec", "infrastructureRef", "kind", NULL);
+        const char *name = rc_str(o, "spec", "infrastructureRef", "name", NULL);
+
+        if (k && name && strcmp(k, kind) == 0)
+                add(ctl, kobj_namespace(obj), name);
+}
+
+static void map_machine_to_mm(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
+{
+        (void)arg;
+        map_infra_ref(obj, SCHEMA_KIND_MACHINE, add, ctl);
+}
+
+static void map_cluster_to_mc(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
+{
+        (void)arg;
+        map_infra_ref(obj, SCHEMA_KIND_CLUSTER, add, ctl);
+}
+
+/* Every MaasMachine of the cluster an object belongs to (by label or, for a Cluster, by
+ * name). */
+static void map_to_cluster_mms(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
+{
+        struct provider *p = arg;
+        const char *cluster = kobj_cluster_name(obj);
+        struct kobj **objs = NULL;
+        size_t n = 0;
+        const char *kind = rc_str(kobj_json(obj), "kind", NULL);
+
+        if (!cluster && kind && strcmp(kind, "Cluster") == 0)
+                cluster = kobj_name(obj);
+        if (!cluster || informer_list(p->maasmachines, kobj_namespace(obj), cluster, &objs, &n))
+                return;
+        for (size_t i = 0; i < n; i++)
+                add(ctl, kobj_namespace(objs[i]), kobj_name(objs[i]));
+        kobj_list_free(objs, n);
+}
+
+/* A control-plane MaasMachine → its cluster's MaasCluster. */
+static void map_cp_mm_to_mc(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
+{
+        struct provider *p = arg;
+        struct kobj *cluster;
+
+        if (!kube_label(kobj_json(obj), SCHEMA_LABEL_CONTROL_PLANE))
+                return;
+        cluster = rc_cluster_of(p, kobj_namespace(obj), kobj_json(obj));
+        if (cluster)
+                map_infra_ref(cluster, SCHEMA_KIND_CLUSTER, add, ctl);
+        kobj_unref(cluster);
+}
+
+/* --- lifecycle ------------------------------------------------------------------------------ */
+
+static int register_metrics(struct provider *p)
+{
+        static const char *const op_code[] = { "op", "code", NULL };
+        static const char *const phase[] = { "phase", NULL };
+        static const char *const reason[] = { "reason", NULL };
+        int err;
+
+        if (!p->metrics)
+                return 0;
+        err = metrics_counter(p->metrics, "capmaas_maas_requests_total",
+                              "MAAS API calls made by the controllers, by operation and result.",
+                              op_code, &p->maas_requests);
+        if (err == 0)
+                err = metrics_register(
+                        p->metrics,
+                        &(struct metric_desc){ .type = METRIC_HISTOGRAM,
+                                               .name = "capmaas_machine_phase_seconds",
+                                               .help = "Time MaasMachines spent in each phase.",
+                                               .labels = phase,
+                                               .buckets = metrics_reconcile_buckets,
+                                               .n_buckets = METRICS_RECONCILE_BUCKETS_N },
+                        &p->phase_seconds);
+        if (err == 0)
+                err = metrics_counter(p->metrics, "capmaas_machine_replacements_total",
+                                      "MAAS machines released and replaced after a failed or "
+                                      "timed-out deploy.",
+                                      reason, &p->replaced);
+        return err;
+}
+
+int provider_new(const struct provider_opts *o, struct provider **ret)
+{
+        struct provider *p;
+        int err;
+
+        if (!o || !o->cfg || !o->kube || !o->maas)
+                return CM_EINVAL;
+        p = xcalloc(1, sizeof(*p));
+        p->cfg = o->cfg;
+        p->kube = o->kube;
+        p->limiter = o->limiter;
+        p->maas = o->maas;
+        p->metrics = o->metrics;
+        p->clock = o->clock;
+        p->maas_ca_file = o->maas_ca_file;
+        p->maas_insecure = o->maas_insecure_skip_verify;
+        pthread_mutex_init(&p->lock, NULL);
+        pthread_mutex_init(&p->fleet_lock, NULL);
+        err = register_metrics(p);
+        if (err) {
+                provider_free(p);
+                return err;
+        }
+        *ret = p;
+        return 0;
+}
+
+static int new_informer(struct provider *p, const struct kube_resource *r, struct informer **ret)
+{
+        char *selector = NULL;
+        int err;
+
+        if (p->cfg->watch_filter && *p->cfg->watch_filter)
+                selector = xasprintf("%s=%s", SCHEMA_LABEL_WATCH_FILTER, p->cfg->watch_filter);
+        err = informer_new(&(struct informer_opts){ .resource = r,
+                                                    .config = p->kube,
+                                                    .limiter = p->limiter,
+                                                    .namespace = p->cfg->namespace,
+                                                    .label_selector = selector,
+                                                    .resync_ms = p->cfg->sync_period_ms,
+                                                    .clock = p->clock,
+                                                    .metrics = p->metrics },
+                           ret);
+        free(selector);
+        return err;
+}
+
+static int new_controller(struct provider *p,
+                          const char *name,
+                          unsigned workers,
+                          const struct controller_ops *ops,
+                          struct controller **ret)
+{
+        return controller_new(&(struct controller_opts){ .name = name,
+                                                         .workers = workers ? workers : 1,
+                                                         .ops = ops,
+                                                         .arg = p,
+                                                         .clock = p->clock,
+                                                         .metrics = p->metrics },
+                              ret);
+}
+
+static int build(struct provider *p)
+{
+        int err;
+
+        err = new_informer(p, &KUBE_RES_MAASMACHINES, &p->maasmachines);
+        if (err == 0)
+                err = new_informer(p, &KUBE_RES_MAASCLUSTERS, &p->maasclusters);
+        if (err == 0)
+                err = new_informer(p, &KUBE_RES_MACHINES, &p->machines);
+        if (err == 0)
+                err = new_informer(p, &KUBE_RES_CLUSTERS, &p->clusters);
+        if (err == 0)
+                err = event_recorder_new(&(struct event_recorder_opts){ .config = p->kube,
+                                                                        .limiter = p->limiter,
+                                                                        .component = "capmaas",
+                                                                        .clock = p->clock,
+                                                                        .metrics = p->metrics },
+                                         &p->events);
+        if (err == 0)
+                err = new_controller(p, "maasmachine", p->cfg->machine_concurrency, &machine_ops,
+                                     &p->machine_ctl);
+        if (err == 0)
+                err = new_controller(p, "maascluster", p->cfg->cluster_concurrency, &cluster_ops,
+                                     &p->cluster_ctl);
+        return err;
+}
+
+static int watch(struct provider *p)
+{
+        int err;
+
+        err = controller_watch(p->machine_ctl, p->maasmachines, NULL, NULL);
+        if (err == 0)
+                err = controller_watch(p->machine_ctl, p->machines, map_machine_to_mm, p);
+        if (err == 0)
+                err = controller_watch(p->machine_ctl, p->maasclusters, map_to_cluster_mms, p);
+        if (err == 0)
+                err = controller_watch(p->machine_ctl, p->clusters, map_to_cluster_mms, p);
+        if (err == 0)
+                err = controller_watch(p->cluster_ctl, p->maasclusters, NULL, NULL);
+        if (err == 0)
+                err = controller_watch(p->cluster_ctl, p->clusters, map_cluster_to_mc, p);
+        if (err == 0)
+                err = controller_watch(p->cluster_ctl, p->maasmachines, map_cp_mm_to_mc, p);
+        return err;
+}
+
+static int start_informers(struct provider *p)
+{
+        struct informer *all[] = { p->maasmachines, p->maasclusters, p->machines, p->clusters };
+        int err = 0;
+
+        for (size_t i = 0; i < 4 && err == 0; i++)
+                err = informer_start(all[i]);
+        for (size_t i = 0; i < 4 && err == 0; i++)
+                err = informer_wait_synced(all[i], SYNC_TIMEOUT_MS);
+        return err;
+}
+
+int provider_start(struct provider *p)
+{
+        int err;
+
+        if (p->started)
+                return 0;
+        err = build(p);
+        if (err == 0)
+                err = watch(p);
+        if (err == 0)
+                err = start_informers(p);
+        if (err == 0)
+                err = controller_start(p->cluster_ctl);
+        if (err == 0)
+                err = controller_start(p->machine_ctl);
+        if (err) {
+                log_error(LOGGER, "cannot start the controllers", "error=%s", cm_strerror(err));
+                provider_stop(p);
+                return err;
+        }
+        p->started = true;
+        log_info(LOGGER, "controllers started", "machine_workers=%u cluster_workers=%u",
+                 p->cfg->machine_concurrency, p->cfg->cluster_concurrency);
+        return 0;
+}
+
+void provider_stop(struct provider *p)
+{
+        struct informer *all[] = { p ? p->maasmachines : NULL, p ? p->maasclusters : NULL,
+                                   p ? p->machines : NULL, p ? p->clusters : NULL };
+
+        if (!p)
+                return;
+        /* Informers first: their handlers enqueue into the controllers. */
+        for (size_t i = 0; i < 4; i++)
+                if (all[i])
+                        informer_stop(all[i]);
+        if (p->machine_ctl)
+                controller_stop(p->machine_ctl);
+        if (p->cluster_ctl)
+                controller_stop(p->cluster_ctl);
+        p->machine_ctl = controller_free(p->machine_ctl);
+        p->cluster_ctl = controller_free(p->cluster_ctl);
+        p->maasmachines = informer_free(p->maasmachines);
+        p->maasclusters = informer_free(p->maasclusters);
+        p->machines = informer_free(p->machines);
+        p->clusters = informer_free(p->clusters);
+        p->events = event_recorder_free(p->events);
+        p->started = false;
+}
+
+struct provider *provider_free(struct provider *p)
+{
+        if (!p)
+                return NULL;
+        provider_stop(p);
+        rc_table_release(&p->power_off_reads);
+        rc_table_release(&p->node_done);
+        rc_table_release(&p->api_probe);
+        maas_node_list_release(&p->fleet.nodes);
+        pthread_mutex_destroy(&p->lock);
+        pthread_mutex_destroy(&p->fleet_lock);
+        free(p);
+        return NULL;
+}

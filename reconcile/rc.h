@@ -1,0 +1,139 @@
+#pragma once
+/*
+ * rc: state shared by the MaasCluster and MaasMachine reconcilers (internal to the
+ * reconcile library; main.c sees only provider.h).
+ *
+ * struct provider is created once; its informers, controllers and recorder are owned by
+ * it. struct rc_worker is one per worker thread (its own kube and MAAS clients, as libcurl
+ * handles are per thread). The in-memory tables (power readings, node providerIDs done,
+ * API-server probe backoff) are guarded by p->lock; the MAAS fleet snapshot by
+ * p->fleet_lock. Nothing here must survive a restart: everything can be rebuilt from the
+ * objects and MAAS.
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "config.h"
+#include "controller.h"
+#include "http_transport.h"
+#include "informer.h"
+#include "kube_client.h"
+#include "maas_client.h"
+#include "provider.h"
+#include "schema.h"
+
+struct controller;
+struct event_recorder;
+struct metric_family;
+
+/* How often a Deployed machine is re-checked against MAAS (one list call for all). */
+#define RC_STEADY_INTERVAL_MS 60000u
+/* How often a deploying machine is polled. */
+#define RC_DEPLOY_POLL_MS     10000u
+
+#define RC_ANNOTATION_DEPLOY_STARTED  "maas.infrastructure.cluster.x-k8s.io/deploy-started"
+#define RC_ANNOTATION_FAILED_HOSTS    "maas.infrastructure.cluster.x-k8s.io/failed-machines"
+#define RC_ANNOTATION_DELETE_FOR_MOVE "clusterctl.cluster.x-k8s.io/delete-for-move"
+#define RC_CAPI_GROUP                 "cluster.x-k8s.io"
+
+/* A small string-keyed table (system id or ns/name → value). */
+struct rc_entry {
+        char *key;
+        int64_t a, b; /* meaning is per table */
+};
+
+struct rc_table {
+        struct rc_entry *items;
+        size_t n, cap;
+};
+
+struct rc_fleet {
+        struct maas_node_list nodes; /* last list of every machine we hold */
+        uint64_t fetched_ms;         /* clock_now_ms at fetch; 0 = never */
+        bool valid;
+};
+
+struct provider {
+        const struct config *cfg;
+        const struct kube_config *kube;
+        struct kube_ratelimit *limiter;
+        const struct maas_config *maas;
+        struct metrics *metrics;
+        const struct clock_ops *clock;
+        const char *maas_ca_file;
+        bool maas_insecure;
+
+        struct informer *maasmachines, *maasclusters, *machines, *clusters;
+        struct controller *machine_ctl, *cluster_ctl;
+        struct event_recorder *events;
+
+        struct metric_family *maas_requests; /* capmaas_maas_requests_total{op,code} */
+        struct metric_family *phase_seconds; /* capmaas_machine_phase_seconds{phase} */
+        struct metric_family *replaced;      /* capmaas_machine_replacements_total{reason} */
+
+        pthread_mutex_t lock;
+        struct rc_table power_off_reads; /* system id → consecutive confirmed offs, last on */
+        struct rc_table node_done;       /* system id → 1 once the Node has our providerID */
+        struct rc_table api_probe;       /* ns/name → failures, next probe ms */
+
+        pthread_mutex_t fleet_lock;
+        struct rc_fleet fleet;
+        bool started;
+};
+
+struct rc_worker {
+        struct provider *p;
+        struct kube_client *kube;
+        struct http_transport *maas_transport;
+        struct maas_client *maas;
+};
+
+/* --- tables (callers hold p->lock) --- */
+struct rc_entry *rc_table_get(struct rc_table *t, const char *key);
+struct rc_entry *rc_table_put(struct rc_table *t, const char *key);
+void rc_table_del(struct rc_table *t, const char *key);
+void rc_table_release(struct rc_table *t);
+
+/* --- CAPI lookups (informer cache; every returned kobj is a new reference) --- */
+/* The owner Machine of a MaasMachine, or NULL. */
+struct kobj *rc_owner(struct provider *p, const struct schema_meta *meta, const char *kind);
+/* Cluster named by obj's cluster-name label in ns, or NULL. */
+struct kobj *rc_cluster_of(struct provider *p, const char *ns, const cJSON *obj);
+/* Cluster.spec.paused or the paused annotation on either object. */
+bool rc_paused(const cJSON *cluster, const cJSON *obj);
+/* Cluster.status.initialization.infrastructureProvisioned (or v1beta1 infrastructureReady). */
+bool rc_cluster_infra_ready(const cJSON *cluster);
+/* Nested lookups: rc_str(obj, "spec", "bootstrap", "dataSecretName", NULL). Borrowed. */
+const char *rc_str(const cJSON *obj, ...);
+const cJSON *rc_item(const cJSON *obj, ...);
+
+/* Copies cur's metadata.resourceVersion into after, so a patch computed between them never
+ * carries a stale version (merge patches are last-writer-wins, as controller-runtime's). */
+void rc_sync_resource_version(cJSON *after, const cJSON *cur);
+
+/* --- MAAS accounting --- */
+/* Counts a MAAS call in capmaas_maas_requests_total{op,code} (code from the error). */
+void rc_maas_count(struct provider *p, const char *op, int rc, const struct maas_error *e);
+
+/* --- workload cluster (through the <cluster>-kubeconfig Secret) --- */
+/* A client for the workload API of cluster ns/name. CM_ENOTFOUND when the Secret does not
+ * exist yet. *ret_cfg must be released with kube_config_release after the client is freed. */
+MUST_CHECK int rc_workload_client(struct rc_worker *w,
+                                  const char *ns,
+                                  const char *cluster,
+                                  struct kube_config *ret_cfg,
+                                  struct kube_client **ret);
+
+/* --- the reconcilers --- */
+MUST_CHECK int rc_machine_reconcile(void *wctx,
+                                    const char *ns,
+                                    const char *name,
+                                    struct reconcile_result *res);
+MUST_CHECK int rc_cluster_reconcile(void *wctx,
+                                    const char *ns,
+                                    const char *name,
+                                    struct reconcile_result *res);

@@ -1,0 +1,257 @@
+/*
+ * rc_util: small pieces shared by the reconcilers: in-memory tables, CAPI object lookups
+ * in the informer caches, MAAS call accounting and the workload-cluster client.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base64.h"
+#include "err.h"
+#include "metrics.h"
+#include "rc.h"
+#include "xalloc.h"
+
+struct rc_entry *rc_table_get(struct rc_table *t, const char *key)
+{
+        for (size_t i = 0; i < t->n; i++)
+                if (strcmp(t->items[i].key, key) == 0)
+                        return &t->items[i];
+        return NULL;
+}
+
+struct rc_entry *rc_table_put(struct rc_table *t, const char *key)
+{
+        struct rc_entry *e = rc_table_get(t, key);
+
+        if (e)
+                return e;
+        if (t->n == t->cap) {
+                t->cap = t->cap ? t->cap * 2 : 16;
+                t->items = xrealloc(t->items, t->cap * sizeof(*t->items));
+        }
+        e = &t->items[t->n++];
+        *e = (struct rc_entry){ .key = xstrdup(key) };
+        return e;
+}
+
+void rc_table_del(struct rc_table *t, const char *key)
+{
+        struct rc_entry *e = rc_table_get(t, key);
+
+        if (!e)
+                return;
+        free(e->key);
+        *e = t->items[--t->n];
+}
+
+void rc_table_release(struct rc_table *t)
+{
+        for (size_t i = 0; i < t->n; i++)
+                free(t->items[i].key);
+        free(t->items);
+        *t = (struct rc_table){ 0 };
+}
+
+static const cJSON *item_va(const cJSON *obj, va_list ap)
+{
+        const char *key;
+
+        while (obj && (key = va_arg(ap, const char *)) != NULL)
+                obj = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+        return obj;
+}
+
+const cJSON *rc_item(const cJSON *obj, ...)
+{
+        va_list ap;
+        const cJSON *it;
+
+        va_start(ap, obj);
+        it = item_va(obj, ap);
+        va_end(ap);
+        return it;
+}
+
+const char *rc_str(const cJSON *obj, ...)
+{
+        va_list ap;
+        const cJSON *it;
+
+        va_start(ap, obj);
+        it = item_va(obj, ap);
+        va_end(ap);
+        return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+static bool is_true(const cJSON *it)
+{
+        return cJSON_IsTrue(it);
+}
+
+struct kobj *rc_owner(struct provider *p, const struct schema_meta *meta, const char *kind)
+{
+        const struct schema_owner_ref *o = schema_meta_owner(meta, RC_CAPI_GROUP, kind);
+        struct informer *inf = strcmp(kind, "Cluster") == 0 ? p->clusters : p->machines;
+
+        if (!o || !o->name)
+                return NULL;
+        return informer_get(inf, meta->namespace ? meta->namespace : "", o->name);
+}
+
+struct kobj *rc_cluster_of(struct provider *p, const char *ns, const cJSON *obj)
+{
+        const char *name = rc_str(obj, "metadata", "labels", SCHEMA_LABEL_CLUSTER_NAME, NULL);
+
+        if (!name || !*name)
+                return NULL;
+        return informer_get(p->clusters, ns, name);
+}
+
+bool rc_paused(const cJSON *cluster, const cJSON *obj)
+{
+        if (cluster && is_true(rc_item(cluster, "spec", "paused", NULL)))
+                return true;
+        if (cluster && rc_str(cluster, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL))
+                return true;
+        return obj && rc_str(obj, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL);
+}
+
+bool rc_cluster_infra_ready(const cJSON *cluster)
+{
+        return is_true(rc_item(cluster, "status", "initialization", "infrastructureProvisioned",
+                               NULL)) ||
+               is_true(rc_item(cluster, "status", "infrastructureReady", NULL));
+}
+
+void rc_sync_resource_version(cJSON *after, const cJSON *cur)
+{
+        const char *rv = rc_str(cur, "metadata", "resourceVersion", NULL);
+        cJSON *meta = cJSON_GetObjectItemCaseSensitive(after, "metadata");
+
+        if (!rv || !cJSON_IsObject(meta))
+                return;
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
+        cJSON_AddStringToObject(meta, "resourceVersion", rv);
+}
+
+static const char *maas_code(int rc, const struct maas_error *e)
+{
+        static const char *const codes[] = { "200", "400", "401", "403",  "404",
+                                             "409", "500", "503", "error" };
+
+        if (rc == 0)
+                return codes[0];
+        if (!e || e->http_status == 0)
+                return codes[8];
+        switch (e->http_status) {
+        case 400:
+                return codes[1];
+        case 401:
+                return codes[2];
+        case 403:
+                return codes[3];
+        case 404:
+                return codes[4];
+        case 409:
+                return codes[5];
+        case 503:
+                return codes[7];
+        default:
+                return e->http_status >= 500 ? codes[6] : codes[8];
+        }
+}
+
+void rc_maas_count(struct provider *p, const char *op, int rc, const struct maas_error *e)
+{
+        if (!p->maas_requests)
+                return;
+        metric_counter_inc(metric_series(p->maas_requests, op, maas_code(rc, e)));
+}
+
+static int write_private_file(
+        const char *dir, const char *name, const char *data, size_t len, char **ret_path)
+{
+        char *path = xasprintf("%s/%s", dir, name);
+        FILE *f = fopen(path, "wbx");
+        int err = CM_EIO;
+
+        if (!f)
+                goto out;
+        if (fwrite(data, 1, len, f) == len)
+                err = 0;
+        if (fclose(f) != 0)
+                err = CM_EIO;
+out:
+        if (err == 0)
+                *ret_path = path;
+        else
+                free(path);
+        return err;
+}
+
+/* The kubeconfig bytes of the <cluster>-kubeconfig Secret (key "value", base64). */
+static int workload_kubeconfig(
+        struct rc_worker *w, const char *ns, const char *cluster, char **ret, size_t *ret_len)
+{
+        char *name = xasprintf("%s-kubeconfig", cluster);
+        cJSON *secret = NULL;
+        const char *b64;
+        int err;
+
+        err = kube_get(w->kube, &KUBE_RES_SECRETS, ns, name, &secret, NULL);
+        if (err)
+                goto out;
+        b64 = rc_str(secret, "data", "value", NULL);
+        if (!b64) {
+                err = CM_ENOTFOUND;
+                goto out;
+        }
+        err = base64_decode(b64, strlen(b64), (unsigned char **)ret, ret_len);
+out:
+        cJSON_Delete(secret);
+        free(name);
+        return err;
+}
+
+int rc_workload_client(struct rc_worker *w,
+                       const char *ns,
+                       const char *cluster,
+                       struct kube_config *ret_cfg,
+                       struct kube_client **ret)
+{
+        char tmpl[] = "/tmp/capmaas-wl-XXXXXX";
+        char *yaml = NULL, *path = NULL, *msg = NULL;
+        size_t len = 0;
+        struct kube_config cfg = { 0 };
+        int err;
+
+        err = workload_kubeconfig(w, ns, cluster, &yaml, &len);
+        if (err)
+                return err;
+        if (!mkdtemp(tmpl)) {
+                err = CM_EIO;
+                goto out;
+        }
+        err = write_private_file(tmpl, "kubeconfig", yaml, len, &path);
+        if (err == 0)
+                err = kube_config_from_kubeconfig(path, NULL, &cfg, &msg);
+        if (path)
+                (void)unlink(path);
+        (void)rmdir(tmpl);
+        if (err)
+                goto out;
+        /* The client borrows its config: hand it the caller's copy. */
+        *ret_cfg = cfg;
+        err = kube_client_new(&(struct kube_client_opts){ .config = ret_cfg, .timeout_ms = 10000 },
+                              ret);
+        if (err)
+                kube_config_release(ret_cfg);
+out:
+        free(msg);
+        free(path);
+        free(yaml);
+        return err;
+}

@@ -1,0 +1,1001 @@
+/*
+ * The MaasCluster and MaasMachine reconcilers against kube-sim (management and workload)
+ * and maas-sim over real loopback TLS/HTTP. The test plays the CAPI core controllers: it
+ * creates the Cluster, Machine, bootstrap Secret and kubeconfig Secret itself, and checks
+ * what the provider writes into Kubernetes and MAAS (upstream-capmaas.md R1–R16, beyond.md
+ * B2–B5).
+ */
+#include <glob.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+
+#include "base64.h"
+#include "config.h"
+#include "err.h"
+#include "kube_client.h"
+#include "log.h"
+#include "maas_client.h"
+#include "provider.h"
+#include "simproc.h"
+#include "testutil.h"
+#include "xalloc.h"
+
+#define MAAS_KEY "ck1:tk1:ts1"
+#define WAIT_MS  20000
+
+struct fx {
+        char dir[256];
+        struct simproc mgmt, workload, maas_sim;
+        struct kube_config kcfg, wcfg;
+        struct kube_client *kube, *wl;
+        struct maas_config mcfg;
+        struct http_transport *mt;
+        struct maas_client *maas;
+        struct config *cfg;
+        struct provider *prov;
+        char maas_root[256]; /* http://127.0.0.1:N */
+        char ns[32];
+};
+
+static struct fx *G; /* the group fixture */
+
+#define OR(a, b) ((a) ? (a) : (b))
+static unsigned ns_seq;
+
+/* --- small helpers ---------------------------------------------------------------------- */
+
+static cJSON *parse(const char *fmt, ...) PRINTF_LIKE(1, 2);
+
+static cJSON *parse(const char *fmt, ...)
+{
+        va_list ap;
+        char *s;
+        cJSON *o;
+
+        va_start(ap, fmt);
+        s = xvasprintf(fmt, ap);
+        va_end(ap);
+        o = cJSON_Parse(s);
+        if (!o)
+                fail_msg("bad JSON in test: %s", s);
+        free(s);
+        return o;
+}
+
+static const cJSON *at(const cJSON *o, const char *path)
+{
+        char buf[256], *save = NULL, *tok;
+
+        snprintf(buf, sizeof(buf), "%s", path);
+        for (tok = strtok_r(buf, ".", &save); o && tok; tok = strtok_r(NULL, ".", &save))
+                o = cJSON_GetObjectItemCaseSensitive(o, tok);
+        return o;
+}
+
+static const char *at_str(const cJSON *o, const char *path)
+{
+        const cJSON *x = at(o, path);
+
+        return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+static const cJSON *condition(const cJSON *o, const char *type)
+{
+        const cJSON *c;
+
+        cJSON_ArrayForEach (c, at(o, "status.conditions")) {
+                const char *t = at_str(c, "type");
+
+                if (t && strcmp(t, type) == 0)
+                        return c;
+        }
+        return NULL;
+}
+
+static bool cond_is(const cJSON *o, const char *type, const char *status, const char *reason)
+{
+        const cJSON *c = condition(o, type);
+
+        return c && strcmp(OR(at_str(c, "status"), ""), status) == 0 &&
+               (!reason || strcmp(OR(at_str(c, "reason"), ""), reason) == 0);
+}
+
+static void sleep_ms(unsigned ms)
+{
+        usleep(ms * 1000u);
+}
+
+static cJSON *get(const struct kube_resource *r, const char *name)
+{
+        cJSON *o = NULL;
+
+        if (kube_get(G->kube, r, G->ns, name, &o, NULL) != 0)
+                return NULL;
+        return o;
+}
+
+typedef bool pred_fn(const cJSON *o, const void *arg);
+
+/* Polls r/name until pred holds (or the object is gone when pred is NULL). */
+static cJSON *wait_obj(const struct kube_resource *r,
+                       const char *name,
+                       pred_fn *pred,
+                       const void *arg)
+{
+        for (unsigned t = 0; t < WAIT_MS; t += 50) {
+                cJSON *o = get(r, name);
+
+                if (!pred && !o)
+                        return NULL;
+                if (pred && o && pred(o, arg))
+                        return o;
+                cJSON_Delete(o);
+                sleep_ms(50);
+        }
+        fail_msg("timed out waiting for %s %s/%s", r->kind, G->ns, name);
+        return NULL;
+}
+
+static bool pred_ready(const cJSON *o, const void *arg)
+{
+        (void)arg;
+        return cJSON_IsTrue(at(o, "status.ready"));
+}
+
+static bool pred_unpowered(const cJSON *o, const void *arg)
+{
+        (void)arg;
+        return cJSON_IsFalse(at(o, "status.machinePowered"));
+}
+
+static bool pred_cond_reason(const cJSON *o, const void *arg)
+{
+        const char *const *tr = arg; /* { type, status, reason } */
+
+        return cond_is(o, tr[0], tr[1], tr[2]);
+}
+
+static void create(const struct kube_resource *r, cJSON *obj)
+{
+        struct kube_error e = { 0 };
+        int err = kube_create(G->kube, r, G->ns, obj, NULL, &e);
+
+        if (err)
+                fail_msg("create %s: %s %s", r->kind, cm_strerror(err), OR(e.message, ""));
+        kube_error_release(&e);
+        cJSON_Delete(obj);
+}
+
+static void patch_status(const struct kube_resource *r, const char *name, const char *patch)
+{
+        assert_int_equal(
+                kube_patch(G->kube, r, G->ns, name, "status", KUBE_PATCH_MERGE, patch, NULL, NULL),
+                0);
+}
+
+static void patch_main(const struct kube_resource *r, const char *name, const char *patch)
+{
+        assert_int_equal(
+                kube_patch(G->kube, r, G->ns, name, NULL, KUBE_PATCH_MERGE, patch, NULL, NULL), 0);
+}
+
+/* --- simulators ------------------------------------------------------------------------- */
+
+static cJSON *maas_admin(const char *method, const char *path, const char *body)
+{
+        char url[512];
+        struct test_http_result res = { 0 };
+        cJSON *doc = NULL;
+
+        snprintf(url, sizeof(url), "%s/_sim/%s", G->maas_root, path);
+        if (test_http_do(&(struct test_http){ .method = method,
+                                              .url = url,
+                                              .body = body,
+                                              .content_type = body ? "application/json" : NULL },
+                         &res) == 0)
+                doc = cJSON_Parse(res.body ? res.body : "");
+        test_http_result_release(&res);
+        return doc;
+}
+
+static void kube_fault(const char *body)
+{
+        char url[512], ca[512];
+        struct test_http_result res = { 0 };
+
+        snprintf(url, sizeof(url), "%s/_sim/faults", G->mgmt.url);
+        snprintf(ca, sizeof(ca), "%s", G->kcfg.ca_file);
+        assert_int_equal(test_http_do(&(struct test_http){ .method = "POST",
+                                                           .url = url,
+                                                           .body = body,
+                                                           .content_type = "application/json",
+                                                           .ca_file = ca,
+                                                           .bearer = G->kcfg.token },
+                                      &res),
+                         0);
+        assert_int_equal(res.status, 200);
+        test_http_result_release(&res);
+}
+
+static void start_kube_sim(struct simproc *s, const char *sub, struct kube_config *cfg)
+{
+        char dir[300], kc[320];
+        char *msg = NULL;
+
+        snprintf(dir, sizeof(dir), "%s/%s", G->dir, sub);
+        assert_int_equal(test_sh("mkdir -p %s", dir), 0);
+        assert_int_equal(simproc_start(s, "kube-sim",
+                                       (const char *const[]){ "--port", "0", "--dir", dir, NULL }),
+                         0);
+        snprintf(kc, sizeof(kc), "%s/kubeconfig", dir);
+        assert_int_equal(kube_config_from_kubeconfig(kc, NULL, cfg, &msg), 0);
+        free(msg);
+}
+
+static void start_maas_sim(void)
+{
+        char inv[512];
+        char *msg = NULL;
+        char *end;
+
+        snprintf(inv, sizeof(inv), "%s/tests/sim/maas/inventory-sample.yaml",
+                 test_env("CAPMAAS_SOURCE_DIR"));
+        assert_int_equal(
+                simproc_start(&G->maas_sim, "maas-sim",
+                              (const char *const[]){ "--port", "0", "--inventory", inv, "--api-key",
+                                                     MAAS_KEY, "--deploy-seconds", "0.3",
+                                                     "--release-seconds", "0.1", NULL }),
+                0);
+        snprintf(G->maas_root, sizeof(G->maas_root), "%s", G->maas_sim.url);
+        end = strstr(G->maas_root, "/MAAS");
+        if (end)
+                *end = '\0';
+        assert_int_equal(maas_config_parse(G->maas_sim.url, MAAS_KEY, &G->mcfg, &msg), 0);
+        free(msg);
+        assert_int_equal(http_transport_curl_new(&(struct http_transport_opts){ 0 }, &G->mt), 0);
+        assert_int_equal(
+                maas_client_new(&(struct maas_client_opts){ .cfg = &G->mcfg, .transport = G->mt },
+                                &G->maas),
+                0);
+}
+
+/* Installs every CRD document of a YAML file with a server-side apply (kube-sim reads YAML). */
+static void install_crds(const char *path)
+{
+        char *text = NULL, *doc, *next;
+        size_t len = 0;
+        FILE *f = fopen(path, "rb");
+
+        assert_non_null(f);
+        text = xmalloc(1 << 20);
+        len = fread(text, 1, (1 << 20) - 1, f);
+        text[len] = '\0';
+        fclose(f);
+        for (doc = text; doc; doc = next) {
+                char name[256];
+                const char *m;
+
+                next = strstr(doc, "\n---");
+                if (next) {
+                        *next = '\0';
+                        next += 4;
+                }
+                m = strstr(doc, "\nmetadata:\n  name: ");
+                if (!m || sscanf(m, "\nmetadata:\n  name: %255s", name) != 1)
+                        continue;
+                {
+                        struct kube_error e = { 0 };
+                        int err = kube_patch(G->kube, &KUBE_RES_CRDS, NULL, name, NULL,
+                                             KUBE_PATCH_APPLY, doc, NULL, &e);
+
+                        if (err)
+                                fail_msg("apply CRD %s: %s", name, OR(e.message, "?"));
+                        kube_error_release(&e);
+                }
+        }
+        free(text);
+}
+
+static void install_all_crds(void)
+{
+        char pat[512];
+        glob_t g;
+
+        snprintf(pat, sizeof(pat), "%s/config/crd/bases/*.yaml", test_env("CAPMAAS_SOURCE_DIR"));
+        assert_int_equal(glob(pat, 0, NULL, &g), 0);
+        for (size_t i = 0; i < g.gl_pathc; i++)
+                install_crds(g.gl_pathv[i]);
+        globfree(&g);
+        snprintf(pat, sizeof(pat), "%s/tests/sim/capi/crds.yaml", test_env("CAPMAAS_SOURCE_DIR"));
+        install_crds(pat);
+        sleep_ms(200); /* CRD establishment */
+}
+
+/* A Node in the workload API for every machine of the inventory (kubelet joining). */
+static void create_workload_nodes(void)
+{
+        struct maas_node_list l = { 0 };
+
+        assert_int_equal(maas_list_machines(G->maas, NULL, &l, NULL), 0);
+        for (size_t i = 0; i < l.n; i++) {
+                cJSON *n = parse("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":"
+                                 "\"%s\"}}",
+                                 l.items[i].hostname);
+
+                /* fresh per test: no providerID left over from an earlier one */
+                (void)!kube_delete(G->wl, &KUBE_RES_NODES, NULL, l.items[i].hostname, NULL, NULL);
+                assert_int_equal(kube_create(G->wl, &KUBE_RES_NODES, NULL, n, NULL, NULL), 0);
+                cJSON_Delete(n);
+        }
+        maas_node_list_release(&l);
+}
+
+static void start_provider(const char *const *extra)
+{
+        const char *argv[32] = { "capmaas", "--deploy-timeout",      "30s", "--sync-period",
+                                 "10m",     "--machine-concurrency", "4",   "--namespace",
+                                 G->ns };
+        char *env[] = { NULL };
+        char *msg = NULL;
+        size_t n = 9;
+
+        for (; extra && *extra && n < 31; extra++)
+                argv[n++] = *extra;
+        assert_int_equal(config_load((int)n, (char *const *)(uintptr_t)argv, env, &G->cfg, &msg),
+                         0);
+        free(msg);
+        assert_int_equal(provider_new(&(struct provider_opts){ .cfg = G->cfg,
+                                                               .kube = &G->kcfg,
+                                                               .maas = &G->mcfg },
+                                      &G->prov),
+                         0);
+        assert_int_equal(provider_start(G->prov), 0);
+}
+
+static void stop_provider(void)
+{
+        G->prov = provider_free(G->prov);
+        G->cfg = config_free(G->cfg);
+}
+
+static int group_setup(void **state)
+{
+        G = xcalloc(1, sizeof(*G));
+        log_setup(LOG_FORMAT_TEXT, 0, 2);
+        test_mkdtemp(G->dir, sizeof(G->dir));
+        start_kube_sim(&G->mgmt, "mgmt", &G->kcfg);
+        start_kube_sim(&G->workload, "workload", &G->wcfg);
+        assert_int_equal(
+                kube_client_new(&(struct kube_client_opts){ .config = &G->kcfg }, &G->kube), 0);
+        assert_int_equal(kube_client_new(&(struct kube_client_opts){ .config = &G->wcfg }, &G->wl),
+                         0);
+        install_all_crds();
+        *state = G;
+        return 0;
+}
+
+static int group_teardown(void **state)
+{
+        (void)state;
+        kube_client_free(G->kube);
+        kube_client_free(G->wl);
+        kube_config_release(&G->kcfg);
+        kube_config_release(&G->wcfg);
+        simproc_stop(&G->mgmt);
+        simproc_stop(&G->workload);
+        test_sh("rm -rf %s", G->dir);
+        free(G);
+        return 0;
+}
+
+/* Each test: a fresh MAAS, a fresh namespace, a fresh provider. */
+static int setup(void **state)
+{
+        cJSON *ns;
+
+        (void)state;
+        start_maas_sim();
+        create_workload_nodes();
+        snprintf(G->ns, sizeof(G->ns), "t%u", ++ns_seq);
+        ns = parse("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}",
+                   G->ns);
+        assert_int_equal(kube_create(G->kube, &KUBE_RES_NAMESPACES, NULL, ns, NULL, NULL), 0);
+        cJSON_Delete(ns);
+        start_provider(NULL);
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        stop_provider();
+        maas_client_free(G->maas);
+        http_transport_free(G->mt);
+        maas_config_release(&G->mcfg);
+        simproc_stop(&G->maas_sim);
+        return 0;
+}
+
+/* --- the CAPI side, played by the test ------------------------------------------------------ */
+
+static const char *UID_OF(const struct kube_resource *r, const char *name, char out[64])
+{
+        cJSON *o = get(r, name);
+
+        assert_non_null(o);
+        snprintf(out, 64, "%s", at_str(o, "metadata.uid"));
+        cJSON_Delete(o);
+        return out;
+}
+
+static void make_cluster(const char *name, bool infra_ready)
+{
+        char uid[64];
+
+        create(&KUBE_RES_CLUSTERS,
+               parse("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
+                     "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"clusterNetwork\":"
+                     "{\"apiServerPort\":6443},\"infrastructureRef\":{\"apiVersion\":"
+                     "\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"MaasCluster\","
+                     "\"name\":\"%s\"}}}",
+                     name, name));
+        create(&KUBE_RES_MAASCLUSTERS,
+               parse("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                     "\"MaasCluster\",\"metadata\":{\"name\":\"%s\",\"labels\":{\"cluster.x-k8s."
+                     "io/cluster-name\":\"%s\"},\"ownerReferences\":[{\"apiVersion\":\"cluster."
+                     "x-k8s.io/v1beta1\",\"kind\":\"Cluster\",\"name\":\"%s\",\"uid\":\"%s\"}]},"
+                     "\"spec\":{\"dnsDomain\":\"maas\",\"failureDomains\":[\"az1\",\"az2\"]}}",
+                     name, name, name, UID_OF(&KUBE_RES_CLUSTERS, name, uid)));
+        if (infra_ready)
+                patch_status(&KUBE_RES_CLUSTERS, name,
+                             "{\"status\":{\"infrastructureReady\":true,\"initialization\":"
+                             "{\"infrastructureProvisioned\":true}}}");
+}
+
+static void make_kubeconfig_secret(const char *cluster)
+{
+        char path[300];
+        char *text = xmalloc(1 << 16), *b64;
+        FILE *f;
+        size_t n;
+
+        snprintf(path, sizeof(path), "%s/workload/kubeconfig", G->dir);
+        f = fopen(path, "rb");
+        assert_non_null(f);
+        n = fread(text, 1, (1 << 16) - 1, f);
+        fclose(f);
+        b64 = base64_encode(text, n);
+        create(&KUBE_RES_SECRETS,
+               parse("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
+                     "\"%s-kubeconfig\"},\"data\":{\"value\":\"%s\"}}",
+                     cluster, b64));
+        free(b64);
+        free(text);
+}
+
+struct mm_spec {
+        const char *extra_spec; /* JSON members for the MaasMachine spec, or NULL */
+        bool control_plane;
+        bool bootstrap;
+};
+
+static void make_machine(const char *cluster, const char *name, const struct mm_spec *s)
+{
+        char uid[64], *b64 = base64_encode("#cloud-config\nruncmd: [echo hi]\n", 32);
+        const char *cp = s->control_plane ? ",\"cluster.x-k8s.io/control-plane\":\"\"" : "";
+
+        create(&KUBE_RES_SECRETS,
+               parse("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
+                     "\"%s-bootstrap\"},\"data\":{\"value\":\"%s\"}}",
+                     name, b64));
+        create(&KUBE_RES_MACHINES,
+               parse("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Machine\","
+                     "\"metadata\":{\"name\":\"%s\",\"labels\":{\"cluster.x-k8s.io/cluster-name\":"
+                     "\"%s\"%s}},\"spec\":{\"clusterName\":\"%s\",\"bootstrap\":{%s%s%s},"
+                     "\"infrastructureRef\":{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/"
+                     "v1beta1\",\"kind\":\"MaasMachine\",\"name\":\"%s\"}}}",
+                     name, cluster, cp, cluster, s->bootstrap ? "\"dataSecretName\":\"" : "",
+                     s->bootstrap ? name : "", s->bootstrap ? "-bootstrap\"" : "", name));
+        create(&KUBE_RES_MAASMACHINES,
+               parse("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                     "\"MaasMachine\",\"metadata\":{\"name\":\"%s\",\"labels\":{\"cluster.x-k8s."
+                     "io/cluster-name\":\"%s\"%s},\"ownerReferences\":[{\"apiVersion\":\"cluster."
+                     "x-k8s.io/v1beta1\",\"kind\":\"Machine\",\"name\":\"%s\",\"uid\":\"%s\"}]},"
+                     "\"spec\":{\"image\":\"ubuntu/jammy\",\"minCPU\":1,\"minMemory\":1024%s%s}}",
+                     name, cluster, cp, name, UID_OF(&KUBE_RES_MACHINES, name, uid),
+                     s->extra_spec ? "," : "", s->extra_spec ? s->extra_spec : ""));
+        free(b64);
+}
+
+static void delete_obj(const struct kube_resource *r, const char *name)
+{
+        assert_int_equal(kube_delete(G->kube, r, G->ns, name, NULL, NULL), 0);
+}
+
+/* MAAS's view of one machine. */
+static cJSON *maas_machine(const char *sid)
+{
+        cJSON *st = maas_admin("GET", "state", NULL);
+        cJSON *m, *out = NULL;
+
+        cJSON_ArrayForEach (m, at(st, "machines")) {
+                if (strcmp(OR(at_str(m, "system_id"), ""), sid) == 0) {
+                        out = cJSON_Duplicate(m, true);
+                        break;
+                }
+        }
+        cJSON_Delete(st);
+        return out;
+}
+
+/* Number of MAAS machines not Ready (allocated, deploying, deployed, ...). */
+static int maas_in_use(void)
+{
+        cJSON *st = maas_admin("GET", "state", NULL);
+        const cJSON *m;
+        int n = 0;
+
+        cJSON_ArrayForEach (m, at(st, "machines")) {
+                const char *s = at_str(m, "status_name");
+
+                n += s && strcmp(s, "Ready") != 0;
+        }
+        cJSON_Delete(st);
+        return n;
+}
+
+static int maas_count_requests(const char *needle)
+{
+        cJSON *log = maas_admin("GET", "requests", NULL);
+        char *text = log ? cJSON_PrintUnformatted(log) : NULL;
+        int n = 0;
+
+        for (const char *p = text; p && (p = strstr(p, needle)) != NULL; p++)
+                n++;
+        free(text);
+        cJSON_Delete(log);
+        return n;
+}
+
+/* Events in the test namespace with this reason. */
+static int events_with(const char *reason)
+{
+        cJSON *l = NULL;
+        const cJSON *e;
+        int n = 0;
+
+        if (kube_list(G->kube, &KUBE_RES_EVENTS, G->ns, NULL, &l, NULL) != 0)
+                return 0;
+        cJSON_ArrayForEach (e, at(l, "items")) {
+                const char *r = at_str(e, "reason");
+
+                n += r && strcmp(r, reason) == 0;
+        }
+        cJSON_Delete(l);
+        return n;
+}
+
+static void wait_event(const char *reason)
+{
+        for (unsigned t = 0; t < WAIT_MS; t += 100) {
+                if (events_with(reason) > 0)
+                        return;
+                sleep_ms(100);
+        }
+        fail_msg("no %s event", reason);
+}
+
+static bool record_has(const char *fqdn, const char *ip)
+{
+        cJSON *st = maas_admin("GET", "state", NULL);
+        const cJSON *d, *i;
+        bool found = false;
+
+        cJSON_ArrayForEach (d, at(st, "dnsresources")) {
+                if (strcmp(OR(at_str(d, "fqdn"), ""), fqdn) != 0)
+                        continue;
+                found = !ip;
+                cJSON_ArrayForEach (i, at(d, "ips"))
+                        found = found ||
+                                (cJSON_IsString(i) && strcmp(i->valuestring, OR(ip, "")) == 0);
+        }
+        cJSON_Delete(st);
+        return found;
+}
+
+static int n_records(void)
+{
+        cJSON *st = maas_admin("GET", "state", NULL);
+        int n = cJSON_GetArraySize(at(st, "dnsresources"));
+
+        cJSON_Delete(st);
+        return n;
+}
+
+static char *ready_cluster(const char *name)
+{
+        cJSON *mc;
+        char *host;
+
+        make_cluster(name, true);
+        make_kubeconfig_secret(name);
+        mc = wait_obj(&KUBE_RES_MAASCLUSTERS, name, pred_ready, NULL);
+        host = xstrdup(at_str(mc, "spec.controlPlaneEndpoint.host"));
+        cJSON_Delete(mc);
+        return host;
+}
+
+static char *ready_machine(const char *cluster, const char *name, const struct mm_spec *s)
+{
+        cJSON *mm;
+        char *sid;
+
+        make_machine(cluster, name, s);
+        mm = wait_obj(&KUBE_RES_MAASMACHINES, name, pred_ready, NULL);
+        sid = xstrdup(at_str(mm, "spec.systemID"));
+        cJSON_Delete(mm);
+        return sid;
+}
+
+/* --- MaasCluster -------------------------------------------------------------------------- */
+
+/* R1, R2: finalizer, DNS record with TTL 10 named <cluster>-<6 hex>.<domain>, endpoint,
+ * ready and provisioned; an unowned MaasCluster is left alone. */
+static void test_cluster__endpoint_record_and_ready(void **state)
+{
+        cJSON *mc, *lone;
+        const char *host;
+        char want[64];
+
+        (void)state;
+        create(&KUBE_RES_MAASCLUSTERS,
+               parse("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                     "\"MaasCluster\",\"metadata\":{\"name\":\"lonely\"},\"spec\":{\"dnsDomain\":"
+                     "\"maas\"}}"));
+        make_cluster("c1", true);
+        mc = wait_obj(&KUBE_RES_MAASCLUSTERS, "c1", pred_ready, NULL);
+        host = at_str(mc, "spec.controlPlaneEndpoint.host");
+        assert_non_null(host);
+        assert_int_equal(strlen(host), strlen("c1-abcdef.maas"));
+        snprintf(want, sizeof(want), "%.3s", host);
+        assert_string_equal(want, "c1-");
+        assert_string_equal(host + 9, ".maas");
+        assert_true(cJSON_IsTrue(at(mc, "status.initialization.provisioned")));
+        assert_int_equal((int)at(mc, "spec.controlPlaneEndpoint.port")->valuedouble, 6443);
+        assert_true(cond_is(mc, "LoadBalancerReady", "True", "LoadBalancerReady"));
+        assert_string_equal(at_str(mc, "status.network.dnsName"), host);
+        assert_string_equal(cJSON_GetArrayItem(at(mc, "metadata.finalizers"), 0)->valuestring,
+                            "maascluster.infrastructure.cluster.x-k8s.io");
+        assert_string_equal(at_str(cJSON_GetArrayItem(at(mc, "status.failureDomains"), 1), "name"),
+                            "az2");
+        assert_true(record_has(host, NULL));
+        assert_int_equal(n_records(), 1);
+        lone = get(&KUBE_RES_MAASCLUSTERS, "lonely");
+        assert_null(at(lone, "metadata.finalizers"));
+        assert_null(at(lone, "status"));
+        cJSON_Delete(lone);
+        cJSON_Delete(mc);
+}
+
+/* R3, R4, R5, B1: the record follows the control planes; a deleting control plane waits
+ * for its IP to leave the record before release; the cluster waits for its machines, then
+ * deletes the record. MAAS ends as it was found. */
+static void test_cluster__record_follows_control_planes_and_is_deleted(void **state)
+{
+        char *host = ready_cluster("c2");
+        char *sid = ready_machine("c2", "cp0",
+                                  &(struct mm_spec){ .control_plane = true, .bootstrap = true });
+        cJSON *node = maas_machine(sid), *mm;
+        const char *ip = at_str(cJSON_GetArrayItem(at(node, "ips"), 0), "");
+        const char *tr[] = { "DNSAttached", "True", "DNSAttached" };
+
+        (void)state;
+        (void)ip;
+        mm = wait_obj(&KUBE_RES_MAASMACHINES, "cp0", pred_cond_reason, tr);
+        assert_true(cJSON_IsTrue(at(mm, "status.dnsAttached")));
+        assert_true(record_has(
+                host, at_str(cJSON_GetArrayItem(at(mm, "status.addresses"), 1), "address")));
+        cJSON_Delete(mm);
+        delete_obj(&KUBE_RES_MAASCLUSTERS, "c2");
+        sleep_ms(300);
+        mm = get(&KUBE_RES_MAASCLUSTERS, "c2");
+        assert_non_null(mm); /* held by its finalizer while cp0 exists */
+        cJSON_Delete(mm);
+        delete_obj(&KUBE_RES_MAASMACHINES, "cp0");
+        wait_obj(&KUBE_RES_MAASMACHINES, "cp0", NULL, NULL);
+        wait_obj(&KUBE_RES_MAASCLUSTERS, "c2", NULL, NULL);
+        assert_int_equal(n_records(), 0);
+        assert_true(events_with("SuccessfulRelease") >= 1);
+        for (unsigned t = 0; t < 5000 && maas_in_use() > 0; t += 50)
+                sleep_ms(50);
+        assert_int_equal(maas_in_use(), 0);
+        cJSON_Delete(node);
+        free(sid);
+        free(host);
+}
+
+/* --- MaasMachine --------------------------------------------------------------------------- */
+
+/* R6, R7: no MAAS call before the cluster infrastructure and the bootstrap data exist. */
+static void test_machine__waits_for_infrastructure_and_bootstrap_data(void **state)
+{
+        const char *infra[] = { "MachineDeployed", "False", "WaitingForClusterInfrastructure" };
+        const char *boot[] = { "MachineDeployed", "False", "WaitingForBootstrapData" };
+        cJSON *mm;
+
+        (void)state;
+        make_cluster("c3", false);
+        make_kubeconfig_secret("c3");
+        make_machine("c3", "w0", &(struct mm_spec){ .bootstrap = false });
+        cJSON_Delete(wait_obj(&KUBE_RES_MAASMACHINES, "w0", pred_cond_reason, infra));
+        patch_status(&KUBE_RES_CLUSTERS, "c3",
+                     "{\"status\":{\"infrastructureReady\":true,\"initialization\":"
+                     "{\"infrastructureProvisioned\":true}}}");
+        cJSON_Delete(wait_obj(&KUBE_RES_MAASMACHINES, "w0", pred_cond_reason, boot));
+        assert_int_equal(maas_count_requests("\"op\":\"allocate\""), 0);
+        patch_main(&KUBE_RES_MACHINES, "w0",
+                   "{\"spec\":{\"bootstrap\":{\"dataSecretName\":\"w0-bootstrap\"}}}");
+        mm = wait_obj(&KUBE_RES_MAASMACHINES, "w0", pred_ready, NULL);
+        assert_true(cond_is(mm, "MachineDeployed", "True", "MachineDeployed"));
+        cJSON_Delete(mm);
+}
+
+/* R8, R11 (Deployed), R13, B2: allocate with every constraint and our stamp, providerID
+ * persisted, swap off, deploy with the bootstrap data; ready; the Node gets the providerID. */
+static void test_machine__deploys_with_constraints_and_sets_node_provider_id(void **state)
+{
+        char *sid, pid[128], uid[64];
+        cJSON *mm, *node, *wnode = NULL;
+
+        (void)state;
+        free(ready_cluster("c4"));
+        sid = ready_machine("c4", "w1",
+                            &(struct mm_spec){ .bootstrap = true,
+                                               .extra_spec =
+                                                       "\"resourcePool\":\"capi\","
+                                                       "\"tags\":[\"ssd\",\"control-plane\"]" });
+        mm = get(&KUBE_RES_MAASMACHINES, "w1");
+        node = maas_machine(sid);
+        /* every tag counts: the only capi machine with ssd AND control-plane */
+        assert_string_equal(sid, "gfkk07");
+        snprintf(pid, sizeof(pid), "maas:///%s/%s", at_str(node, "zone"), sid);
+        assert_string_equal(at_str(mm, "spec.providerID"), pid);
+        assert_string_equal(at_str(node, "status_name"), "Deployed");
+        assert_string_equal(at_str(node, "pool"), "capi");
+        assert_string_equal(at_str(node, "agent_name"), UID_OF(&KUBE_RES_MAASMACHINES, "w1", uid));
+        assert_string_equal(at_str(node, "owner_data.capmaas-machine"), "w1");
+        assert_string_equal(at_str(node, "osystem"), "ubuntu");
+        assert_string_equal(at_str(node, "distro_series"), "jammy");
+        assert_non_null(at_str(node, "user_data"));
+        assert_string_equal(at_str(mm, "status.machineState"), "Deployed");
+        assert_true(cJSON_IsTrue(at(mm, "status.initialization.provisioned")));
+        for (unsigned t = 0; t < WAIT_MS; t += 50) {
+                cJSON_Delete(wnode);
+                wnode = NULL;
+                assert_int_equal(kube_get(G->wl, &KUBE_RES_NODES, NULL, at_str(node, "hostname"),
+                                          &wnode, NULL),
+                                 0);
+                if (at_str(wnode, "spec.providerID"))
+                        break;
+                sleep_ms(50);
+        }
+        assert_string_equal(at_str(wnode, "spec.providerID"), pid);
+        assert_int_equal(maas_count_requests("\"op\":\"allocate\""), 1);
+        cJSON_Delete(wnode);
+        cJSON_Delete(node);
+        cJSON_Delete(mm);
+        free(sid);
+}
+
+/* B2: the providerID write is lost after allocate (kube-sim rejects it) → the next pass
+ * adopts the stamped machine instead of allocating a second one. */
+static void test_machine__adopts_stamped_machine_after_lost_write(void **state)
+{
+        const char *boot[] = { "MachineDeployed", "False", "WaitingForBootstrapData" };
+        char *sid;
+        cJSON *mm, *node;
+
+        (void)state;
+        free(ready_cluster("c5"));
+        make_machine("c5", "w2", &(struct mm_spec){ .bootstrap = false });
+        cJSON_Delete(wait_obj(&KUBE_RES_MAASMACHINES, "w2", pred_cond_reason, boot));
+        kube_fault("{\"failNext\":{\"method\":\"PATCH\",\"pathContains\":\"/maasmachines/w2\","
+                   "\"count\":2}}");
+        patch_main(&KUBE_RES_MACHINES, "w2",
+                   "{\"spec\":{\"bootstrap\":{\"dataSecretName\":\"w2-bootstrap\"}}}");
+        mm = wait_obj(&KUBE_RES_MAASMACHINES, "w2", pred_ready, NULL);
+        sid = xstrdup(at_str(mm, "spec.systemID"));
+        node = maas_machine(sid);
+        assert_string_equal(at_str(node, "status_name"), "Deployed");
+        assert_int_equal(maas_count_requests("\"op\":\"allocate\""), 1);
+        assert_int_equal(maas_in_use(), 1);
+        cJSON_Delete(node);
+        cJSON_Delete(mm);
+        free(sid);
+}
+
+/* B3, R9: a machine whose deploy fails in MAAS is released and replaced by another. */
+static void test_machine__failed_deployment_is_replaced(void **state)
+{
+        struct maas_node_list l = { 0 };
+        const struct maas_node *cheapest = NULL;
+        char body[256], *sid, *bad;
+        cJSON *node;
+
+        (void)state;
+        assert_int_equal(
+                maas_list_machines(G->maas, &(struct maas_node_filter){ .pool = "capi" }, &l, NULL),
+                0);
+        for (size_t i = 0; i < l.n; i++) {
+                double c = l.items[i].cpu_count + (double)l.items[i].memory_mib / 1024;
+
+                if (!cheapest || c < cheapest->cpu_count + (double)cheapest->memory_mib / 1024)
+                        cheapest = &l.items[i];
+        }
+        bad = xstrdup(cheapest->system_id);
+        maas_node_list_release(&l);
+        snprintf(body, sizeof(body), "{\"fail_deploy\":[\"%s\"]}", bad);
+        cJSON_Delete(maas_admin("POST", "faults", body));
+        free(ready_cluster("c6"));
+        sid = ready_machine(
+                "c6", "w3",
+                &(struct mm_spec){ .bootstrap = true, .extra_spec = "\"resourcePool\":\"capi\"" });
+        assert_string_not_equal(sid, bad);
+        wait_event("MachineReplaced");
+        node = maas_machine(bad);
+        assert_true(strcmp(at_str(node, "status_name"), "Releasing") == 0 ||
+                    strcmp(at_str(node, "status_name"), "Ready") == 0);
+        assert_int_equal(maas_in_use() - (strcmp(at_str(node, "status_name"), "Releasing") == 0),
+                         1);
+        cJSON_Delete(node);
+        free(sid);
+        free(bad);
+}
+
+/* B4: an unknown BMC reading never powers a machine on; two confirmed offs power it on
+ * exactly once. B5: while the only control plane looks off, the record keeps its IP. */
+static void test_machine__power_policy_and_record_kept(void **state)
+{
+        char *host = ready_cluster("c7");
+        char *sid = ready_machine("c7", "cp1",
+                                  &(struct mm_spec){ .control_plane = true, .bootstrap = true });
+        const char *attached[] = { "DNSAttached", "True", "DNSAttached" };
+        char body[256];
+        cJSON *mm;
+        char *ip;
+
+        (void)state;
+        mm = wait_obj(&KUBE_RES_MAASMACHINES, "cp1", pred_cond_reason, attached);
+        ip = xstrdup(at_str(cJSON_GetArrayItem(at(mm, "status.addresses"), 1), "address"));
+        cJSON_Delete(mm);
+        /* MAAS believes it is off, the BMC cannot confirm */
+        snprintf(body, sizeof(body), "{\"bmc_unknown\":[\"%s\"],\"power_off\":[\"%s\"]}", sid, sid);
+        cJSON_Delete(maas_admin("POST", "faults", body));
+        provider_free(G->prov); /* restart: the fleet snapshot must not hide the change */
+        G->prov = NULL;
+        assert_int_equal(provider_new(&(struct provider_opts){ .cfg = G->cfg,
+                                                               .kube = &G->kcfg,
+                                                               .maas = &G->mcfg },
+                                      &G->prov),
+                         0);
+        assert_int_equal(provider_start(G->prov), 0);
+        wait_event("PowerStateUnknown");
+        assert_int_equal(maas_count_requests("\"op\":\"power_on\""), 0);
+        mm = wait_obj(&KUBE_RES_MAASMACHINES, "cp1", pred_unpowered, NULL);
+        cJSON_Delete(mm);
+        patch_main(&KUBE_RES_MAASMACHINES, "cp1",
+                   "{\"metadata\":{\"annotations\":{\"poke\":\"0\"}}}");
+        sleep_ms(500);                     /* let the cluster see the control plane down */
+        assert_true(record_has(host, ip)); /* B5: never emptied by a power blip */
+        snprintf(body, sizeof(body), "{\"clear\":true,\"power_off\":[\"%s\"]}", sid);
+        cJSON_Delete(maas_admin("POST", "faults", body));
+        patch_main(&KUBE_RES_MAASMACHINES, "cp1",
+                   "{\"metadata\":{\"annotations\":{\"poke\":\"1\"}}}");
+        wait_event("MachinePoweredOn");
+        assert_int_equal(maas_count_requests("\"op\":\"power_on\""), 1);
+        assert_true(record_has(host, ip));
+        free(ip);
+        free(sid);
+        free(host);
+}
+
+/* clusterctl move: delete-for-move removes the finalizer and releases nothing. */
+static void test_machine__delete_for_move_releases_nothing(void **state)
+{
+        char *sid;
+        cJSON *node;
+
+        (void)state;
+        free(ready_cluster("c8"));
+        sid = ready_machine("c8", "w4", &(struct mm_spec){ .bootstrap = true });
+        patch_main(&KUBE_RES_MAASMACHINES, "w4",
+                   "{\"metadata\":{\"annotations\":{\"clusterctl.cluster.x-k8s.io/"
+                   "delete-for-move\":\"\"}}}");
+        delete_obj(&KUBE_RES_MAASMACHINES, "w4");
+        wait_obj(&KUBE_RES_MAASMACHINES, "w4", NULL, NULL);
+        node = maas_machine(sid);
+        assert_string_equal(at_str(node, "status_name"), "Deployed");
+        assert_int_equal(maas_count_requests("\"op\":\"release\""), 0);
+        cJSON_Delete(node);
+        free(sid);
+}
+
+/* R16: a paused cluster's machines are left untouched. */
+static void test_machine__paused_cluster_is_left_alone(void **state)
+{
+        cJSON *mm;
+
+        (void)state;
+        free(ready_cluster("c9"));
+        patch_main(&KUBE_RES_CLUSTERS, "c9", "{\"spec\":{\"paused\":true}}");
+        sleep_ms(200);
+        make_machine("c9", "w5", &(struct mm_spec){ .bootstrap = true });
+        sleep_ms(1500); /* a negative check: nothing may happen */
+        mm = get(&KUBE_RES_MAASMACHINES, "w5");
+        assert_null(at(mm, "metadata.finalizers"));
+        assert_null(at(mm, "status"));
+        assert_int_equal(maas_count_requests("\"op\":\"allocate\""), 0);
+        cJSON_Delete(mm);
+        patch_main(&KUBE_RES_CLUSTERS, "c9", "{\"spec\":{\"paused\":false}}");
+        cJSON_Delete(wait_obj(&KUBE_RES_MAASMACHINES, "w5", pred_ready, NULL));
+}
+
+/* §7.3 fixed: a providerID naming a machine MAAS no longer has is replaced, not wedged;
+ * deleting such a MaasMachine does not wait (§7.10). */
+static void test_machine__vanished_machine_is_replaced(void **state)
+{
+        cJSON *mm;
+
+        (void)state;
+        free(ready_cluster("c10"));
+        make_machine("c10", "w6",
+                     &(struct mm_spec){ .bootstrap = true,
+                                        .extra_spec = "\"providerID\":\"maas:///az1/gone00\","
+                                                      "\"systemID\":\"gone00\"" });
+        mm = wait_obj(&KUBE_RES_MAASMACHINES, "w6", pred_ready, NULL);
+        assert_string_not_equal(at_str(mm, "spec.systemID"), "gone00");
+        assert_true(events_with("MachineNotFound") >= 1);
+        cJSON_Delete(mm);
+        delete_obj(&KUBE_RES_MAASMACHINES, "w6");
+        wait_obj(&KUBE_RES_MAASMACHINES, "w6", NULL, NULL);
+        assert_true(events_with("SuccessfulRelease") >= 1);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_cluster__endpoint_record_and_ready, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_cluster__record_follows_control_planes_and_is_deleted, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_machine__waits_for_infrastructure_and_bootstrap_data, setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_machine__deploys_with_constraints_and_sets_node_provider_id, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_machine__adopts_stamped_machine_after_lost_write, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_machine__failed_deployment_is_replaced, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_machine__power_policy_and_record_kept, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_machine__delete_for_move_releases_nothing,
+                                                setup, teardown),
+                cmocka_unit_test_setup_teardown(test_machine__paused_cluster_is_left_alone, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_machine__vanished_machine_is_replaced, setup,
+                                                teardown),
+        };
+
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

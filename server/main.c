@@ -8,6 +8,7 @@
  * This is the only file that sees both the webhooks and the reconcile libraries.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +24,15 @@
 #include "err.h"
 #include "health.h"
 #include "http_server.h"
+#include "kube_client.h"
+#include "leader.h"
 #include "log.h"
 #include "maas_client.h"
 #include "maas_inventory.h"
 #include "metrics.h"
 #include "parse.h"
 #include "process_metrics.h"
+#include "provider.h"
 #include "router.h"
 #include "webhooks.h"
 #include "xalloc.h"
@@ -58,6 +62,7 @@ struct app {
         struct http_server *metrics_srv; /* owned */
         struct http_observer observer;
         struct maas_inventory *inventory; /* owned; NULL when the MAAS checks are off */
+        struct controllers *ctl;          /* owned; NULL with --webhooks-only */
         struct webhooks *hooks;           /* owned */
         struct path_series paths[16];
         size_t n_paths;
@@ -333,6 +338,135 @@ static int start_inventory(struct app *app, char **reterr)
         return r;
 }
 
+/*
+ * The controllers: the provider (informers, MaasCluster and MaasMachine reconcilers) runs
+ * on the leader only; every replica serves webhooks, health and metrics. Without
+ * --leader-elect this process leads at once. Leadership lost (another replica holds the
+ * Lease) ends the process with status 1, as controller-runtime does, so Kubernetes
+ * restarts it as a clean candidate.
+ */
+struct controllers {
+        struct kube_config kube;
+        struct maas_config maas;
+        struct kube_ratelimit *limiter;
+        struct provider *provider;
+        struct leader *leader;
+        pthread_mutex_t lock; /* orders on_lead against shutdown */
+        bool stopping;
+        bool lost;
+};
+
+static void on_lead(void *arg)
+{
+        struct controllers *c = arg;
+
+        pthread_mutex_lock(&c->lock);
+        if (!c->stopping) {
+                log_info("leader", "became the leader; starting the controllers", "");
+                if (provider_start(c->provider) < 0)
+                        (void)kill(getpid(), SIGTERM);
+        }
+        pthread_mutex_unlock(&c->lock);
+}
+
+static void on_lost(void *arg)
+{
+        struct controllers *c = arg;
+
+        log_error("leader", "leadership lost; exiting", "");
+        c->lost = true;
+        (void)kill(getpid(), SIGTERM);
+}
+
+static int controllers_new(const struct config *cfg,
+                           struct metrics *m,
+                           struct controllers **ret,
+                           char **reterr)
+{
+        struct controllers *c = xcalloc(1, sizeof(*c));
+        int r;
+
+        pthread_mutex_init(&c->lock, NULL);
+        r = kube_config_load(cfg->kubeconfig, environ, &c->kube, reterr);
+        if (r == 0)
+                r = maas_config_parse(cfg->maas_endpoint, cfg->maas_api_key, &c->maas, reterr);
+        if (r == 0)
+                r = kube_ratelimit_new(cfg->kube_api_qps, cfg->kube_api_burst, NULL, &c->limiter);
+        if (r == 0)
+                r = provider_new(&(struct provider_opts){ .cfg = cfg,
+                                                          .kube = &c->kube,
+                                                          .limiter = c->limiter,
+                                                          .maas = &c->maas,
+                                                          .metrics = m,
+                                                          .maas_ca_file = cfg->maas_ca_file,
+                                                          .maas_insecure_skip_verify =
+                                                                  cfg->maas_insecure_skip_verify },
+                                 &c->provider);
+        if (r == 0 && cfg->leader_elect)
+                r = leader_new(
+                        &(struct leader_opts){ .config = &c->kube,
+                                               .limiter = c->limiter,
+                                               .namespace = cfg->leader_election_namespace,
+                                               .name = cfg->leader_election_id,
+                                               .lease_ms = cfg->leader_elect_lease_duration_ms,
+                                               .renew_deadline_ms =
+                                                       cfg->leader_elect_renew_deadline_ms,
+                                               .retry_ms = cfg->leader_elect_retry_period_ms,
+                                               .metrics = m,
+                                               .on_started = on_lead,
+                                               .on_stopped = on_lost,
+                                               .arg = c },
+                        &c->leader);
+        *ret = c;
+        return r;
+}
+
+static void controllers_free(struct controllers *c)
+{
+        if (!c)
+                return;
+        pthread_mutex_lock(&c->lock);
+        c->stopping = true;
+        pthread_mutex_unlock(&c->lock);
+        /* Stop reconciling first, then hand the Lease over. */
+        provider_stop(c->provider);
+        if (c->leader)
+                leader_stop(c->leader);
+        c->leader = leader_free(c->leader);
+        c->provider = provider_free(c->provider);
+        c->limiter = kube_ratelimit_free(c->limiter);
+        maas_config_release(&c->maas);
+        kube_config_release(&c->kube);
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+}
+
+static int start_controllers(struct app *app, char **reterr)
+{
+        const struct config *cfg = app->cfg;
+        int r;
+
+        if (cfg->webhooks_only)
+                return CM_OK;
+        if (!cfg->maas_endpoint || !cfg->maas_api_key) {
+                *reterr = xstrdup("the controllers need MAAS_ENDPOINT and MAAS_API_KEY "
+                                  "(or run with --webhooks-only)");
+                return CM_EINVAL;
+        }
+        r = controllers_new(cfg, app->metrics, &app->ctl, reterr);
+        if (r == 0 && app->ctl->leader) {
+                log_info("leader", "campaigning for leadership", "lease=%s/%s identity=%s",
+                         cfg->leader_election_namespace, cfg->leader_election_id,
+                         leader_identity(app->ctl->leader));
+                r = leader_start(app->ctl->leader);
+        } else if (r == 0) {
+                r = provider_start(app->ctl->provider);
+        }
+        if (r < 0 && !*reterr)
+                *reterr = xasprintf("controllers: %s", cm_strerror(r));
+        return r;
+}
+
 static uint16_t port_of(struct http_server *s)
 {
         return s ? http_server_port(s) : 0;
@@ -358,13 +492,15 @@ static int app_start(struct app *app, char **reterr)
         log_info("setup", "serving", "webhook_port=%u health_port=%u metrics_port=%u cert_dir=%s",
                  port_of(app->webhook), port_of(app->health_srv), port_of(app->metrics_srv),
                  app->cfg->webhook_cert_dir);
-        return CM_OK;
+        return start_controllers(app, reterr);
 }
 
 static void app_stop(struct app *app)
 {
         const struct config *cfg = app->cfg;
 
+        controllers_free(app->ctl);
+        app->ctl = NULL;
         if (app->webhook) {
                 http_server_quiesce(app->webhook);
                 if (!http_server_wait_idle(app->webhook, cfg->graceful_shutdown_timeout_ms))
@@ -435,17 +571,13 @@ static int run(const struct config *cfg)
         struct app app = { .cfg = cfg };
         sigset_t set;
         char *err = NULL;
+        bool lost;
         int sig;
 
         sigemptyset(&set);
         sigaddset(&set, SIGTERM);
         sigaddset(&set, SIGINT);
         pthread_sigmask(SIG_BLOCK, &set, NULL);
-        if (!cfg->webhooks_only)
-                log_warn("setup",
-                         "the controllers are not part of this build yet; serving "
-                         "webhooks, health and metrics only",
-                         "");
         if (app_start(&app, &err) < 0) {
                 log_error("setup", "cannot start", "err=%s", err ? err : "unknown");
                 free(err);
@@ -453,10 +585,11 @@ static int run(const struct config *cfg)
                 return 1;
         }
         sig = wait_for_signal(&set);
+        lost = app.ctl && app.ctl->lost;
         log_info("shutdown", "signal received; stopping", "signal=%s", sigabbrev_np(sig));
         app_stop(&app);
         log_info("shutdown", "stopped", "");
-        return 0;
+        return lost ? 1 : 0;
 }
 
 int main(int argc, char *argv[])

@@ -232,6 +232,13 @@ static int state_deployed(struct mm_ctx *c, struct reconcile_result *res)
         addresses_from_node(c);
         if (!c->mm.status.machine_powered)
                 return mm_power(c, res);
+        if (!c->mm.status.ready) {
+                rc_observe_phase(
+                        c->p, "deploying",
+                        schema_strmap_get(&c->mm.meta.annotations, RC_ANNOTATION_DEPLOY_STARTED),
+                        c->now);
+                rc_observe_phase(c->p, "provisioning", c->mm.meta.creation_timestamp, c->now);
+        }
         set_ready(c, true);
         mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_TRUE,
                 SCHEMA_REASON_MACHINE_DEPLOYED, NULL);
@@ -243,6 +250,17 @@ static int state_deployed(struct mm_ctx *c, struct reconcile_result *res)
                         return err;
         }
         return mm_node_provider_id(c, res);
+}
+
+/* Deploying machines are polled at a quarter of the time they have been deploying, between
+ * 1 s and RC_DEPLOY_POLL_MS: a fast deploy is seen quickly, a slow one costs few reads. */
+static uint64_t deploy_poll_ms(int64_t elapsed_s)
+{
+        uint64_t ms = elapsed_s > 0 ? (uint64_t)elapsed_s * 250u : 0;
+
+        if (ms < 1000)
+                return 1000;
+        return ms > RC_DEPLOY_POLL_MS ? RC_DEPLOY_POLL_MS : ms;
 }
 
 static int state_deploying(struct mm_ctx *c, struct reconcile_result *res)
@@ -257,7 +275,7 @@ static int state_deploying(struct mm_ctx *c, struct reconcile_result *res)
                 return mm_replace(c, "DeployTimeout", res);
         mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
                 SCHEMA_REASON_MACHINE_DEPLOYING, "MAAS machine %s is deploying", c->node.system_id);
-        requeue(res, RC_DEPLOY_POLL_MS);
+        requeue(res, deploy_poll_ms(t0 > 0 ? c->now - t0 : 0));
         return 0;
 }
 

@@ -28,6 +28,7 @@ static int finish(struct mm_ctx *c)
         struct provider *p = c->p;
 
         (void)schema_strv_remove(&c->mm.meta.finalizers, SCHEMA_FINALIZER_MACHINE);
+        rc_observe_phase(p, "deleting", c->mm.meta.deletion_timestamp, c->now);
         if (c->have_node) {
                 pthread_mutex_lock(&p->lock);
                 rc_table_del(&p->power_off_reads, c->node.system_id);

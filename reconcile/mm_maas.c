@@ -513,7 +513,7 @@ int mm_replace(struct mm_ctx *c, const char *why, struct reconcile_result *res)
         err = mm_deploy(c);
         if (err == 0) {
                 res->outcome = RECONCILE_REQUEUE_AFTER;
-                res->after_ms = RC_DEPLOY_POLL_MS;
+                res->after_ms = 1000;
         }
         return err;
 }
@@ -521,6 +521,8 @@ int mm_replace(struct mm_ctx *c, const char *why, struct reconcile_result *res)
 /* --- power (B4) -------------------------------------------------------------------------- */
 
 #define POWER_ON_MIN_INTERVAL_S 300
+/* Spacing of the two fresh BMC readings that must both say "off" before a power-on. */
+#define POWER_CONFIRM_MS        3000
 
 static int query_power(struct mm_ctx *c, char **ret)
 {
@@ -576,7 +578,7 @@ int mm_power(struct mm_ctx *c, struct reconcile_result *res)
         if (err)
                 return err;
         res->outcome = RECONCILE_REQUEUE_AFTER;
-        res->after_ms = 10000;
+        res->after_ms = POWER_CONFIRM_MS;
         if (strcmp(state, "on") == 0) {
                 (void)count_off(c, false);
                 c->mm.status.machine_powered = true;

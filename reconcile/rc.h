@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -114,6 +115,12 @@ const cJSON *rc_item(const cJSON *obj, ...);
 /* Copies cur's metadata.resourceVersion into after, so a patch computed between them never
  * carries a stale version (merge patches are last-writer-wins, as controller-runtime's). */
 void rc_sync_resource_version(cJSON *after, const cJSON *cur);
+
+/* Seconds since the epoch of an RFC 3339 UTC time ("2026-01-02T03:04:05Z"), or -1. */
+int64_t rc_parse_time(const char *s);
+/* Observes now - since (RFC 3339, or decimal seconds for our annotations) in
+ * capmaas_machine_phase_seconds{phase}. */
+void rc_observe_phase(struct provider *p, const char *phase, const char *since, time_t now);
 
 /* --- MAAS accounting --- */
 /* Counts a MAAS call in capmaas_maas_requests_total{op,code} (code from the error). */

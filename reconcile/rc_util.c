@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base64.h"
@@ -124,6 +125,35 @@ bool rc_cluster_infra_ready(const cJSON *cluster)
         return is_true(rc_item(cluster, "status", "initialization", "infrastructureProvisioned",
                                NULL)) ||
                is_true(rc_item(cluster, "status", "infrastructureReady", NULL));
+}
+
+int64_t rc_parse_time(const char *s)
+{
+        struct tm tm = { 0 };
+        char *end = NULL;
+        long long v;
+        int n = 0;
+
+        if (s && *s >= '0' && *s <= '9') {
+                v = strtoll(s, &end, 10);
+                if (end && *end == '\0')
+                        return v;
+        }
+        if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                         &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6)
+                return -1;
+        tm.tm_year -= 1900;
+        tm.tm_mon -= 1;
+        return (int64_t)timegm(&tm);
+}
+
+void rc_observe_phase(struct provider *p, const char *phase, const char *since, time_t now)
+{
+        int64_t t0 = rc_parse_time(since);
+
+        if (!p->phase_seconds || t0 < 0 || now < t0)
+                return;
+        metric_histogram_observe(metric_series(p->phase_seconds, phase), (double)(now - t0));
 }
 
 void rc_sync_resource_version(cJSON *after, const cJSON *cur)

@@ -268,7 +268,7 @@ static void install_crds(struct kube_client *c)
         FILE *fp;
         long n;
 
-        assert_int_equal(test_sh("python3 -c 'import sys,yaml,json; print(json.dumps([yaml."
+        assert_int_equal(test_sh("/usr/bin/python3 -c 'import sys,yaml,json; print(json.dumps([yaml."
                                  "safe_load(open(p)) for p in sys.argv[1:]]))' "
                                  "%s/config/crd/bases/*.yaml > %s",
                                  src, out),

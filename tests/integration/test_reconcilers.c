@@ -18,11 +18,13 @@
 #include <curl/curl.h>
 
 #include "base64.h"
+#include "buf.h"
 #include "config.h"
 #include "err.h"
 #include "kube_client.h"
 #include "log.h"
 #include "maas_client.h"
+#include "metrics.h"
 #include "provider.h"
 #include "simproc.h"
 #include "testutil.h"
@@ -41,6 +43,7 @@ struct fx {
         struct maas_client *maas;
         struct config *cfg;
         struct provider *prov;
+        struct metrics *metrics;
         char maas_root[256]; /* http://127.0.0.1:N */
         char ns[32];
 };
@@ -352,17 +355,33 @@ static void start_provider(const char *const *extra)
         assert_int_equal(config_load((int)n, (char *const *)(uintptr_t)argv, env, &G->cfg, &msg),
                          0);
         free(msg);
+        assert_int_equal(metrics_new(&G->metrics), 0);
         assert_int_equal(provider_new(&(struct provider_opts){ .cfg = G->cfg,
                                                                .kube = &G->kcfg,
-                                                               .maas = &G->mcfg },
+                                                               .maas = &G->mcfg,
+                                                               .metrics = G->metrics },
                                       &G->prov),
                          0);
         assert_int_equal(provider_start(G->prov), 0);
 }
 
+/* The provider's metrics as Prometheus text (malloc'd). */
+static char *render_metrics(void)
+{
+        struct buf b;
+        char *out;
+
+        buf_init(&b, 1 << 20);
+        assert_int_equal(metrics_render(G->metrics, &b), 0);
+        out = buf_take(&b, NULL);
+        buf_release(&b);
+        return out;
+}
+
 static void stop_provider(void)
 {
         G->prov = provider_free(G->prov);
+        G->metrics = metrics_free(G->metrics);
         G->cfg = config_free(G->cfg);
 }
 
@@ -622,13 +641,15 @@ static int n_records(void)
 
 static char *ready_cluster(const char *name)
 {
+        const char *api_up[] = { "APIServerAvailable", "True", "APIServerAvailable" };
         cJSON *mc;
         char *host;
 
         make_cluster(name, true);
         make_kubeconfig_secret(name);
-        mc = wait_obj(&KUBE_RES_MAASCLUSTERS, name, pred_ready, NULL);
+        mc = wait_obj(&KUBE_RES_MAASCLUSTERS, name, pred_cond_reason, api_up);
         host = xstrdup(at_str(mc, "spec.controlPlaneEndpoint.host"));
+        assert_true(cond_is(mc, "Ready", "True", NULL));
         cJSON_Delete(mc);
         return host;
 }
@@ -678,6 +699,9 @@ static void test_cluster__endpoint_record_and_ready(void **state)
                             "az2");
         assert_true(record_has(host, NULL));
         assert_int_equal(n_records(), 1);
+        /* no <cluster>-kubeconfig Secret yet: the API server cannot be reached */
+        assert_true(cond_is(mc, "APIServerAvailable", "False", "APIServerNotReady"));
+        assert_true(cond_is(mc, "Ready", "False", NULL));
         lone = get(&KUBE_RES_MAASCLUSTERS, "lonely");
         assert_null(at(lone, "metadata.finalizers"));
         assert_null(at(lone, "status"));
@@ -752,7 +776,7 @@ static void test_machine__waits_for_infrastructure_and_bootstrap_data(void **sta
  * persisted, swap off, deploy with the bootstrap data; ready; the Node gets the providerID. */
 static void test_machine__deploys_with_constraints_and_sets_node_provider_id(void **state)
 {
-        char *sid, pid[128], uid[64];
+        char *sid, pid[128], uid[64], *text;
         cJSON *mm, *node, *wnode = NULL;
 
         (void)state;
@@ -789,6 +813,14 @@ static void test_machine__deploys_with_constraints_and_sets_node_provider_id(voi
         }
         assert_string_equal(at_str(wnode, "spec.providerID"), pid);
         assert_int_equal(maas_count_requests("\"op\":\"allocate\""), 1);
+        text = render_metrics();
+        assert_non_null(
+                strstr(text, "capmaas_maas_requests_total{op=\"allocate\",code=\"200\"} 1"));
+        assert_non_null(strstr(text, "capmaas_maas_requests_total{op=\"deploy\",code=\"200\"} 1"));
+        assert_non_null(strstr(text, "capmaas_machine_phase_seconds_count{phase=\"deploying\"} 1"));
+        assert_non_null(
+                strstr(text, "controller_runtime_reconcile_total{controller=\"maasmachine\""));
+        free(text);
         cJSON_Delete(wnode);
         cJSON_Delete(node);
         cJSON_Delete(mm);

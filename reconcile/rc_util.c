@@ -252,7 +252,8 @@ int rc_workload_client(struct rc_worker *w,
                        struct kube_config *ret_cfg,
                        struct kube_client **ret)
 {
-        char tmpl[] = "/tmp/capmaas-wl-XXXXXX";
+        const char *tmp = getenv("TMPDIR");
+        char tmpl[512];
         char *yaml = NULL, *path = NULL, *msg = NULL;
         size_t len = 0;
         struct kube_config cfg = { 0 };
@@ -261,6 +262,7 @@ int rc_workload_client(struct rc_worker *w,
         err = workload_kubeconfig(w, ns, cluster, &yaml, &len);
         if (err)
                 return err;
+        (void)snprintf(tmpl, sizeof(tmpl), "%s/capmaas-wl-XXXXXX", tmp && *tmp ? tmp : "/tmp");
         if (!mkdtemp(tmpl)) {
                 err = CM_EIO;
                 goto out;

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The install manifests (config/default) render with kustomize and hang together: the
+# webhook Service selects the manager's pods, the serving certificate's Secret is the one
+# mounted, the Deployment runs with leader election and probes, and the ClusterRole grants
+# every resource the controllers read or write.
+set -uo pipefail
+# shellcheck source=tests/scripts/kube_sim_lib.sh
+. "$(dirname "$0")/kube_sim_lib.sh"
+ks_need kubectl
+SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
+OUT=$KS_WORK/components.yaml
+
+check "config/default renders" 0 '' -- kubectl kustomize "$SRC/config/default" -o "$OUT"
+checks() {
+  /usr/bin/python3 - "$OUT" "$1" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+by = {}
+for d in docs:
+    by.setdefault(d["kind"], []).append(d)
+what = sys.argv[2]
+dep = by["Deployment"][0]
+pod = dep["spec"]["template"]
+ctr = pod["spec"]["containers"][0]
+if what == "selector":
+    sel = by["Service"][0]["spec"]["selector"]
+    labels = pod["metadata"]["labels"]
+    ok = all(labels.get(k) == v for k, v in sel.items())
+elif what == "cert":
+    secret = by["Certificate"][0]["spec"]["secretName"]
+    ok = any(v.get("secret", {}).get("secretName") == secret for v in pod["spec"]["volumes"])
+elif what == "args":
+    ok = "--leader-elect" in ctr["args"] and "livenessProbe" in ctr and "readinessProbe" in ctr
+elif what == "namespace":
+    ok = all(d["metadata"].get("namespace") in (None, "capmaas-system") for d in docs)
+elif what == "rbac":
+    need = {("", "secrets", "get"), ("", "events", "create"), ("", "events", "patch"),
+            ("cluster.x-k8s.io", "clusters", "watch"), ("cluster.x-k8s.io", "machines", "watch"),
+            ("infrastructure.cluster.x-k8s.io", "maasmachines", "patch"),
+            ("infrastructure.cluster.x-k8s.io", "maasmachines/status", "patch"),
+            ("infrastructure.cluster.x-k8s.io", "maasclusters/status", "patch"),
+            ("coordination.k8s.io", "leases", "update")}
+    have = set()
+    for kind in ("ClusterRole", "Role"):
+        for r in by[kind]:
+            for rule in r["rules"]:
+                for g in rule["apiGroups"]:
+                    for res in rule["resources"]:
+                        for v in rule["verbs"]:
+                            have.add((g, res, v))
+    missing = need - have
+    print("missing:", sorted(missing))
+    ok = not missing
+elif what == "crds":
+    ok = len(by["CustomResourceDefinition"]) == 4
+print("ok" if ok else "FAIL")
+sys.exit(0 if ok else 1)
+PY
+}
+check "the webhook Service selects the manager's pods" 0 '^ok' -- checks selector
+check "the serving certificate's Secret is mounted" 0 '^ok' -- checks cert
+check "leader election and probes are on" 0 '^ok' -- checks args
+check "everything namespaced lives in capmaas-system" 0 '^ok' -- checks namespace
+check "RBAC covers what the controllers use" 0 'ok' -- checks rbac
+check "the four CRDs are included" 0 '^ok' -- checks crds
+echo "$KS_PASS passed, $KS_FAIL failed"
+[ "$KS_FAIL" -eq 0 ]

@@ -108,6 +108,7 @@ struct ks {
         struct ks_override *overrides;
         size_t n_overrides;
         cJSON *reqlog; /* array, capped */
+        cJSON *counts; /* {"<user agent product> <METHOD>": n}, never capped */
         uint64_t rng;
 };
 

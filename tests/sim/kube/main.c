@@ -450,6 +450,7 @@ static void state_free(void)
         }
         free(ks.overrides);
         cJSON_Delete(ks.reqlog);
+        cJSON_Delete(ks.counts);
         free(ks.token);
         free(ks.host);
 }

@@ -2,13 +2,17 @@
  * kube-sim control endpoints for tests (bearer token required like every API path):
  *   GET    /_sim/requests          request log {"items":[{method,path,query,contentType,
  *                                   userAgent,status}]}, oldest first, at most 2000
- *   DELETE /_sim/requests          clears the log
+ *                                   plus "counts": {"<agent> <METHOD> events|objects": n}
+ *                                   over every request, never capped (<agent> = the
+ *                                   User-Agent up to its first '/')
+ *   DELETE /_sim/requests          clears the log and the counts
  *   GET    /_sim/faults            current faults
  *   POST   /_sim/faults            {"delayMs":N,"errorRate":0..1,"errorCode":429|500,
  *                                   "expireNextWatch":bool,"dropWatches":bool,
  *                                   "failNext":{"method":M,"pathContains":S,"count":N}}
  * /_sim paths are never delayed, failed or logged.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,6 +34,26 @@ static enum MHD_Result add_arg(void *cls,
         return MHD_YES;
 }
 
+static void count_request(const struct kreq *r)
+{
+        const char *ua = r->user_agent ? r->user_agent : "";
+        size_t n = strcspn(ua, "/ ");
+        char key[96];
+        cJSON *c;
+
+        (void)snprintf(key, sizeof(key), "%.*s %s %s", (int)(n < 64 ? n : 64), ua, r->method,
+                       strstr(r->path, "/events") ? "events" : "objects");
+        pthread_mutex_lock(&ks.mu);
+        if (!ks.counts)
+                ks.counts = cJSON_CreateObject();
+        c = cJSON_GetObjectItemCaseSensitive(ks.counts, key);
+        if (c)
+                cJSON_SetNumberValue(c, c->valuedouble + 1);
+        else
+                cJSON_AddNumberToObject(ks.counts, key, 1);
+        pthread_mutex_unlock(&ks.mu);
+}
+
 void simctl_log(const struct kreq *r, unsigned status)
 {
         cJSON *e;
@@ -44,6 +68,7 @@ void simctl_log(const struct kreq *r, unsigned status)
         cJSON_AddStringToObject(e, "contentType", r->content_type ? r->content_type : "");
         cJSON_AddStringToObject(e, "userAgent", r->user_agent ? r->user_agent : "");
         cJSON_AddNumberToObject(e, "status", status ? status : 200);
+        count_request(r);
         pthread_mutex_lock(&ks.mu);
         cJSON_AddItemToArray(ks.reqlog, e);
         if (cJSON_GetArraySize(ks.reqlog) > REQLOG_MAX)
@@ -182,8 +207,12 @@ static bool requests(const struct kreq *r, struct kresp *resp)
         if (!strcmp(r->method, "DELETE")) {
                 cJSON_Delete(ks.reqlog);
                 ks.reqlog = cJSON_CreateArray();
+                cJSON_Delete(ks.counts);
+                ks.counts = NULL;
         }
         cJSON_AddItemToObject(out, "items", cJSON_Duplicate(ks.reqlog, true));
+        cJSON_AddItemToObject(out, "counts",
+                              ks.counts ? cJSON_Duplicate(ks.counts, true) : cJSON_CreateObject());
         pthread_mutex_unlock(&ks.mu);
         kresp_json(resp, 200, out);
         return true;

@@ -86,6 +86,10 @@ void sim_log_request(
         snprintf(e->op, sizeof(e->op), "%s", op ? op : "");
         e->status = status;
         s->log_count++;
+        if (strcmp(method, "GET") == 0)
+                s->reads++;
+        else
+                s->writes++;
         pthread_mutex_unlock(&s->lock);
 }
 
@@ -225,6 +229,8 @@ static cJSON *requests_json(const struct sim *s)
         uint64_t first = s->log_count > SIM_LOG_SLOTS ? s->log_count - SIM_LOG_SLOTS : 0;
 
         cJSON_AddNumberToObject(doc, "count", (double)s->log_count);
+        cJSON_AddNumberToObject(doc, "reads", (double)s->reads);
+        cJSON_AddNumberToObject(doc, "writes", (double)s->writes);
         for (uint64_t i = first; i < s->log_count; i++) {
                 const struct sim_log_entry *e = &s->log[i % SIM_LOG_SLOTS];
                 cJSON *o = cJSON_CreateObject();
@@ -290,6 +296,7 @@ static void admin_locked(struct sim *s,
                 sim_reply_json(rp, requests_json(s));
         } else if (strcmp(method, "POST") == 0 && strcmp(path, "/_sim/reset-log") == 0) {
                 s->log_count = 0;
+                s->reads = s->writes = 0;
                 sim_reply_text(rp, 200, "ok\n");
         } else if (strcmp(method, "POST") == 0) {
                 doc = cJSON_ParseWithLengthOpts(body, body_len, NULL, false);

@@ -197,6 +197,7 @@ struct sim {
         struct sim_faults faults;
         struct sim_log_entry *log; /* ring of SIM_LOG_SLOTS */
         uint64_t log_count;        /* total entries written */
+        uint64_t reads, writes;    /* API requests by kind (GET vs the rest), never capped */
         uint64_t rng;
         const char *scheme; /* "http" | "https" */
 };

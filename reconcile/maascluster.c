@@ -107,9 +107,11 @@ static void summary(struct mc_ctx *c)
                 mc_cond(c, SCHEMA_COND_READY, SCHEMA_CONDITION_TRUE, "Ready", NULL);
 }
 
+/* As mm_flush: the diff is against what this pass read and wrote, so other clients'
+ * concurrent changes are never reverted. */
 static int flush(struct mc_ctx *c, bool metadata_only)
 {
-        cJSON *after = NULL, *latest = NULL;
+        cJSON *after = NULL;
         int err;
 
         if (!metadata_only && c->mc.status.present)
@@ -117,7 +119,6 @@ static int flush(struct mc_ctx *c, bool metadata_only)
         err = maas_cluster_encode(&c->mc, &after);
         if (err)
                 return err;
-        rc_sync_resource_version(after, c->cur);
         if (metadata_only) {
                 const cJSON *st = cJSON_GetObjectItemCaseSensitive(c->cur, "status");
 
@@ -125,14 +126,13 @@ static int flush(struct mc_ctx *c, bool metadata_only)
                 if (st)
                         cJSON_AddItemToObject(after, "status", cJSON_Duplicate(st, true));
         }
-        err = patch_helper_write(c->w->kube, &KUBE_RES_MAASCLUSTERS, c->cur, after, &latest, NULL,
+        err = patch_helper_write(c->w->kube, &KUBE_RES_MAASCLUSTERS, c->cur, after, NULL, NULL,
                                  NULL);
-        if (err == 0 && latest) {
+        if (err == 0) {
                 cJSON_Delete(c->cur);
-                c->cur = latest;
-                latest = NULL;
+                c->cur = after;
+                after = NULL;
         }
-        cJSON_Delete(latest);
         cJSON_Delete(after);
         return err;
 }

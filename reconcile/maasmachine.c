@@ -102,9 +102,15 @@ static void mm_summary(struct mm_ctx *c)
                 mm_cond(c, SCHEMA_COND_READY, SCHEMA_CONDITION_TRUE, "Ready", NULL);
 }
 
+/*
+ * Writes what this pass changed. The diff is taken against the object as this pass read it
+ * (plus what it already wrote), never against the server's latest copy: a merge patch then
+ * carries only our changes, and whatever another client (capi-sim, CAPI, a user) changed
+ * meanwhile is left as they wrote it.
+ */
 int mm_flush(struct mm_ctx *c, bool metadata_only)
 {
-        cJSON *after = NULL, *latest = NULL;
+        cJSON *after = NULL;
         unsigned writes = 0;
         int err;
 
@@ -113,7 +119,6 @@ int mm_flush(struct mm_ctx *c, bool metadata_only)
         err = maas_machine_encode(&c->mm, &after);
         if (err)
                 return err;
-        rc_sync_resource_version(after, c->cur);
         if (metadata_only) {
                 const cJSON *st = cJSON_GetObjectItemCaseSensitive(c->cur, "status");
 
@@ -121,17 +126,14 @@ int mm_flush(struct mm_ctx *c, bool metadata_only)
                 if (st)
                         cJSON_AddItemToObject(after, "status", cJSON_Duplicate(st, true));
         }
-        err = patch_helper_write(c->w->kube, &KUBE_RES_MAASMACHINES, c->cur, after, &latest,
-                                 &writes, NULL);
+        err = patch_helper_write(c->w->kube, &KUBE_RES_MAASMACHINES, c->cur, after, NULL, &writes,
+                                 NULL);
         c->writes += writes;
-        if (err == 0 && latest) {
+        if (err == 0) {
                 cJSON_Delete(c->cur);
-                c->cur = latest;
-                latest = NULL;
-        } else if (err == 0 && writes == 0) {
-                /* nothing to write */
+                c->cur = after;
+                after = NULL;
         }
-        cJSON_Delete(latest);
         cJSON_Delete(after);
         return err;
 }
@@ -242,7 +244,6 @@ static int state_deployed(struct mm_ctx *c, struct reconcile_result *res)
         set_ready(c, true);
         mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_TRUE,
                 SCHEMA_REASON_MACHINE_DEPLOYED, NULL);
-        mm_set_annotation(c, RC_ANNOTATION_DEPLOY_STARTED, NULL);
         requeue(res, RC_STEADY_INTERVAL_MS);
         if (c->control_plane) {
                 err = dns_attachment(c, res);

@@ -112,10 +112,6 @@ bool rc_cluster_infra_ready(const cJSON *cluster);
 const char *rc_str(const cJSON *obj, ...);
 const cJSON *rc_item(const cJSON *obj, ...);
 
-/* Copies cur's metadata.resourceVersion into after, so a patch computed between them never
- * carries a stale version (merge patches are last-writer-wins, as controller-runtime's). */
-void rc_sync_resource_version(cJSON *after, const cJSON *cur);
-
 /* Seconds since the epoch of an RFC 3339 UTC time ("2026-01-02T03:04:05Z"), or -1. */
 int64_t rc_parse_time(const char *s);
 /* Observes now - since (RFC 3339, or decimal seconds for our annotations) in

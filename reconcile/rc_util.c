@@ -156,17 +156,6 @@ void rc_observe_phase(struct provider *p, const char *phase, const char *since, 
         metric_histogram_observe(metric_series(p->phase_seconds, phase), (double)(now - t0));
 }
 
-void rc_sync_resource_version(cJSON *after, const cJSON *cur)
-{
-        const char *rv = rc_str(cur, "metadata", "resourceVersion", NULL);
-        cJSON *meta = cJSON_GetObjectItemCaseSensitive(after, "metadata");
-
-        if (!rv || !cJSON_IsObject(meta))
-                return;
-        cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
-        cJSON_AddStringToObject(meta, "resourceVersion", rv);
-}
-
 static const char *maas_code(int rc, const struct maas_error *e)
 {
         static const char *const codes[] = { "200", "400", "401", "403",  "404",

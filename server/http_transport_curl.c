@@ -168,8 +168,13 @@ static void set_options(struct curl_transport *ct,
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, ct->insecure ? 0L : 1L);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, ct->insecure ? 0L : 2L);
-        if (ct->ca_file)
+        if (ct->ca_file) {
+                /* Only this bundle: without clearing CAPATH, libcurl-gnutls also parses every
+                 * certificate under /etc/ssl/certs for each connection (megabytes per
+                 * thread). */
                 curl_easy_setopt(h, CURLOPT_CAINFO, ct->ca_file);
+                curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
+        }
         if (x->stream) /* a quiet stream (a watch) must notice a dead peer */
                 curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
         if (ct->cert_file) {

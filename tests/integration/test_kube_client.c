@@ -97,7 +97,7 @@ static int sim_start(void)
                 return -1;
         }
         close(fds[0]);
-        snprintf(sim.url, sizeof(sim.url), "%s", line + 13);
+        snprintf(sim.url, sizeof(sim.url), "%.120s", line + 13);
         return 0;
 }
 

@@ -84,7 +84,7 @@ static void sim_start(struct sim *s)
         assert_int_equal(read_line(fds[0], line, sizeof(line), 10000), 0);
         close(fds[0]);
         assert_int_equal(strncmp(line, "listening on ", 13), 0);
-        snprintf(s->url, sizeof(s->url), "%s", line + 13);
+        snprintf(s->url, sizeof(s->url), "%.120s", line + 13);
         snprintf(kc, sizeof(kc), "%s/kubeconfig", s->dir);
         if (kube_config_from_kubeconfig(kc, NULL, &s->cfg, &err) < 0)
                 fail_msg("kubeconfig: %s", err ? err : "?");

@@ -87,7 +87,7 @@ static void sim_start(struct sim *s)
         assert_int_equal(read_line(fds[0], line, sizeof(line), 10000), 0);
         close(fds[0]);
         assert_int_equal(strncmp(line, "listening on ", 13), 0);
-        snprintf(s->url, sizeof(s->url), "%s", line + 13);
+        snprintf(s->url, sizeof(s->url), "%.120s", line + 13);
         snprintf(kc, sizeof(kc), "%s/kubeconfig", s->dir);
         if (kube_config_from_kubeconfig(kc, NULL, &s->cfg, &err) < 0)
                 fail_msg("kubeconfig: %s", err ? err : "?");
@@ -588,8 +588,9 @@ static void test_leader__system_clock_takeover_after_kill(void **state)
         assert_string_equal(spec_str(lease, "holderIdentity"), "sys-b");
         assert_int_equal(spec_int(lease, "leaseDurationSeconds"), 1);
         t = spec_str(lease, "renewTime");
+        assert_non_null(t);
         assert_micro_time(t);
-        assert_true(t[0] == '2' && t[1] == '0'); /* a real date, not the epoch */
+        assert_true(t && t[0] == '2' && t[1] == '0'); /* a real date, not the epoch */
         cJSON_Delete(lease);
         for (int i = 0; i < 2; i++)
                 l[i] = leader_free(l[i]);

@@ -872,7 +872,7 @@ static void test_machine__failed_deployment_is_replaced(void **state)
                 if (!cheapest || c < cheapest->cpu_count + (double)cheapest->memory_mib / 1024)
                         cheapest = &l.items[i];
         }
-        bad = xstrdup(cheapest->system_id);
+        bad = xstrdup(cheapest ? cheapest->system_id : "none");
         maas_node_list_release(&l);
         snprintf(body, sizeof(body), "{\"fail_deploy\":[\"%s\"]}", bad);
         cJSON_Delete(maas_admin("POST", "faults", body));

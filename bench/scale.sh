@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Scale benchmark (issue 8): N MaasMachines (3 control planes + N-3 workers of the example
+# cluster) from created to Ready on the local simulated stack, maas-sim deploying in 0 s from
+# an inventory generated to fit. Ends with one line:
+#   scale: machines=<N> seconds=<s> maas_writes_per_machine=<w> kube_writes_per_machine=<k> peak_rss_kib=<r>
+# kube writes are capmaas's writes to objects (events are reported apart); MAAS writes are
+# every non-GET request maas-sim served. Targets for N = 1000: <= 60 s, <= 5 MAAS and <= 4
+# Kubernetes writes per machine, peak RSS <= 64 MiB.
+#
+#   bench/scale.sh [N]      (default 1000)
+set -uo pipefail
+N=${1:-1000}
+cd "$(dirname "$0")/.."
+SRC=$PWD
+BUILD=${BUILD:-$SRC/build-bench}
+PY=/usr/bin/python3
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+  cmake --build "$BUILD" -j"$(nproc)" --target capmaas kube-sim maas-sim capi-sim >/dev/null ||
+  exit 1
+WORK=$(mktemp -d)
+# shellcheck source=scripts/stack.sh
+. scripts/stack.sh
+trap 'stack_down; rm -rf "$WORK"' EXIT
+$PY bench/gen_inventory.py $((N + N / 10 + 3)) >"$WORK/inventory.yaml"
+STACK_INVENTORY=$WORK/inventory.yaml
+STACK_DEPLOY_SECONDS=0
+STACK_RELEASE_SECONDS=0
+STACK_CAPMAAS_ARGS="--machine-concurrency ${CONCURRENCY:-8} --kube-api-qps 1000 --kube-api-burst 2000 ${SCALE_ARGS:-}"
+stack_up "$WORK/stack" || exit 1
+sed -e "0,/replicas: 3/s//replicas: 3/" -e "s/replicas: 5/replicas: $((N - 3))/" \
+  examples/cluster.yaml >"$WORK/cluster.yaml"
+stack_maas DELETE requests >/dev/null
+stack_kubectl apply -f "$WORK/cluster.yaml" >/dev/null || exit 1
+T0=$(date +%s.%N)
+ready() {
+  stack_kubectl get maasmachines -o json |
+    $PY -c 'import json,sys; print(sum(1 for i in json.load(sys.stdin)["items"] if i.get("status",{}).get("ready")))'
+}
+while :; do
+  R=$(ready)
+  [ "$R" -ge "$N" ] && break
+  echo "# $R/$N Ready after $($PY -c "import time; print(round(time.time()-$T0))") s" >&2
+  if [ "$($PY -c "import time; print(int(time.time()-$T0))")" -gt 900 ]; then
+    echo "not Ready after 15 minutes" >&2
+    exit 1
+  fi
+  sleep 1
+done
+SECS=$($PY -c "import time; print(round(time.time()-$T0, 1))")
+MW=$(stack_maas GET requests | $PY -c "import json,sys; print(round(json.load(sys.stdin)['writes']/$N, 2))")
+KJ=$(curl -sS --cacert "$STACK_DIR/mgmt/ca.crt" -H "Authorization: Bearer $(sed -n 's/^ *token: //p' "$STACK_KUBECONFIG")" \
+  "$(sed -n 's/^ *server: //p' "$STACK_KUBECONFIG" | head -1)/_sim/requests")
+KW=$(echo "$KJ" | $PY -c "import json,sys
+c=json.load(sys.stdin)['counts']
+print(round(sum(v for k,v in c.items() if k.startswith('capmaas ') and k.endswith(' objects') and ' GET ' not in k)/$N, 2))")
+EV=$(echo "$KJ" | $PY -c "import json,sys
+c=json.load(sys.stdin)['counts']
+print(round(sum(v for k,v in c.items() if k.startswith('capmaas ') and k.endswith(' events') and ' GET ' not in k)/$N, 2))")
+RSS=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$STACK_CAPMAAS_PID/status")
+echo "# events written per machine: $EV; targets for 1000: <= 60 s, <= 5 MAAS, <= 4 kube writes, <= 65536 KiB"
+echo "scale: machines=$N seconds=$SECS maas_writes_per_machine=$MW kube_writes_per_machine=$KW peak_rss_kib=$RSS"

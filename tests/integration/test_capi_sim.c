@@ -1,0 +1,860 @@
+/*
+ * capi-sim against two kube-sims (management and workload): the test installs the CRDs,
+ * applies Cluster/KubeadmControlPlane/MachineDeployment objects and plays the
+ * infrastructure provider itself (it writes MaasCluster/MaasMachine status), then checks
+ * what capi-sim writes: ownership, Machines and MaasMachines from templates, bootstrap and
+ * kubeconfig Secrets, Nodes, status mirrors, scale down and cluster deletion (issue 8).
+ */
+#include <ctype.h>
+#include <glob.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "base64.h"
+#include "err.h"
+#include "kube_client.h"
+#include "simproc.h"
+#include "testutil.h"
+#include "xalloc.h"
+
+#define WAIT_MS  10000
+#define OR(a, b) ((a) ? (a) : (b))
+/* cmocka's assert_string_equal crashes on NULL: fail cleanly instead */
+#define assert_str(a, b)                      \
+        do {                                  \
+                const char *a_ = (a);         \
+                assert_non_null(a_);          \
+                assert_string_equal(a_, (b)); \
+        } while (0)
+
+static const struct kube_resource KCPS = { "controlplane.cluster.x-k8s.io", "v1beta1",
+                                           "kubeadmcontrolplanes", "KubeadmControlPlane", true };
+static const struct kube_resource MDS = { "cluster.x-k8s.io", "v1beta1", "machinedeployments",
+                                          "MachineDeployment", true };
+
+struct fx {
+        char dir[256];
+        struct simproc mgmt, workload, capi;
+        struct kube_config kcfg, wcfg;
+        struct kube_client *kube, *wl;
+        char ns[32];
+};
+
+static struct fx *G;
+static unsigned ns_seq;
+
+/* --- helpers ------------------------------------------------------------------------------------
+ */
+
+static cJSON *parse(const char *fmt, ...) PRINTF_LIKE(1, 2);
+
+static cJSON *parse(const char *fmt, ...)
+{
+        va_list ap;
+        char *s;
+        cJSON *o;
+
+        va_start(ap, fmt);
+        s = xvasprintf(fmt, ap);
+        va_end(ap);
+        o = cJSON_Parse(s);
+        if (!o)
+                fail_msg("bad JSON in test: %s", s);
+        free(s);
+        return o;
+}
+
+static const cJSON *at(const cJSON *o, const char *path)
+{
+        char buf[256], *save = NULL, *tok;
+
+        snprintf(buf, sizeof(buf), "%s", path);
+        for (tok = strtok_r(buf, ".", &save); o && tok; tok = strtok_r(NULL, ".", &save))
+                o = cJSON_GetObjectItemCaseSensitive(o, tok);
+        return o;
+}
+
+static const char *at_str(const cJSON *o, const char *path)
+{
+        const cJSON *x = at(o, path);
+
+        return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+static double at_num(const cJSON *o, const char *path)
+{
+        const cJSON *x = at(o, path);
+
+        return cJSON_IsNumber(x) ? x->valuedouble : -1;
+}
+
+static const char *label(const cJSON *o, const char *key)
+{
+        const cJSON *l = at(at(o, "metadata"), "labels");
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(l, key);
+
+        return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+static const char *annotation(const cJSON *o, const char *key)
+{
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(at(o, "metadata.annotations"), key);
+
+        return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+static void sleep_ms(unsigned ms)
+{
+        usleep(ms * 1000u);
+}
+
+static struct kube_client *client_for(const struct kube_resource *r)
+{
+        return r == &KUBE_RES_NODES ? G->wl : G->kube;
+}
+
+static cJSON *get(const struct kube_resource *r, const char *name)
+{
+        cJSON *o = NULL;
+
+        if (kube_get(client_for(r), r, G->ns, name, &o, NULL) != 0)
+                return NULL;
+        return o;
+}
+
+typedef bool pred_fn(const cJSON *o, const void *arg);
+
+/* Polls r/name until pred holds (or until the object is gone when pred is NULL). */
+static cJSON *wait_obj(const struct kube_resource *r,
+                       const char *name,
+                       pred_fn *pred,
+                       const void *arg)
+{
+        for (unsigned t = 0; t < WAIT_MS; t += 25) {
+                cJSON *o = get(r, name);
+
+                if (!pred && !o)
+                        return NULL;
+                if (pred && o && pred(o, arg))
+                        return o;
+                cJSON_Delete(o);
+                sleep_ms(25);
+        }
+        fail_msg("timed out waiting for %s %s/%s", r->kind, G->ns, name);
+        return NULL;
+}
+
+static bool pred_exists(const cJSON *o, const void *arg)
+{
+        (void)o;
+        (void)arg;
+        return true;
+}
+
+/* arg: "path=value" (a string field), or "path" alone for a JSON true. */
+static bool pred_field(const cJSON *o, const void *arg)
+{
+        const char *eq = strchr(arg, '=');
+        char path[128];
+
+        if (!eq)
+                return cJSON_IsTrue(at(o, arg));
+        snprintf(path, sizeof(path), "%.*s", (int)(eq - (const char *)arg), (const char *)arg);
+        if (cJSON_IsNumber(at(o, path)))
+                return at_num(o, path) == strtod(eq + 1, NULL);
+        return at_str(o, path) && strcmp(at_str(o, path), eq + 1) == 0;
+}
+
+/* arg: "labelkey=value". */
+static bool pred_label(const cJSON *o, const void *arg)
+{
+        const char *eq = strchr(arg, '=');
+        char key[128];
+
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - (const char *)arg), (const char *)arg);
+        return label(o, key) && strcmp(label(o, key), eq + 1) == 0;
+}
+
+static bool pred_finalizer(const cJSON *o, const void *arg)
+{
+        const cJSON *f;
+
+        cJSON_ArrayForEach (f, at(o, "metadata.finalizers")) {
+                if (cJSON_IsString(f) && strcmp(f->valuestring, arg) == 0)
+                        return true;
+        }
+        return false;
+}
+
+static cJSON *list(const struct kube_resource *r, const char *selector)
+{
+        cJSON *l = NULL;
+
+        assert_int_equal(kube_list(client_for(r), r, G->ns,
+                                   &(struct kube_list_opts){ .label_selector = selector }, &l,
+                                   NULL),
+                         0);
+        return l;
+}
+
+/* Waits until exactly n objects match selector; returns the list. */
+static cJSON *wait_count(const struct kube_resource *r, const char *selector, int n)
+{
+        int have = -1;
+
+        for (unsigned t = 0; t < WAIT_MS; t += 25) {
+                cJSON *l = list(r, selector);
+
+                have = cJSON_GetArraySize(at(l, "items"));
+                if (have == n)
+                        return l;
+                cJSON_Delete(l);
+                sleep_ms(25);
+        }
+        fail_msg("timed out waiting for %d %s (%s), have %d", n, r->kind, OR(selector, "all"),
+                 have);
+        return NULL;
+}
+
+static int count(const struct kube_resource *r, const char *selector)
+{
+        cJSON *l = list(r, selector);
+        int n = cJSON_GetArraySize(at(l, "items"));
+
+        cJSON_Delete(l);
+        return n;
+}
+
+static void create(const struct kube_resource *r, cJSON *obj)
+{
+        struct kube_error e = { 0 };
+        int err = kube_create(client_for(r), r, G->ns, obj, NULL, &e);
+
+        if (err)
+                fail_msg("create %s: %s %s", r->kind, cm_strerror(err), OR(e.message, ""));
+        kube_error_release(&e);
+        cJSON_Delete(obj);
+}
+
+static void patch(const struct kube_resource *r,
+                  const char *name,
+                  const char *sub,
+                  const char *body)
+{
+        struct kube_error e = { 0 };
+        int err = kube_patch(client_for(r), r, G->ns, name, sub, KUBE_PATCH_MERGE, body, NULL, &e);
+
+        if (err)
+                fail_msg("patch %s %s: %s %s", r->kind, name, cm_strerror(err), OR(e.message, ""));
+        kube_error_release(&e);
+}
+
+static char *file_b64(const char *path)
+{
+        char *text = xmalloc(1 << 16), *b64;
+        FILE *f = fopen(path, "rb");
+        size_t n;
+
+        assert_non_null(f);
+        n = fread(text, 1, (1 << 16) - 1, f);
+        fclose(f);
+        b64 = base64_encode(text, n);
+        free(text);
+        return b64;
+}
+
+/* --- simulators and CRDs --------------------------------------------------------------------- */
+
+static void start_kube_sim(struct simproc *s, const char *sub, struct kube_config *cfg)
+{
+        char dir[300], kc[320];
+        char *msg = NULL;
+
+        snprintf(dir, sizeof(dir), "%s/%s", G->dir, sub);
+        assert_int_equal(test_sh("mkdir -p %s", dir), 0);
+        assert_int_equal(simproc_start(s, "kube-sim",
+                                       (const char *const[]){ "--port", "0", "--dir", dir, NULL }),
+                         0);
+        snprintf(kc, sizeof(kc), "%s/kubeconfig", dir);
+        assert_int_equal(kube_config_from_kubeconfig(kc, NULL, cfg, &msg), 0);
+        free(msg);
+}
+
+/* Installs every CRD document of a YAML file with a server-side apply (kube-sim reads YAML). */
+static void install_crds(const char *path)
+{
+        char *text = NULL, *doc, *next;
+        size_t len = 0;
+        FILE *f = fopen(path, "rb");
+
+        assert_non_null(f);
+        text = xmalloc(1 << 20);
+        len = fread(text, 1, (1 << 20) - 1, f);
+        text[len] = '\0';
+        fclose(f);
+        for (doc = text; doc; doc = next) {
+                char name[256];
+                const char *m;
+
+                next = strstr(doc, "\n---");
+                if (next) {
+                        *next = '\0';
+                        next += 4;
+                }
+                m = strstr(doc, "\nmetadata:\n  name: ");
+                if (!m || sscanf(m, "\nmetadata:\n  name: %255s", name) != 1)
+                        continue;
+                {
+                        struct kube_error e = { 0 };
+                        int err = kube_patch(G->kube, &KUBE_RES_CRDS, NULL, name, NULL,
+                                             KUBE_PATCH_APPLY, doc, NULL, &e);
+
+                        if (err)
+                                fail_msg("apply CRD %s: %s", name, OR(e.message, "?"));
+                        kube_error_release(&e);
+                }
+        }
+        free(text);
+}
+
+static void install_all_crds(void)
+{
+        char pat[512];
+        glob_t g;
+
+        snprintf(pat, sizeof(pat), "%s/config/crd/bases/*.yaml", test_env("CAPMAAS_SOURCE_DIR"));
+        assert_int_equal(glob(pat, 0, NULL, &g), 0);
+        for (size_t i = 0; i < g.gl_pathc; i++)
+                install_crds(g.gl_pathv[i]);
+        globfree(&g);
+        snprintf(pat, sizeof(pat), "%s/tests/sim/capi/crds.yaml", test_env("CAPMAAS_SOURCE_DIR"));
+        install_crds(pat);
+        /* CRD establishment: wait until the newest kinds answer a LIST */
+        for (unsigned t = 0; t < WAIT_MS; t += 25) {
+                cJSON *a = NULL, *b = NULL;
+                bool ok = kube_list(G->kube, &MDS, NULL, NULL, &a, NULL) == 0 &&
+                          kube_list(G->kube, &KCPS, NULL, NULL, &b, NULL) == 0;
+
+                cJSON_Delete(a);
+                cJSON_Delete(b);
+                if (ok)
+                        return;
+                sleep_ms(25);
+        }
+        fail_msg("CRDs not established");
+}
+
+static void start_capi_sim(void)
+{
+        char mk[320], wk[320];
+
+        snprintf(mk, sizeof(mk), "%s/mgmt/kubeconfig", G->dir);
+        snprintf(wk, sizeof(wk), "%s/workload/kubeconfig", G->dir);
+        assert_int_equal(
+                simproc_start(&G->capi, "capi-sim",
+                              (const char *const[]){ "--kubeconfig", mk, "--workload-kubeconfig",
+                                                     wk, "--port", "0", NULL }),
+                0);
+}
+
+static int group_setup(void **state)
+{
+        G = xcalloc(1, sizeof(*G));
+        test_mkdtemp(G->dir, sizeof(G->dir));
+        start_kube_sim(&G->mgmt, "mgmt", &G->kcfg);
+        start_kube_sim(&G->workload, "workload", &G->wcfg);
+        assert_int_equal(
+                kube_client_new(&(struct kube_client_opts){ .config = &G->kcfg }, &G->kube), 0);
+        assert_int_equal(kube_client_new(&(struct kube_client_opts){ .config = &G->wcfg }, &G->wl),
+                         0);
+        install_all_crds();
+        start_capi_sim();
+        *state = G;
+        return 0;
+}
+
+static int group_teardown(void **state)
+{
+        int capi_status = G->capi.pid > 0 ? simproc_stop(&G->capi) : 0;
+
+        (void)state;
+        kube_client_free(G->kube);
+        kube_client_free(G->wl);
+        kube_config_release(&G->kcfg);
+        kube_config_release(&G->wcfg);
+        simproc_stop(&G->mgmt);
+        simproc_stop(&G->workload);
+        test_sh("rm -rf %s", G->dir);
+        free(G);
+        assert_int_equal(capi_status, 0); /* a clean exit on SIGTERM */
+        return 0;
+}
+
+static int setup(void **state)
+{
+        (void)state;
+        snprintf(G->ns, sizeof(G->ns), "t%u", ++ns_seq);
+        create(&KUBE_RES_NAMESPACES,
+               parse("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":"
+                     "\"%s\"}}",
+                     G->ns));
+        return 0;
+}
+
+/* --- the user's objects ------------------------------------------------------------------- */
+
+static void make_cluster(const char *name)
+{
+        create(&KUBE_RES_CLUSTERS,
+               parse("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
+                     "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"controlPlaneRef\":{\"apiVersion\":"
+                     "\"controlplane.cluster.x-k8s.io/v1beta1\",\"kind\":\"KubeadmControlPlane\","
+                     "\"name\":\"%s-cp\"},\"infrastructureRef\":{\"apiVersion\":"
+                     "\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"MaasCluster\","
+                     "\"name\":\"%s\"}}}",
+                     name, name, name));
+        create(&KUBE_RES_MAASCLUSTERS,
+               parse("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                     "\"MaasCluster\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"dnsDomain\":"
+                     "\"maas\"}}",
+                     name));
+}
+
+static void make_template(const char *name, int cpu, int mem)
+{
+        create(&KUBE_RES_MAASMACHINETEMPLATES,
+               parse("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                     "\"MaasMachineTemplate\",\"metadata\":{\"name\":\"%s\"},\"spec\":{"
+                     "\"template\":{\"spec\":{\"image\":\"u-2204-0-k-1264-0\",\"minCPU\":%d,"
+                     "\"minMemory\":%d,\"resourcePool\":\"capi\"}}}}",
+                     name, cpu, mem));
+}
+
+static void make_kcp_md(const char *cluster, int cp, int md)
+{
+        make_template("cp-tmpl", 4, 8192);
+        make_template("md-tmpl", 2, 4096);
+        create(&KCPS,
+               parse("{\"apiVersion\":\"controlplane.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                     "\"KubeadmControlPlane\",\"metadata\":{\"name\":\"%s-cp\"},\"spec\":{"
+                     "\"replicas\":%d,\"version\":\"v1.26.4\",\"machineTemplate\":{"
+                     "\"infrastructureRef\":{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/"
+                     "v1beta1\",\"kind\":\"MaasMachineTemplate\",\"name\":\"cp-tmpl\"}}}}",
+                     cluster, cp));
+        create(&MDS,
+               parse("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"MachineDeployment\","
+                     "\"metadata\":{\"name\":\"%s-md\"},\"spec\":{\"clusterName\":\"%s\","
+                     "\"replicas\":%d,\"template\":{\"spec\":{\"clusterName\":\"%s\",\"version\":"
+                     "\"v1.26.4\",\"infrastructureRef\":{\"apiVersion\":\"infrastructure.cluster."
+                     "x-k8s.io/v1beta1\",\"kind\":\"MaasMachineTemplate\",\"name\":"
+                     "\"md-tmpl\"}}}}}",
+                     cluster, cluster, md, cluster));
+}
+
+/* --- the provider's part, played by the test ------------------------------------------------ */
+
+static void provision_cluster(const char *name)
+{
+        patch(&KUBE_RES_MAASCLUSTERS, name, NULL,
+              "{\"spec\":{\"controlPlaneEndpoint\":{\"host\":\"demo.maas\",\"port\":6443}}}");
+        patch(&KUBE_RES_MAASCLUSTERS, name, "status",
+              "{\"status\":{\"ready\":true,\"initialization\":{\"provisioned\":true}}}");
+}
+
+static unsigned host_seq;
+
+/* Marks MaasMachine name deployed as hostname "<ns>-Host-<n>"; returns the Node name. */
+static char *deploy(const char *name)
+{
+        char *body, *host;
+        unsigned n = ++host_seq;
+
+        host = xasprintf("%s-Host-%u", G->ns, n);
+        body = xasprintf("{\"spec\":{\"providerID\":\"maas:///az1/sys%u\"}}", n);
+        patch(&KUBE_RES_MAASMACHINES, name, NULL, body);
+        free(body);
+        body = xasprintf("{\"status\":{\"ready\":true,\"initialization\":{\"provisioned\":true},"
+                         "\"hostname\":\"%s\",\"addresses\":[{\"type\":\"InternalIP\","
+                         "\"address\":\"10.20.0.%u\"}]}}",
+                         host, n);
+        patch(&KUBE_RES_MAASMACHINES, name, "status", body);
+        free(body);
+        for (char *p = host; *p; p++)
+                *p = (char)tolower((unsigned char)*p);
+        return host;
+}
+
+/* Deploys every machine of the list that is not ready yet. */
+static void deploy_all(const cJSON *machines)
+{
+        const cJSON *m;
+
+        cJSON_ArrayForEach (m, at(machines, "items")) {
+                const char *name = at_str(m, "metadata.name");
+                cJSON *mm = wait_obj(&KUBE_RES_MAASMACHINES, name, pred_exists, NULL);
+
+                if (!cJSON_IsTrue(at(mm, "status.ready")))
+                        free(deploy(name));
+                cJSON_Delete(mm);
+        }
+}
+
+/* How many workload Nodes say they belong to Machine ns/name (any Machine of ns when
+ * machine is NULL). */
+static int nodes_of(const char *machine)
+{
+        cJSON *l = list(&KUBE_RES_NODES, NULL);
+        const cJSON *n;
+        int found = 0;
+
+        cJSON_ArrayForEach (n, at(l, "items")) {
+                const char *m = annotation(n, "cluster.x-k8s.io/machine");
+                const char *ns = annotation(n, "cluster.x-k8s.io/cluster-namespace");
+
+                found += m && ns && (!machine || strcmp(m, machine) == 0) && strcmp(ns, G->ns) == 0;
+        }
+        cJSON_Delete(l);
+        return found;
+}
+
+#define SEL_CP "cluster.x-k8s.io/control-plane"
+#define SEL_MD "cluster.x-k8s.io/deployment-name"
+
+/* --- tests --------------------------------------------------------------------------------------
+ */
+
+static void test_capi_sim__serves_healthz_once_synced(void **state)
+{
+        long status = 0;
+        unsigned port = 0;
+        char *body;
+
+        (void)state;
+        assert_int_equal(sscanf(G->capi.url, "http://127.0.0.1:%u", &port), 1);
+        body = test_http_get((uint16_t)port, "/healthz", &status);
+        assert_int_equal(status, 200);
+        assert_str(body, "ok");
+        free(body);
+}
+
+static void test_capi_sim__cluster_owns_maascluster_and_mirrors_it(void **state)
+{
+        cJSON *mc, *cl;
+        const cJSON *ref;
+
+        (void)state;
+        make_cluster("c1");
+        cl = wait_obj(&KUBE_RES_CLUSTERS, "c1", pred_finalizer, "cluster.cluster.x-k8s.io");
+        mc = wait_obj(&KUBE_RES_MAASCLUSTERS, "c1", pred_label, "cluster.x-k8s.io/cluster-name=c1");
+        ref = cJSON_GetArrayItem(at(mc, "metadata.ownerReferences"), 0);
+        assert_str(at_str(ref, "kind"), "Cluster");
+        assert_str(at_str(ref, "apiVersion"), "cluster.x-k8s.io/v1beta1");
+        assert_str(at_str(ref, "name"), "c1");
+        assert_str(at_str(ref, "uid"), at_str(cl, "metadata.uid"));
+        assert_true(cJSON_IsTrue(at(ref, "controller")));
+        cJSON_Delete(mc);
+        cJSON_Delete(cl);
+        cl = wait_obj(&KUBE_RES_CLUSTERS, "c1", pred_field, "status.phase=Provisioning");
+        assert_false(cJSON_IsTrue(at(cl, "status.infrastructureReady")));
+        cJSON_Delete(cl);
+
+        provision_cluster("c1");
+        cl = wait_obj(&KUBE_RES_CLUSTERS, "c1", pred_field, "status.infrastructureReady");
+        assert_true(cJSON_IsTrue(at(cl, "status.initialization.infrastructureProvisioned")));
+        assert_str(at_str(cl, "spec.controlPlaneEndpoint.host"), "demo.maas");
+        assert_int_equal((int)at_num(cl, "spec.controlPlaneEndpoint.port"), 6443);
+        assert_false(cJSON_IsTrue(at(cl, "status.controlPlaneReady")));
+        cJSON_Delete(cl);
+}
+
+static void check_cp_machine(const cJSON *m, const cJSON *kcp)
+{
+        const char *name = at_str(m, "metadata.name");
+        const cJSON *ref = cJSON_GetArrayItem(at(m, "metadata.ownerReferences"), 0);
+        char want[300];
+
+        assert_int_equal(strlen(name), strlen("c2-cp-") + 5);
+        assert_memory_equal(name, "c2-cp-", 6);
+        for (const char *p = name + 6; *p; p++)
+                assert_true(islower((unsigned char)*p) || isdigit((unsigned char)*p));
+        assert_str(label(m, "cluster.x-k8s.io/cluster-name"), "c2");
+        assert_non_null(label(m, SEL_CP));
+        assert_str(at_str(ref, "kind"), "KubeadmControlPlane");
+        assert_str(at_str(ref, "uid"), at_str(kcp, "metadata.uid"));
+        assert_true(cJSON_IsTrue(at(ref, "controller")));
+        assert_str(at_str(cJSON_GetArrayItem(at(m, "metadata.finalizers"), 0), ""),
+                   "machine.cluster.x-k8s.io");
+        assert_str(at_str(m, "spec.clusterName"), "c2");
+        assert_str(at_str(m, "spec.infrastructureRef.kind"), "MaasMachine");
+        assert_str(at_str(m, "spec.infrastructureRef.name"), name);
+        snprintf(want, sizeof(want), "%s-bootstrap", name);
+        assert_str(at_str(m, "spec.bootstrap.dataSecretName"), want);
+}
+
+static void check_maasmachine(const cJSON *m)
+{
+        const char *name = at_str(m, "metadata.name");
+        cJSON *mm = wait_obj(&KUBE_RES_MAASMACHINES, name, pred_exists, NULL);
+        const cJSON *ref = cJSON_GetArrayItem(at(mm, "metadata.ownerReferences"), 0);
+
+        assert_str(label(mm, "cluster.x-k8s.io/cluster-name"), "c2");
+        assert_non_null(label(mm, SEL_CP));
+        assert_str(at_str(ref, "kind"), "Machine");
+        assert_str(at_str(ref, "name"), name);
+        assert_str(at_str(ref, "uid"), at_str(m, "metadata.uid"));
+        assert_true(cJSON_IsTrue(at(ref, "controller")));
+        assert_str(at_str(mm, "spec.image"), "u-2204-0-k-1264-0");
+        assert_int_equal((int)at_num(mm, "spec.minCPU"), 4);
+        assert_int_equal((int)at_num(mm, "spec.minMemory"), 8192);
+        assert_str(at_str(mm, "spec.resourcePool"), "capi");
+        cJSON_Delete(mm);
+}
+
+static void check_bootstrap_secret(const char *machine)
+{
+        char name[300];
+        cJSON *sec;
+        unsigned char *data = NULL;
+        size_t len = 0;
+        const char *v;
+
+        snprintf(name, sizeof(name), "%s-bootstrap", machine);
+        sec = wait_obj(&KUBE_RES_SECRETS, name, pred_exists, NULL);
+        assert_str(label(sec, "cluster.x-k8s.io/cluster-name"), "c2");
+        assert_str(at_str(sec, "type"), "cluster.x-k8s.io/secret");
+        v = at_str(sec, "data.value");
+        assert_non_null(v);
+        assert_int_equal(base64_decode(v, strlen(v), &data, &len), 0);
+        assert_true(len > 13 && memcmp(data, "#cloud-config\n", 14) == 0);
+        free(data);
+        cJSON_Delete(sec);
+}
+
+/* The <cluster>-kubeconfig Secret holds the workload kubeconfig. */
+static void check_kubeconfig_secret(void)
+{
+        cJSON *sec = wait_obj(&KUBE_RES_SECRETS, "c2-kubeconfig", pred_exists, NULL);
+        char path[320], *b64;
+
+        snprintf(path, sizeof(path), "%s/workload/kubeconfig", G->dir);
+        b64 = file_b64(path);
+        assert_str(at_str(sec, "data.value"), b64);
+        assert_str(at_str(sec, "type"), "cluster.x-k8s.io/secret");
+        assert_str(label(sec, "cluster.x-k8s.io/cluster-name"), "c2");
+        free(b64);
+        cJSON_Delete(sec);
+}
+
+/* The first control-plane machine: alone until it is ready; then the kubeconfig, its Node,
+ * its status mirror. Returns its name. */
+static char *first_control_plane(void)
+{
+        cJSON *l, *kcp, *m;
+        char *node, *name;
+
+        l = wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
+        kcp = get(&KCPS, "c2-cp");
+        m = cJSON_Duplicate(cJSON_GetArrayItem(at(l, "items"), 0), true);
+        cJSON_Delete(l);
+        name = xstrdup(at_str(m, "metadata.name"));
+        check_cp_machine(m, kcp);
+        check_maasmachine(m);
+        check_bootstrap_secret(name);
+        cJSON_Delete(kcp);
+        cJSON_Delete(m);
+        /* kubeadm: no second control plane and no worker before the first is up */
+        m = wait_obj(&KUBE_RES_MACHINES, name, pred_field, "status.phase=Provisioning");
+        cJSON_Delete(m);
+        assert_int_equal(count(&KUBE_RES_MACHINES, NULL), 1);
+        assert_null(get(&KUBE_RES_SECRETS, "c2-kubeconfig"));
+
+        node = deploy(name);
+        check_kubeconfig_secret();
+        m = wait_obj(&KUBE_RES_MACHINES, name, pred_field, "status.phase=Provisioned");
+        assert_true(cJSON_IsTrue(at(m, "status.infrastructureReady")));
+        assert_str(at_str(cJSON_GetArrayItem(at(m, "status.addresses"), 0), "address"),
+                   "10.20.0.1");
+        assert_str(at_str(m, "spec.providerID"), "maas:///az1/sys1");
+        cJSON_Delete(m);
+        m = wait_obj(&KUBE_RES_NODES, node, pred_exists, NULL);
+        assert_str(annotation(m, "cluster.x-k8s.io/machine"), name);
+        assert_str(annotation(m, "cluster.x-k8s.io/cluster-namespace"), G->ns);
+        cJSON_Delete(m);
+        /* the provider writes the providerID on the Node: the Machine gets its nodeRef */
+        patch(&KUBE_RES_NODES, node, NULL, "{\"spec\":{\"providerID\":\"maas:///az1/sys1\"}}");
+        m = wait_obj(&KUBE_RES_MACHINES, name, pred_field, "status.phase=Running");
+        assert_str(at_str(m, "status.nodeRef.name"), node);
+        assert_str(at_str(m, "status.nodeRef.kind"), "Node");
+        cJSON_Delete(m);
+        free(node);
+        return name;
+}
+
+/* The other control planes and the workers follow the first; all get deployed. */
+static void the_rest_follow(void)
+{
+        cJSON *l, *x;
+        const cJSON *m;
+
+        l = wait_count(&KUBE_RES_MACHINES, SEL_CP, 3);
+        deploy_all(l);
+        cJSON_Delete(l);
+        l = wait_count(&KUBE_RES_MACHINES, SEL_MD "=c2-md", 2);
+        cJSON_ArrayForEach (m, at(l, "items")) {
+                const cJSON *ref = cJSON_GetArrayItem(at(m, "metadata.ownerReferences"), 0);
+
+                assert_str(at_str(ref, "kind"), "MachineDeployment");
+                assert_null(label(m, SEL_CP));
+                x = wait_obj(&KUBE_RES_MAASMACHINES, at_str(m, "metadata.name"), pred_exists, NULL);
+                assert_int_equal((int)at_num(x, "spec.minCPU"), 2);
+                assert_null(label(x, SEL_CP));
+                cJSON_Delete(x);
+        }
+        deploy_all(l);
+        cJSON_Delete(l);
+        x = wait_obj(&KCPS, "c2-cp", pred_field, "status.readyReplicas=3");
+        assert_int_equal((int)at_num(x, "status.replicas"), 3);
+        cJSON_Delete(x);
+        x = wait_obj(&MDS, "c2-md", pred_field, "status.readyReplicas=2");
+        cJSON_Delete(x);
+        assert_int_equal(nodes_of(NULL), 5);
+}
+
+/* Scale down 3 -> 1: the two newest go, with their MaasMachines, Nodes and Secrets. */
+static void scale_down_keeps_oldest(const char *first)
+{
+        cJSON *l, *x;
+        const cJSON *m;
+        char gone[2][128];
+        int n_gone = 0;
+
+        l = list(&KUBE_RES_MACHINES, SEL_CP);
+        cJSON_ArrayForEach (m, at(l, "items")) {
+                if (strcmp(at_str(m, "metadata.name"), first) != 0 && n_gone < 2)
+                        snprintf(gone[n_gone++], sizeof(gone[0]), "%s", at_str(m, "metadata.name"));
+        }
+        cJSON_Delete(l);
+        assert_int_equal(n_gone, 2);
+        patch(&KCPS, "c2-cp", NULL, "{\"spec\":{\"replicas\":1}}");
+        l = wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
+        assert_str(at_str(cJSON_GetArrayItem(at(l, "items"), 0), "metadata.name"), first);
+        cJSON_Delete(l);
+        for (int i = 0; i < n_gone; i++) {
+                char sec[300];
+
+                assert_null(wait_obj(&KUBE_RES_MAASMACHINES, gone[i], NULL, NULL));
+                snprintf(sec, sizeof(sec), "%s-bootstrap", gone[i]);
+                assert_null(wait_obj(&KUBE_RES_SECRETS, sec, NULL, NULL));
+                assert_int_equal(nodes_of(gone[i]), 0);
+        }
+        assert_int_equal(nodes_of(first), 1);
+        assert_int_equal(count(&KUBE_RES_MAASMACHINES, SEL_CP), 1);
+        x = wait_obj(&KCPS, "c2-cp", pred_field, "status.replicas=1");
+        cJSON_Delete(x);
+}
+
+static void test_capi_sim__machines_follow_replicas(void **state)
+{
+        cJSON *x;
+        char *first;
+
+        (void)state;
+        make_cluster("c2");
+        make_kcp_md("c2", 3, 2);
+        x = wait_obj(&KCPS, "c2-cp", pred_label, "cluster.x-k8s.io/cluster-name=c2");
+        cJSON_Delete(x);
+        x = wait_obj(&MDS, "c2-md", pred_label, "cluster.x-k8s.io/cluster-name=c2");
+        cJSON_Delete(x);
+        assert_int_equal(count(&KUBE_RES_MACHINES, NULL), 0); /* infrastructure not ready */
+
+        provision_cluster("c2");
+        first = first_control_plane();
+        x = wait_obj(&KUBE_RES_CLUSTERS, "c2", pred_field, "status.controlPlaneReady");
+        assert_true(cJSON_IsTrue(at(x, "status.initialization.controlPlaneInitialized")));
+        cJSON_Delete(x);
+        the_rest_follow();
+        scale_down_keeps_oldest(first);
+        free(first);
+}
+
+static void test_capi_sim__cluster_delete_removes_everything_below_it(void **state)
+{
+        cJSON *l;
+
+        (void)state;
+        make_cluster("c3");
+        make_kcp_md("c3", 1, 1);
+        provision_cluster("c3");
+        l = wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
+        deploy_all(l);
+        cJSON_Delete(l);
+        l = wait_count(&KUBE_RES_MACHINES, SEL_MD, 1);
+        deploy_all(l);
+        cJSON_Delete(l);
+        for (unsigned t = 0; t < WAIT_MS && nodes_of(NULL) < 2; t += 25)
+                sleep_ms(25);
+        assert_int_equal(nodes_of(NULL), 2);
+        assert_int_equal(kube_delete(G->kube, &KUBE_RES_CLUSTERS, G->ns, "c3", NULL, NULL), 0);
+        assert_null(wait_obj(&KUBE_RES_CLUSTERS, "c3", NULL, NULL));
+        assert_int_equal(count(&KUBE_RES_MACHINES, NULL), 0);
+        assert_int_equal(count(&KUBE_RES_MAASMACHINES, NULL), 0);
+        assert_int_equal(count(&KCPS, NULL), 0);
+        assert_int_equal(count(&MDS, NULL), 0);
+        assert_null(get(&KUBE_RES_MAASCLUSTERS, "c3"));
+        assert_int_equal(nodes_of(NULL), 0);
+}
+
+/* Objects applied before their Cluster, then a crash of capi-sim: the restarted one rebuilds
+ * its view from the informers and neither duplicates nor loses Machines. */
+static void test_capi_sim__restart_keeps_replica_counts(void **state)
+{
+        cJSON *l, *x;
+
+        (void)state;
+        make_kcp_md("c4", 1, 2);
+        make_cluster("c4");
+        provision_cluster("c4");
+        l = wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
+        deploy_all(l);
+        cJSON_Delete(l);
+        l = wait_count(&KUBE_RES_MACHINES, SEL_MD, 2);
+        deploy_all(l);
+        cJSON_Delete(l);
+        x = wait_obj(&MDS, "c4-md", pred_field, "status.readyReplicas=2");
+        cJSON_Delete(x);
+
+        simproc_kill(&G->capi);
+        start_capi_sim();
+        patch(&MDS, "c4-md", NULL, "{\"spec\":{\"replicas\":3}}");
+        l = wait_count(&KUBE_RES_MACHINES, SEL_MD, 3);
+        deploy_all(l);
+        cJSON_Delete(l);
+        x = wait_obj(&MDS, "c4-md", pred_field, "status.readyReplicas=3");
+        assert_int_equal((int)at_num(x, "status.replicas"), 3);
+        cJSON_Delete(x);
+        assert_int_equal(count(&KUBE_RES_MACHINES, NULL), 4);
+        assert_int_equal(count(&KUBE_RES_MAASMACHINES, NULL), 4);
+        assert_int_equal(nodes_of(NULL), 4);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_capi_sim__serves_healthz_once_synced),
+                cmocka_unit_test_setup(test_capi_sim__cluster_owns_maascluster_and_mirrors_it,
+                                       setup),
+                cmocka_unit_test_setup(test_capi_sim__machines_follow_replicas, setup),
+                cmocka_unit_test_setup(test_capi_sim__cluster_delete_removes_everything_below_it,
+                                       setup),
+                cmocka_unit_test_setup(test_capi_sim__restart_keeps_replica_counts, setup),
+        };
+
+        return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# End to end on the local simulated stack (issue 8): the README's example cluster (3 control
+# planes, 5 workers) goes Ready through capmaas's webhooks and controllers; every machine's
+# providerID is on its Node; the API endpoint record holds the 3 control-plane IPs; scaling
+# workers 5 -> 2 releases exactly 3 machines; a machine whose deploy fails is replaced; a
+# template with an unknown image is rejected at apply; deleting the cluster returns every
+# machine to MAAS and leaves no record and no Maas object.
+set -uo pipefail
+# shellcheck source=tests/scripts/kube_sim_lib.sh
+. "$(dirname "$0")/kube_sim_lib.sh"
+ks_need kubectl curl
+SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
+BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
+# shellcheck source=scripts/stack.sh
+. "$SRC/scripts/stack.sh"
+STACK_DEPLOY_SECONDS=0.5
+STACK_RELEASE_SECONDS=0.3
+trap 'stack_down; ks_cleanup' EXIT
+PY=/usr/bin/python3
+
+wait_until() { # wait_until SECONDS CMD...
+  local i
+  for i in $(seq 1 $(($1 * 5))); do
+    "${@:2}" >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  return 1
+}
+mm_json() { stack_kubectl get maasmachines -o json; }
+ready_mms() { # the number of Ready MaasMachines
+  mm_json | $PY -c 'import json,sys; print(sum(1 for i in json.load(sys.stdin)["items"] if i.get("status",{}).get("ready")))'
+}
+n_ready_is() { [ "$(ready_mms)" -eq "$1" ] && [ "$(mm_json | $PY -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')" -eq "$1" ]; }
+cluster_ready() {
+  [ "$(stack_kubectl get maascluster demo -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+maas_state() { stack_maas GET state; }
+in_use() { # machines MAAS has handed out (not Ready)
+  maas_state | $PY -c 'import json,sys; print(sum(1 for m in json.load(sys.stdin)["machines"] if m["status_name"] != "Ready"))'
+}
+in_use_is() { [ "$(in_use)" -eq "$1" ]; }
+
+# (not through check: stack_up sets variables this shell needs)
+stack_up "$KS_WORK/stack" || {
+  echo "not ok - the stack did not start"
+  tail -20 "$KS_WORK"/stack/*.log
+  exit 1
+}
+check "the stack starts" 0 '' -- true
+check "examples/cluster.yaml is accepted by the webhooks" 0 'maasmachinetemplate' -- \
+  stack_kubectl apply -f "$SRC/examples/cluster.yaml"
+T0=$(date +%s)
+all_ready() { n_ready_is 8 && cluster_ready; }
+check "8 MaasMachines Ready and the cluster Ready" 0 '' -- wait_until 120 all_ready
+echo "# cluster Ready after $(($(date +%s) - T0)) s"
+
+provider_ids() {
+  mm_json | $PY -c 'import json,sys; print("\n".join(sorted(i["spec"]["providerID"] for i in json.load(sys.stdin)["items"])))'
+}
+node_ids() {
+  kubectl --kubeconfig "$STACK_WORKLOAD_KUBECONFIG" get nodes -o json |
+    $PY -c 'import json,sys; print("\n".join(sorted(i["spec"].get("providerID","") for i in json.load(sys.stdin)["items"])))'
+}
+nodes_match() { [ "$(provider_ids | grep -c maas:///)" -eq 8 ] && [ "$(provider_ids)" = "$(node_ids)" ]; }
+check "every Node carries its machine's providerID" 0 '' -- wait_until 30 nodes_match
+
+record_ips() {
+  local host
+  host=$(stack_kubectl get maascluster demo -o jsonpath='{.spec.controlPlaneEndpoint.host}')
+  maas_state | $PY -c "import json,sys; d=[r for r in json.load(sys.stdin)['dnsresources'] if r['fqdn']=='$host']; print(' '.join(sorted(d[0]['ips'])) if len(d)==1 else 'none')"
+}
+cp_ips() {
+  mm_json | $PY -c 'import json,sys
+ips=[]
+for i in json.load(sys.stdin)["items"]:
+    if "cluster.x-k8s.io/control-plane" in i["metadata"].get("labels",{}):
+        a=[x["address"] for x in i["status"].get("addresses",[]) if x["type"]=="ExternalIP"]
+        ips.append(a[0])
+print(" ".join(sorted(ips)))'
+}
+record_is_cps() { [ -n "$(cp_ips)" ] && [ "$(record_ips)" = "$(cp_ips)" ] && [ "$(cp_ips | wc -w)" -eq 3 ]; }
+check "the endpoint record holds the 3 control-plane IPs" 0 '' -- wait_until 30 record_is_cps
+
+releases() { stack_maas GET requests | $PY -c 'import json,sys; print(sum(1 for r in json.load(sys.stdin)["requests"] if r.get("op")=="release"))'; }
+R0=$(releases)
+check "workers scale 5 -> 2" 0 'patched' -- stack_kubectl patch machinedeployment demo-md-0 \
+  --type merge -p '{"spec":{"replicas":2}}'
+check "5 MaasMachines remain, all Ready" 0 '' -- wait_until 60 n_ready_is 5
+check "MAAS holds exactly 5 machines" 0 '' -- wait_until 30 in_use_is 5
+check "exactly 3 machines were released" 0 '^3$' -- echo $(($(releases) - R0))
+
+# The machine the allocator will pick next for a worker (cheapest free match) fails deploy.
+next_worker_machine() {
+  stack_kubectl get maasmachinetemplate demo-md-0 -o json >"$KS_WORK/tmpl.json"
+  maas_state >"$KS_WORK/state.json"
+  $PY - "$KS_WORK/tmpl.json" "$KS_WORK/state.json" "$SRC/tests/sim/maas/inventory-sample.yaml" <<'PY'
+import json, sys, yaml
+t = json.load(open(sys.argv[1]))["spec"]["template"]["spec"]
+st = {m["system_id"]: m for m in json.load(open(sys.argv[2]))["machines"]}
+inv = yaml.safe_load(open(sys.argv[3]))["machines"]
+c = [m for m in inv if st[m["system_id"]]["status_name"] == "Ready"
+     and m["cpu_count"] >= t.get("minCPU", 0) and m["memory"] >= t.get("minMemory", 0)
+     and (not t.get("resourcePool") or m.get("pool", "default") == t["resourcePool"])
+     and all(x in m.get("tags", []) for x in t.get("tags", []))]
+c.sort(key=lambda m: m["cpu_count"] + m["memory"] / 1024)
+print(c[0]["system_id"])
+PY
+}
+BAD=$(next_worker_machine)
+[ -n "$BAD" ] || { echo "not ok - cannot tell which machine MAAS allocates next"; exit 1; }
+check "maas-sim will fail the deploy of $BAD" 0 '' -- stack_maas POST faults \
+  -H 'Content-Type: application/json' -d "{\"fail_deploy\":[\"$BAD\"]}"
+check "workers scale 2 -> 3" 0 'patched' -- stack_kubectl patch machinedeployment demo-md-0 \
+  --type merge -p '{"spec":{"replicas":3}}'
+check "6 MaasMachines Ready again" 0 '' -- wait_until 60 n_ready_is 6
+on_bad() { mm_json | grep -q "\"systemID\": \"$BAD\""; }
+check "none of them is on the failed machine" 1 '' -- on_bad
+check "a MachineReplaced event names it" 0 "$BAD" -- stack_kubectl get events \
+  --field-selector reason=MachineReplaced -o jsonpath='{.items[*].message}'
+bad_free() {
+  maas_state | $PY -c "import json,sys; sys.exit(0 if any(m['system_id']=='$BAD' and m['status_name']=='Ready' for m in json.load(sys.stdin)['machines']) else 1)"
+}
+check "the failed machine went back to MAAS" 0 '' -- wait_until 20 bad_free
+
+cat >"$KS_WORK/bad.yaml" <<'YAML'
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: MaasMachineTemplate
+metadata:
+  name: bad-image
+  namespace: default
+spec:
+  template:
+    spec:
+      image: nosuch/u-2204-0-k-1264-0
+      minCPU: 2
+      minMemory: 4096
+YAML
+check "a template with an unknown image is rejected at apply" 1 'spec.template.spec.image: Invalid value.*unknown operating system' -- \
+  stack_kubectl apply -f "$KS_WORK/bad.yaml"
+
+check "the cluster is deleted" 0 'deleted' -- stack_kubectl delete cluster demo --wait=false
+gone() {
+  [ "$(stack_kubectl get maasmachines,maasclusters -A -o name 2>/dev/null | wc -l)" -eq 0 ]
+}
+check "no Maas object is left" 0 '' -- wait_until 90 gone
+check "every machine is Ready in MAAS again" 0 '' -- wait_until 30 in_use_is 0
+n_records() { maas_state | $PY -c 'import json,sys; print(len(json.load(sys.stdin)["dnsresources"]))'; }
+check "the endpoint record is gone" 0 '^0$' -- n_records
+check "capmaas logged no sanitizer report" 1 '' -- grep -Eq 'runtime error|AddressSanitizer|ThreadSanitizer' \
+  "$STACK_DIR/capmaas.log"
+stack_down
+echo "$KS_PASS passed, $KS_FAIL failed"
+[ "$KS_FAIL" -eq 0 ]

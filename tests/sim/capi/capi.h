@@ -1,0 +1,163 @@
+#pragma once
+/*
+ * capi-sim: the Cluster API core and kubeadm controllers, as far as an infrastructure
+ * provider sees them (design.md §5, kubernetes.md §4), built on our reconcile runtime.
+ *
+ * Controllers (each a struct controller with its own work queue and workers):
+ *   - cluster: Cluster → ownerReference + label on its MaasCluster and KubeadmControlPlane,
+ *     infrastructure state, endpoint and control-plane state back into the Cluster;
+ *     deletion of everything below a deleted Cluster (finalizer cluster.cluster.x-k8s.io);
+ *   - kcp / md: KubeadmControlPlane and MachineDeployment replicas → Machines (scale up
+ *     and down), replicas/readyReplicas; the KCP writes the <cluster>-kubeconfig Secret;
+ *   - machine: bootstrap Secret, MaasMachine from the template, Node in the workload API,
+ *     status mirrored from the MaasMachine, deletion (finalizer machine.cluster.x-k8s.io).
+ *
+ * Ownership: struct capi owns the informers, controllers and the owner index; everything is
+ * built by main before any thread starts and torn down after every thread stopped.
+ * Threads: informer threads run the index handlers; controller workers run the reconciles
+ * with their own clients (struct capi_worker). The index has its own lock.
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "compiler.h"
+#include "controller.h"
+#include "informer.h"
+#include "kube_client.h"
+
+#define CAPI_GROUP             "cluster.x-k8s.io"
+#define CAPI_API_VERSION       "cluster.x-k8s.io/v1beta1"
+#define CAPI_KCP_API_VERSION   "controlplane.cluster.x-k8s.io/v1beta1"
+#define CAPI_FINALIZER_CLUSTER "cluster.cluster.x-k8s.io"
+#define CAPI_FINALIZER_MACHINE "machine.cluster.x-k8s.io"
+#define CAPI_LABEL_DEPLOYMENT  "cluster.x-k8s.io/deployment-name"
+#define CAPI_ANN_TEMPLATE      "cluster.x-k8s.io/cloned-from-name"
+#define CAPI_ANN_MACHINE       "cluster.x-k8s.io/machine"
+#define CAPI_ANN_CLUSTER_NS    "cluster.x-k8s.io/cluster-namespace"
+#define CAPI_SECRET_TYPE       "cluster.x-k8s.io/secret"
+#define CAPI_CREATE_BATCH      50 /* Machines created per owner reconcile */
+
+extern const struct kube_resource CAPI_RES_KCPS, CAPI_RES_MDS;
+
+/* The two kinds that own Machines. */
+enum capi_owner_kind {
+        CAPI_OWNER_KCP,
+        CAPI_OWNER_MD,
+        CAPI_OWNER_KINDS,
+};
+
+/* ---- owner index: Machines grouped by their controlling KCP/MD ---- */
+
+struct capi_index;
+
+/* What the index keeps of one Machine (copied out by capi_index_members). */
+struct capi_member {
+        char name[254];
+        char created[40]; /* metadata.creationTimestamp, "" while only created locally */
+        uint64_t seq;     /* insertion order: the tie-break for equal timestamps */
+        bool ready;       /* status.infrastructureReady */
+        bool deleting;    /* metadata.deletionTimestamp set (or deleted by us) */
+};
+
+struct capi_index *capi_index_new(void);
+struct capi_index *capi_index_free(struct capi_index *x);
+/* The machines informer's handler (arg = the index). */
+struct informer_handler capi_index_handler(struct capi_index *x);
+/* Records a Machine just created (before the informer sees it) / just deleted by us. */
+void capi_index_put_local(struct capi_index *x,
+                          enum capi_owner_kind k,
+                          const char *ns,
+                          const char *owner,
+                          const char *machine);
+void capi_index_mark_deleting(struct capi_index *x,
+                              enum capi_owner_kind k,
+                              const char *ns,
+                              const char *owner,
+                              const char *machine);
+/* Copies the members of owner ns/name (malloc'd array, oldest first; *ret NULL when none). */
+size_t capi_index_members(struct capi_index *x,
+                          enum capi_owner_kind k,
+                          const char *ns,
+                          const char *owner,
+                          struct capi_member **ret);
+
+/* ---- the simulator ---- */
+
+struct capi {
+        const struct kube_config *mgmt, *workload; /* borrowed */
+        char *kubeconfig_b64;                      /* the workload kubeconfig, base64 */
+        struct informer *clusters, *maasclusters, *kcps, *mds, *machines, *maasmachines, *templates,
+                *nodes;
+        struct controller *cluster_ctl, *owner_ctl[CAPI_OWNER_KINDS], *machine_ctl;
+        struct capi_index *index;
+        _Atomic uint64_t name_seed;
+};
+
+/* Per-worker state: one client per API. */
+struct capi_worker {
+        struct capi *s;
+        struct kube_client *kube, *wl;
+};
+
+MUST_CHECK int capi_cluster_reconcile(struct capi_worker *w,
+                                      const char *ns,
+                                      const char *name,
+                                      struct reconcile_result *res);
+MUST_CHECK int capi_owner_reconcile(struct capi_worker *w,
+                                    enum capi_owner_kind k,
+                                    const char *ns,
+                                    const char *name,
+                                    struct reconcile_result *res);
+MUST_CHECK int capi_machine_reconcile(struct capi_worker *w,
+                                      const char *ns,
+                                      const char *name,
+                                      struct reconcile_result *res);
+
+/* ---- helpers (util.c) ---- */
+
+/* Nested string/bool lookups: capi_str(o, "spec", "clusterName", NULL). Borrowed. */
+const char *capi_str(const cJSON *o, ...);
+bool capi_true(const cJSON *o, ...);
+const cJSON *capi_get(const cJSON *o, ...);
+/* The name of o's controlling ownerReference of `kind`, or of any ownerReference of that
+ * kind when none controls; NULL when none. */
+const char *capi_owner_name(const cJSON *o, const char *kind);
+/* Adds/keeps an ownerReference {apiVersion, kind, name, uid} (controller when asked) in
+ * obj's metadata; true when it changed. */
+bool capi_set_owner(cJSON *obj,
+                    const char *api_version,
+                    const char *kind,
+                    const char *name,
+                    const char *uid,
+                    bool controller);
+/* Sets metadata.labels[key] = value; true when it changed. */
+bool capi_set_label(cJSON *obj, const char *key, const char *value);
+bool capi_has_finalizer(const cJSON *obj, const char *f);
+void capi_add_finalizer(cJSON *obj, const char *f);
+void capi_remove_finalizer(cJSON *obj, const char *f);
+/* metadata.deletionTimestamp present. */
+bool capi_deleting(const cJSON *obj);
+/* "<prefix>-<5 random lowercase alnum>" (malloc'd). */
+char *capi_random_name(struct capi *s, const char *prefix);
+/* Writes what changed between before and after (patch_helper); logs nothing. */
+MUST_CHECK int capi_write(struct capi_worker *w,
+                          const struct kube_resource *r,
+                          const cJSON *before,
+                          const cJSON *after);
+/* Create / delete that treat "already exists" / "already gone" as success. */
+MUST_CHECK int capi_create(struct kube_client *c,
+                           const struct kube_resource *r,
+                           const char *ns,
+                           const cJSON *obj,
+                           cJSON **ret);
+MUST_CHECK int capi_delete(struct kube_client *c,
+                           const struct kube_resource *r,
+                           const char *ns,
+                           const char *name);
+/* The cluster a KCP/MD/Machine belongs to (label, spec.clusterName, owner Cluster). */
+const char *capi_cluster_of(const cJSON *o);

@@ -1,0 +1,170 @@
+/*
+ * capi-sim Cluster controller: ownership of the MaasCluster and the KubeadmControlPlane,
+ * infrastructure and control-plane state into the Cluster, and deletion of everything
+ * below a deleted Cluster (see capi.h).
+ */
+#include <string.h>
+
+#include "capi.h"
+#include "err.h"
+#include "json.h"
+#include "schema.h"
+#include "xalloc.h"
+
+#define DELETE_POLL_MS 1000
+
+/* Makes obj controller-owned by the Cluster and labelled with its name. */
+static int adopt(struct capi_worker *w,
+                 const struct kube_resource *r,
+                 const struct kobj *obj,
+                 const struct kobj *cluster)
+{
+        cJSON *after = cJSON_Duplicate(kobj_json(obj), true);
+        bool changed;
+        int err = 0;
+
+        changed = capi_set_owner(after, CAPI_API_VERSION, "Cluster", kobj_name(cluster),
+                                 kobj_uid(cluster), true);
+        changed = capi_set_label(after, SCHEMA_LABEL_CLUSTER_NAME, kobj_name(cluster)) || changed;
+        if (changed)
+                err = capi_write(w, r, kobj_json(obj), after);
+        cJSON_Delete(after);
+        return err;
+}
+
+static void infra_status(cJSON *after, const cJSON *mc)
+{
+        cJSON *st = json_child_object(after, "status", NULL);
+        cJSON *init = json_child_object(st, "initialization", NULL);
+        bool ready = capi_true(mc, "status", "ready", NULL);
+        bool prov = ready || capi_true(mc, "status", "initialization", "provisioned", NULL);
+        const cJSON *ep = capi_get(mc, "spec", "controlPlaneEndpoint", NULL);
+        const char *host = capi_str(ep, "host", NULL);
+
+        json_set_bool(st, "infrastructureReady", prov);
+        json_set_bool(init, "infrastructureProvisioned", prov);
+        if (host && *host)
+                json_set_item(json_child_object(after, "spec", NULL), "controlPlaneEndpoint",
+                              cJSON_Duplicate(ep, true));
+        json_set_string(st, "phase", prov ? "Provisioned" : "Provisioning");
+}
+
+static void cp_status(cJSON *after, const cJSON *kcp)
+{
+        cJSON *st = json_child_object(after, "status", NULL);
+        const cJSON *rr = capi_get(kcp, "status", "readyReplicas", NULL);
+        bool ready = capi_true(kcp, "status", "initialized", NULL) ||
+                     (cJSON_IsNumber(rr) && rr->valuedouble >= 1);
+
+        json_set_bool(st, "controlPlaneReady", ready);
+        json_set_bool(json_child_object(st, "initialization", NULL), "controlPlaneInitialized",
+                      ready);
+}
+
+static int cluster_normal(struct capi_worker *w, const struct kobj *cl)
+{
+        struct capi *s = w->s;
+        const cJSON *o = kobj_json(cl);
+        const char *ns = kobj_namespace(cl);
+        const char *mcname = capi_str(o, "spec", "infrastructureRef", "name", NULL);
+        const char *kcpname = capi_str(o, "spec", "controlPlaneRef", "name", NULL);
+        struct kobj *mc = mcname ? informer_get(s->maasclusters, ns, mcname) : NULL;
+        struct kobj *kcp = kcpname ? informer_get(s->kcps, ns, kcpname) : NULL;
+        cJSON *after = cJSON_Duplicate(o, true);
+        int err = 0;
+
+        capi_add_finalizer(after, CAPI_FINALIZER_CLUSTER);
+        if (mc) {
+                err = adopt(w, &KUBE_RES_MAASCLUSTERS, mc, cl);
+                infra_status(after, kobj_json(mc));
+        }
+        if (kcp) {
+                if (err == 0)
+                        err = adopt(w, &CAPI_RES_KCPS, kcp, cl);
+                cp_status(after, kobj_json(kcp));
+        }
+        if (err == 0)
+                err = capi_write(w, &KUBE_RES_CLUSTERS, o, after);
+        cJSON_Delete(after);
+        kobj_unref(mc);
+        kobj_unref(kcp);
+        return err;
+}
+
+/* Deletes every cached object of r labelled with the cluster; returns how many exist. */
+static int delete_labelled(struct capi_worker *w,
+                           struct informer *inf,
+                           const struct kube_resource *r,
+                           const char *ns,
+                           const char *cluster,
+                           size_t *ret_n)
+{
+        struct kobj **objs = NULL;
+        size_t n = 0;
+        int err = informer_list(inf, ns, cluster, &objs, &n);
+
+        for (size_t i = 0; i < n && err == 0; i++)
+                if (!capi_deleting(kobj_json(objs[i])))
+                        err = capi_delete(w->kube, r, ns, kobj_name(objs[i]));
+        kobj_list_free(objs, n);
+        if (err == 0)
+                *ret_n = n;
+        return err;
+}
+
+static int cluster_delete(struct capi_worker *w,
+                          const struct kobj *cl,
+                          struct reconcile_result *res)
+{
+        struct capi *s = w->s;
+        const cJSON *o = kobj_json(cl);
+        const char *ns = kobj_namespace(cl);
+        const char *mcname = capi_str(o, "spec", "infrastructureRef", "name", NULL);
+        const char *kcpname = capi_str(o, "spec", "controlPlaneRef", "name", NULL);
+        size_t n_md = 0, n_m = 0;
+        struct kobj *mc = NULL;
+        cJSON *after;
+        int err = 0;
+
+        if (kcpname)
+                err = capi_delete(w->kube, &CAPI_RES_KCPS, ns, kcpname);
+        if (err == 0)
+                err = delete_labelled(w, s->mds, &CAPI_RES_MDS, ns, kobj_name(cl), &n_md);
+        if (err == 0)
+                err = delete_labelled(w, s->machines, &KUBE_RES_MACHINES, ns, kobj_name(cl), &n_m);
+        if (err || n_m) {
+                *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, DELETE_POLL_MS };
+                return err;
+        }
+        mc = mcname ? informer_get(s->maasclusters, ns, mcname) : NULL;
+        if (mc) {
+                if (!capi_deleting(kobj_json(mc)))
+                        err = capi_delete(w->kube, &KUBE_RES_MAASCLUSTERS, ns, mcname);
+                kobj_unref(mc);
+                *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, DELETE_POLL_MS };
+                return err;
+        }
+        after = cJSON_Duplicate(o, true);
+        capi_remove_finalizer(after, CAPI_FINALIZER_CLUSTER);
+        err = capi_write(w, &KUBE_RES_CLUSTERS, o, after);
+        cJSON_Delete(after);
+        return err == CM_ENOTFOUND ? 0 : err;
+}
+
+int capi_cluster_reconcile(struct capi_worker *w,
+                           const char *ns,
+                           const char *name,
+                           struct reconcile_result *res)
+{
+        struct kobj *cl = informer_get(w->s->clusters, ns, name);
+        int err;
+
+        if (!cl)
+                return 0;
+        if (capi_deleting(kobj_json(cl)))
+                err = cluster_delete(w, cl, res);
+        else
+                err = cluster_normal(w, cl);
+        kobj_unref(cl);
+        return err;
+}

@@ -1,0 +1,293 @@
+/*
+ * capi-sim Machine controller: the bootstrap Secret, the MaasMachine cloned from the
+ * template, a Node in the workload API once the MaasMachine is ready (kubelet joining),
+ * Machine status mirrored from the MaasMachine, and deletion (MaasMachine, Node, bootstrap
+ * Secret, then the finalizer). See capi.h.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base64.h"
+#include "capi.h"
+#include "err.h"
+#include "json.h"
+#include "log.h"
+#include "schema.h"
+#include "xalloc.h"
+
+#define LOGGER           "capi-sim"
+#define DELETE_POLL_MS   500
+#define TEMPLATE_POLL_MS 1000
+
+struct mctx {
+        struct capi_worker *w;
+        const struct kobj *m;
+        const char *ns, *cluster, *mm_name;
+        cJSON *after, *status;
+};
+
+static char *node_name(const cJSON *mm)
+{
+        const char *h = capi_str(mm, "status", "hostname", NULL);
+        char *n;
+
+        if (!h || !*h)
+                return NULL;
+        n = xstrdup(h);
+        for (char *p = n; *p; p++)
+                *p = (char)tolower((unsigned char)*p);
+        return n;
+}
+
+static bool is_control_plane(const cJSON *o)
+{
+        return capi_str(o, "metadata", "labels", SCHEMA_LABEL_CONTROL_PLANE, NULL) != NULL;
+}
+
+/* A new object {apiVersion, kind, metadata{name, namespace, cluster-name label}}. */
+static cJSON *new_obj(const struct mctx *c,
+                      const char *api_version,
+                      const char *kind,
+                      const char *name)
+{
+        cJSON *o = cJSON_CreateObject();
+        cJSON *meta = json_child_object(o, "metadata", NULL);
+
+        json_set_string(o, "apiVersion", api_version);
+        json_set_string(o, "kind", kind);
+        json_set_string(meta, "name", name);
+        if (c->ns && *c->ns)
+                json_set_string(meta, "namespace", c->ns);
+        if (c->cluster)
+                capi_set_label(o, SCHEMA_LABEL_CLUSTER_NAME, c->cluster);
+        return o;
+}
+
+static int bootstrap_secret(struct mctx *c)
+{
+        const char *name = capi_str(kobj_json(c->m), "spec", "bootstrap", "dataSecretName", NULL);
+        char *cfg, *b64;
+        cJSON *sec, *data;
+        int err;
+
+        if (!name || capi_true(kobj_json(c->m), "status", "bootstrapReady", NULL))
+                return 0;
+        cfg = xasprintf("#cloud-config\n# capi-sim bootstrap data for Machine %s/%s\n"
+                        "runcmd:\n  - echo 'joining cluster %s'\n",
+                        c->ns, kobj_name(c->m), c->cluster ? c->cluster : "");
+        sec = new_obj(c, "v1", "Secret", name);
+        capi_set_owner(sec, CAPI_API_VERSION, "Machine", kobj_name(c->m), kobj_uid(c->m), false);
+        json_set_string(sec, "type", CAPI_SECRET_TYPE);
+        data = json_child_object(sec, "data", NULL);
+        b64 = base64_encode(cfg, strlen(cfg));
+        json_set_string(data, "value", b64);
+        free(b64);
+        b64 = base64_encode("cloud-config", strlen("cloud-config"));
+        json_set_string(data, "format", b64);
+        err = capi_create(c->w->kube, &KUBE_RES_SECRETS, c->ns, sec, NULL);
+        if (err == 0) {
+                json_set_bool(c->status, "bootstrapReady", true);
+                json_set_bool(json_child_object(c->status, "initialization", NULL),
+                              "bootstrapDataSecretCreated", true);
+        }
+        free(b64);
+        free(cfg);
+        cJSON_Delete(sec);
+        return err;
+}
+
+static int create_maasmachine(struct mctx *c, struct reconcile_result *res)
+{
+        const char *tname =
+                capi_str(kobj_json(c->m), "metadata", "annotations", CAPI_ANN_TEMPLATE, NULL);
+        struct kobj *t = tname ? informer_get(c->w->s->templates, c->ns, tname) : NULL;
+        const cJSON *spec = t ? capi_get(kobj_json(t), "spec", "template", "spec", NULL) : NULL;
+        cJSON *mm;
+        int err;
+
+        if (!spec) {
+                *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, TEMPLATE_POLL_MS };
+                kobj_unref(t);
+                return 0;
+        }
+        mm = new_obj(c, SCHEMA_API_VERSION, SCHEMA_KIND_MACHINE, c->mm_name);
+        if (is_control_plane(kobj_json(c->m)))
+                capi_set_label(mm, SCHEMA_LABEL_CONTROL_PLANE, "");
+        capi_set_owner(mm, CAPI_API_VERSION, "Machine", kobj_name(c->m), kobj_uid(c->m), true);
+        json_set_item(mm, "spec", cJSON_Duplicate(spec, true));
+        err = capi_create(c->w->kube, &KUBE_RES_MAASMACHINES, c->ns, mm, NULL);
+        cJSON_Delete(mm);
+        kobj_unref(t);
+        return err;
+}
+
+/* What kubelet would report: Ready, and the Machine's Kubernetes version. */
+static void node_status(cJSON *n, const cJSON *machine)
+{
+        cJSON *st = json_child_object(n, "status", NULL);
+        cJSON *conds = cJSON_CreateArray();
+        cJSON *ready = cJSON_CreateObject();
+        const char *ver = capi_str(machine, "spec", "version", NULL);
+
+        json_set_string(ready, "type", "Ready");
+        json_set_string(ready, "status", "True");
+        json_set_string(ready, "reason", "KubeletReady");
+        json_set_string(ready, "message", "kubelet is posting ready status (capi-sim)");
+        cJSON_AddItemToArray(conds, ready);
+        json_set_item(st, "conditions", conds);
+        if (ver)
+                json_set_string(json_child_object(st, "nodeInfo", NULL), "kubeletVersion", ver);
+}
+
+static int ensure_node(struct mctx *c, const cJSON *mm, const char *name)
+{
+        struct kobj *node = informer_get(c->w->s->nodes, NULL, name);
+        const char *want = capi_str(mm, "spec", "providerID", NULL);
+        const char *have = node ? capi_str(kobj_json(node), "spec", "providerID", NULL) : NULL;
+        cJSON *n, *ann;
+        int err = 0;
+
+        if (node && want && have && strcmp(want, have) == 0) {
+                cJSON *ref = json_child_object(c->status, "nodeRef", NULL);
+
+                json_set_string(ref, "apiVersion", "v1");
+                json_set_string(ref, "kind", "Node");
+                json_set_string(ref, "name", name);
+                json_set_string(ref, "uid", kobj_uid(node));
+        }
+        if (!node) {
+                n = new_obj(&(struct mctx){ .cluster = c->cluster }, "v1", "Node", name);
+                ann = json_child_object(json_child_object(n, "metadata", NULL), "annotations",
+                                        NULL);
+                json_set_string(ann, CAPI_ANN_MACHINE, kobj_name(c->m));
+                json_set_string(ann, CAPI_ANN_CLUSTER_NS, c->ns);
+                capi_set_label(n, "kubernetes.io/hostname", name);
+                if (is_control_plane(kobj_json(c->m)))
+                        capi_set_label(n, "node-role.kubernetes.io/control-plane", "");
+                node_status(n, kobj_json(c->m));
+                err = capi_create(c->w->wl, &KUBE_RES_NODES, NULL, n, NULL);
+                if (err == 0)
+                        log_info(LOGGER, "node joined", "node=%s machine=%s/%s", name, c->ns,
+                                 kobj_name(c->m));
+                cJSON_Delete(n);
+        }
+        kobj_unref(node);
+        return err;
+}
+
+static int mirror(struct mctx *c, const cJSON *mm)
+{
+        bool ready = capi_true(mm, "status", "ready", NULL) ||
+                     capi_true(mm, "status", "initialization", "provisioned", NULL);
+        const cJSON *addrs = capi_get(mm, "status", "addresses", NULL);
+        const char *pid = capi_str(mm, "spec", "providerID", NULL);
+        char *name = ready ? node_name(mm) : NULL;
+        int err = 0;
+
+        json_set_bool(c->status, "infrastructureReady", ready);
+        json_set_bool(json_child_object(c->status, "initialization", NULL),
+                      "infrastructureProvisioned", ready);
+        if (cJSON_IsArray(addrs))
+                json_set_item(c->status, "addresses", cJSON_Duplicate(addrs, true));
+        if (pid && ready)
+                json_set_string(json_child_object(c->after, "spec", NULL), "providerID", pid);
+        if (name)
+                err = ensure_node(c, mm, name);
+        json_set_string(c->status, "phase",
+                        capi_get(c->status, "nodeRef", NULL) ? "Running"
+                        : ready                              ? "Provisioned"
+                                                             : "Provisioning");
+        free(name);
+        return err;
+}
+
+static int machine_normal(struct mctx *c, struct reconcile_result *res)
+{
+        struct kobj *mm = informer_get(c->w->s->maasmachines, c->ns, c->mm_name);
+        int err = bootstrap_secret(c);
+
+        if (err == 0 && mm)
+                err = mirror(c, kobj_json(mm));
+        else if (err == 0 && !capi_true(kobj_json(c->m), "status", "infrastructureReady", NULL))
+                err = create_maasmachine(c, res);
+        if (!mm && !capi_get(c->status, "phase", NULL))
+                json_set_string(c->status, "phase", "Provisioning");
+        if (err == 0)
+                err = capi_write(c->w, &KUBE_RES_MACHINES, kobj_json(c->m), c->after);
+        kobj_unref(mm);
+        return err;
+}
+
+/* The MaasMachine as cached, else as the API has it (the cache may lag a fresh create). */
+static int find_mm(struct mctx *c, cJSON **ret)
+{
+        struct kobj *mm = informer_get(c->w->s->maasmachines, c->ns, c->mm_name);
+        int err;
+
+        if (mm) {
+                *ret = cJSON_Duplicate(kobj_json(mm), true);
+                kobj_unref(mm);
+                return 0;
+        }
+        err = kube_get(c->w->kube, &KUBE_RES_MAASMACHINES, c->ns, c->mm_name, ret, NULL);
+        if (err == CM_ENOTFOUND)
+                *ret = NULL;
+        return err == CM_ENOTFOUND ? 0 : err;
+}
+
+static int machine_delete(struct mctx *c, struct reconcile_result *res)
+{
+        cJSON *mm = NULL;
+        char *node;
+        const char *ref = capi_str(c->status, "nodeRef", "name", NULL);
+        const char *secret = capi_str(kobj_json(c->m), "spec", "bootstrap", "dataSecretName", NULL);
+        int err = find_mm(c, &mm);
+
+        json_set_string(c->status, "phase", "Deleting");
+        node = mm ? node_name(mm) : (ref ? xstrdup(ref) : NULL);
+        if (err == 0 && node)
+                err = capi_delete(c->w->wl, &KUBE_RES_NODES, NULL, node);
+        if (err == 0 && mm) {
+                if (!capi_deleting(mm))
+                        err = capi_delete(c->w->kube, &KUBE_RES_MAASMACHINES, c->ns, c->mm_name);
+                *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, DELETE_POLL_MS };
+        } else if (err == 0) {
+                if (secret)
+                        err = capi_delete(c->w->kube, &KUBE_RES_SECRETS, c->ns, secret);
+                capi_remove_finalizer(c->after, CAPI_FINALIZER_MACHINE);
+        }
+        if (err == 0)
+                err = capi_write(c->w, &KUBE_RES_MACHINES, kobj_json(c->m), c->after);
+        free(node);
+        cJSON_Delete(mm);
+        return err == CM_ENOTFOUND ? 0 : err;
+}
+
+int capi_machine_reconcile(struct capi_worker *w,
+                           const char *ns,
+                           const char *name,
+                           struct reconcile_result *res)
+{
+        struct kobj *m = informer_get(w->s->machines, ns, name);
+        struct mctx c = { .w = w, .m = m, .ns = ns };
+        int err;
+
+        if (!m)
+                return 0;
+        c.cluster = capi_cluster_of(kobj_json(m));
+        c.mm_name = capi_str(kobj_json(m), "spec", "infrastructureRef", "name", NULL);
+        if (!c.mm_name) {
+                kobj_unref(m);
+                return 0; /* nothing this simulator can do for it */
+        }
+        c.after = cJSON_Duplicate(kobj_json(m), true);
+        c.status = json_child_object(c.after, "status", NULL);
+        if (capi_deleting(kobj_json(m)))
+                err = machine_delete(&c, res);
+        else
+                err = machine_normal(&c, res);
+        cJSON_Delete(c.after);
+        kobj_unref(m);
+        return err;
+}

@@ -1,0 +1,275 @@
+/*
+ * capi-sim KubeadmControlPlane and MachineDeployment controllers: spec.replicas → Machines
+ * (the Machine controller then makes their bootstrap Secret and MaasMachine), scale down
+ * newest first, replicas/readyReplicas, and the <cluster>-kubeconfig Secret once the first
+ * control-plane machine is ready (see capi.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "capi.h"
+#include "err.h"
+#include "json.h"
+#include "log.h"
+#include "schema.h"
+#include "xalloc.h"
+
+#define LOGGER "capi-sim"
+
+struct owner_desc {
+        const struct kube_resource *r;
+        const char *api_version;
+        const char *ref_path[4];     /* to the MaasMachineTemplate reference */
+        const char *version_path[4]; /* to the Kubernetes version */
+        bool control_plane;
+};
+
+static const struct owner_desc descs[CAPI_OWNER_KINDS] = {
+        [CAPI_OWNER_KCP] = { &CAPI_RES_KCPS,
+                             CAPI_KCP_API_VERSION,
+                             { "spec", "machineTemplate", "infrastructureRef", NULL },
+                             { "spec", "version", NULL },
+                             true },
+        [CAPI_OWNER_MD] = { &CAPI_RES_MDS,
+                            CAPI_API_VERSION,
+                            { "spec", "template", "spec", "infrastructureRef" },
+                            { "spec", "template", "spec", "version" },
+                            false },
+};
+
+struct owner_ctx {
+        struct capi_worker *w;
+        enum capi_owner_kind k;
+        const struct owner_desc *d;
+        const struct kobj *owner;
+        const char *ns, *cluster;
+        struct capi_member *m;
+        size_t n, active, ready;
+};
+
+static const cJSON *path4(const cJSON *o, const char *const p[4])
+{
+        for (size_t i = 0; i < 4 && p[i] && o; i++)
+                o = cJSON_GetObjectItemCaseSensitive(o, p[i]);
+        return o;
+}
+
+static cJSON *machine_doc(const struct owner_ctx *c,
+                          const char *name,
+                          const char *secret,
+                          const char *tmpl)
+{
+        const cJSON *o = kobj_json(c->owner);
+        const cJSON *ver = path4(o, c->d->version_path);
+        cJSON *m = cJSON_CreateObject();
+        cJSON *meta = json_child_object(m, "metadata", NULL);
+        cJSON *spec = json_child_object(m, "spec", NULL);
+        cJSON *ref;
+
+        json_set_string(m, "apiVersion", CAPI_API_VERSION);
+        json_set_string(m, "kind", "Machine");
+        json_set_string(meta, "name", name);
+        json_set_string(meta, "namespace", c->ns);
+        capi_set_label(m, SCHEMA_LABEL_CLUSTER_NAME, c->cluster);
+        capi_set_label(m, c->d->control_plane ? SCHEMA_LABEL_CONTROL_PLANE : CAPI_LABEL_DEPLOYMENT,
+                       c->d->control_plane ? "" : kobj_name(c->owner));
+        json_set_string(json_child_object(meta, "annotations", NULL), CAPI_ANN_TEMPLATE, tmpl);
+        capi_add_finalizer(m, CAPI_FINALIZER_MACHINE);
+        capi_set_owner(m, c->d->api_version, c->d->r->kind, kobj_name(c->owner), kobj_uid(c->owner),
+                       true);
+        json_set_string(spec, "clusterName", c->cluster);
+        if (cJSON_IsString(ver))
+                json_set_string(spec, "version", ver->valuestring);
+        json_set_string(json_child_object(spec, "bootstrap", NULL), "dataSecretName", secret);
+        ref = json_child_object(spec, "infrastructureRef", NULL);
+        json_set_string(ref, "apiVersion", SCHEMA_API_VERSION);
+        json_set_string(ref, "kind", SCHEMA_KIND_MACHINE);
+        json_set_string(ref, "name", name);
+        json_set_string(ref, "namespace", c->ns);
+        return m;
+}
+
+static int create_machine(struct owner_ctx *c, const char *tmpl)
+{
+        char *name = capi_random_name(c->w->s, kobj_name(c->owner));
+        char *secret = xasprintf("%s-bootstrap", name);
+        cJSON *m = machine_doc(c, name, secret, tmpl);
+        int err;
+
+        err = kube_create(c->w->kube, &KUBE_RES_MACHINES, c->ns, m, NULL, NULL);
+        if (err == 0) {
+                capi_index_put_local(c->w->s->index, c->k, c->ns, kobj_name(c->owner), name);
+                log_info(LOGGER, "created machine", "owner=%s/%s machine=%s", c->ns,
+                         kobj_name(c->owner), name);
+        }
+        cJSON_Delete(m);
+        free(secret);
+        free(name);
+        return err == CM_EEXIST ? 0 : err; /* a name clash: the next reconcile retries */
+}
+
+/* How many Machines this reconcile may create (kubeadm: the first control plane alone). */
+static size_t to_create(const struct owner_ctx *c, const struct kobj *cl, size_t want)
+{
+        const cJSON *o = kobj_json(cl);
+
+        if (!capi_true(o, "status", "infrastructureReady", NULL) || c->active >= want)
+                return 0;
+        if (c->d->control_plane) {
+                if (c->active == 0)
+                        return 1;
+                if (c->ready == 0)
+                        return 0;
+        } else if (!capi_true(o, "status", "controlPlaneReady", NULL)) {
+                return 0;
+        }
+        want -= c->active;
+        return want < CAPI_CREATE_BATCH ? want : CAPI_CREATE_BATCH;
+}
+
+static int scale_down(struct owner_ctx *c, size_t want)
+{
+        int err = 0;
+
+        for (size_t i = c->n; i-- > 0 && c->active > want && err == 0;) {
+                if (c->m[i].deleting)
+                        continue;
+                err = capi_delete(c->w->kube, &KUBE_RES_MACHINES, c->ns, c->m[i].name);
+                if (err)
+                        break;
+                log_info(LOGGER, "deleted machine", "owner=%s/%s machine=%s", c->ns,
+                         kobj_name(c->owner), c->m[i].name);
+                capi_index_mark_deleting(c->w->s->index, c->k, c->ns, kobj_name(c->owner),
+                                         c->m[i].name);
+                c->m[i].deleting = true;
+                c->active--;
+                c->ready -= c->m[i].ready;
+        }
+        return err;
+}
+
+/* Owned by the KCP (as kubeadm's) and by the Cluster, so it outlives a KCP deleted before
+ * the workers: GC removes an object once all its owners are gone. */
+static int kubeconfig_secret(struct owner_ctx *c, const struct kobj *cl)
+{
+        cJSON *sec = cJSON_CreateObject();
+        cJSON *meta = json_child_object(sec, "metadata", NULL);
+        char *name = xasprintf("%s-kubeconfig", c->cluster);
+        int err;
+
+        json_set_string(sec, "apiVersion", "v1");
+        json_set_string(sec, "kind", "Secret");
+        json_set_string(meta, "name", name);
+        json_set_string(meta, "namespace", c->ns);
+        capi_set_label(sec, SCHEMA_LABEL_CLUSTER_NAME, c->cluster);
+        capi_set_owner(sec, c->d->api_version, c->d->r->kind, kobj_name(c->owner),
+                       kobj_uid(c->owner), true);
+        capi_set_owner(sec, CAPI_API_VERSION, "Cluster", kobj_name(cl), kobj_uid(cl), false);
+        json_set_string(sec, "type", CAPI_SECRET_TYPE);
+        json_set_string(json_child_object(sec, "data", NULL), "value", c->w->s->kubeconfig_b64);
+        err = kube_create(c->w->kube, &KUBE_RES_SECRETS, c->ns, sec, NULL, NULL);
+        if (err == 0)
+                log_info(LOGGER, "wrote kubeconfig", "name=%s/%s", c->ns, name);
+        err = err == CM_EEXIST ? 0 : err; /* written by an earlier reconcile */
+        cJSON_Delete(sec);
+        free(name);
+        return err;
+}
+
+static int write_status(struct owner_ctx *c, const struct kobj *cl, size_t want)
+{
+        const cJSON *o = kobj_json(c->owner);
+        cJSON *after = cJSON_Duplicate(o, true);
+        cJSON *st = json_child_object(after, "status", NULL);
+        int err = 0;
+
+        if (!c->d->control_plane) {
+                capi_set_label(after, SCHEMA_LABEL_CLUSTER_NAME, c->cluster);
+                capi_set_owner(after, CAPI_API_VERSION, "Cluster", kobj_name(cl), kobj_uid(cl),
+                               false);
+        }
+        json_set_int64(st, "replicas", (int64_t)c->active);
+        json_set_int64(st, "readyReplicas", (int64_t)c->ready);
+        json_set_int64(st, "updatedReplicas", (int64_t)c->active);
+        json_set_int64(st, "availableReplicas", (int64_t)c->ready);
+        json_set_int64(st, "unavailableReplicas", (int64_t)(c->active - c->ready));
+        if (c->d->control_plane && c->ready > 0 && !capi_true(o, "status", "initialized", NULL)) {
+                err = kubeconfig_secret(c, cl);
+                json_set_bool(st, "initialized", true);
+                json_set_bool(st, "ready", true);
+        }
+        if (!c->d->control_plane)
+                json_set_string(st, "phase",
+                                c->active < want   ? "ScalingUp"
+                                : c->active > want ? "ScalingDown"
+                                                   : "Running");
+        if (err == 0)
+                err = capi_write(c->w, c->d->r, o, after);
+        cJSON_Delete(after);
+        return err;
+}
+
+static void count(struct owner_ctx *c)
+{
+        c->n = capi_index_members(c->w->s->index, c->k, c->ns, kobj_name(c->owner), &c->m);
+        for (size_t i = 0; i < c->n; i++) {
+                if (c->m[i].deleting)
+                        continue;
+                c->active++;
+                c->ready += c->m[i].ready;
+        }
+}
+
+static int reconcile_replicas(struct owner_ctx *c,
+                              const struct kobj *cl,
+                              struct reconcile_result *res)
+{
+        const cJSON *o = kobj_json(c->owner);
+        const cJSON *rep = capi_get(o, "spec", "replicas", NULL);
+        size_t want = cJSON_IsNumber(rep) && rep->valuedouble >= 0 ? (size_t)rep->valuedouble : 1;
+        const char *tmpl = capi_str(path4(o, c->d->ref_path), "name", NULL);
+        size_t create;
+        int err = 0;
+
+        count(c);
+        create = to_create(c, cl, want);
+        if (create && !tmpl)
+                return CM_EINVAL; /* logged by the controller */
+        for (size_t i = 0; i < create && err == 0; i++) {
+                err = create_machine(c, tmpl);
+                c->active += err == 0;
+        }
+        if (err == 0 && c->active > want)
+                err = scale_down(c, want);
+        if (err == 0)
+                err = write_status(c, cl, want);
+        if (err == 0 && create == CAPI_CREATE_BATCH)
+                *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, 1 };
+        return err;
+}
+
+int capi_owner_reconcile(struct capi_worker *w,
+                         enum capi_owner_kind k,
+                         const char *ns,
+                         const char *name,
+                         struct reconcile_result *res)
+{
+        struct owner_ctx c = { .w = w, .k = k, .d = &descs[k], .ns = ns };
+        struct kobj *owner = informer_get(k == CAPI_OWNER_KCP ? w->s->kcps : w->s->mds, ns, name);
+        struct kobj *cl = NULL;
+        int err = 0;
+
+        if (!owner || capi_deleting(kobj_json(owner)))
+                goto out;
+        c.owner = owner;
+        c.cluster = capi_cluster_of(kobj_json(owner));
+        cl = c.cluster ? informer_get(w->s->clusters, ns, c.cluster) : NULL;
+        if (!cl || capi_deleting(kobj_json(cl)))
+                goto out;
+        err = reconcile_replicas(&c, cl, res);
+out:
+        free(c.m);
+        kobj_unref(cl);
+        kobj_unref(owner);
+        return err;
+}

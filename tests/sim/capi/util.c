@@ -1,0 +1,229 @@
+/*
+ * capi-sim helpers: JSON lookups, metadata edits, names, writes (see capi.h).
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "capi.h"
+#include "err.h"
+#include "json.h"
+#include "patch_helper.h"
+#include "schema.h"
+#include "xalloc.h"
+
+const struct kube_resource CAPI_RES_KCPS = { "controlplane.cluster.x-k8s.io", "v1beta1",
+                                             "kubeadmcontrolplanes", "KubeadmControlPlane", true };
+const struct kube_resource CAPI_RES_MDS = { "cluster.x-k8s.io", "v1beta1", "machinedeployments",
+                                            "MachineDeployment", true };
+
+static const cJSON *vget(const cJSON *o, va_list ap)
+{
+        const char *k;
+
+        while (o && (k = va_arg(ap, const char *)) != NULL)
+                o = cJSON_GetObjectItemCaseSensitive(o, k);
+        return o;
+}
+
+const cJSON *capi_get(const cJSON *o, ...)
+{
+        va_list ap;
+
+        va_start(ap, o);
+        o = vget(o, ap);
+        va_end(ap);
+        return o;
+}
+
+const char *capi_str(const cJSON *o, ...)
+{
+        va_list ap;
+
+        va_start(ap, o);
+        o = vget(o, ap);
+        va_end(ap);
+        return cJSON_IsString(o) ? o->valuestring : NULL;
+}
+
+bool capi_true(const cJSON *o, ...)
+{
+        va_list ap;
+
+        va_start(ap, o);
+        o = vget(o, ap);
+        va_end(ap);
+        return cJSON_IsTrue(o);
+}
+
+const char *capi_owner_name(const cJSON *o, const char *kind)
+{
+        const cJSON *ref;
+        const char *any = NULL;
+
+        cJSON_ArrayForEach (ref, capi_get(o, "metadata", "ownerReferences", NULL)) {
+                const char *k = capi_str(ref, "kind", NULL);
+                const char *n = capi_str(ref, "name", NULL);
+
+                if (!k || !n || strcmp(k, kind) != 0)
+                        continue;
+                if (capi_true(ref, "controller", NULL))
+                        return n;
+                any = any ? any : n;
+        }
+        return any;
+}
+
+bool capi_set_owner(cJSON *obj,
+                    const char *api_version,
+                    const char *kind,
+                    const char *name,
+                    const char *uid,
+                    bool controller)
+{
+        cJSON *meta = json_child_object(obj, "metadata", NULL);
+        cJSON *refs = cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences");
+        cJSON *ref;
+
+        cJSON_ArrayForEach (ref, refs) {
+                const char *u = capi_str(ref, "uid", NULL);
+
+                if (u && strcmp(u, uid) == 0)
+                        return false;
+        }
+        if (!cJSON_IsArray(refs)) {
+                refs = cJSON_CreateArray();
+                json_set_item(meta, "ownerReferences", refs);
+        }
+        ref = cJSON_CreateObject();
+        json_set_string(ref, "apiVersion", api_version);
+        json_set_string(ref, "kind", kind);
+        json_set_string(ref, "name", name);
+        json_set_string(ref, "uid", uid);
+        if (controller) {
+                json_set_bool(ref, "controller", true);
+                json_set_bool(ref, "blockOwnerDeletion", true);
+        }
+        cJSON_AddItemToArray(refs, ref);
+        return true;
+}
+
+bool capi_set_label(cJSON *obj, const char *key, const char *value)
+{
+        cJSON *labels = json_child_object(json_child_object(obj, "metadata", NULL), "labels", NULL);
+        const char *cur = capi_str(labels, key, NULL);
+
+        if (cur && strcmp(cur, value) == 0)
+                return false;
+        json_set_string(labels, key, value);
+        return true;
+}
+
+bool capi_has_finalizer(const cJSON *obj, const char *f)
+{
+        const cJSON *x;
+
+        cJSON_ArrayForEach (x, capi_get(obj, "metadata", "finalizers", NULL)) {
+                if (cJSON_IsString(x) && strcmp(x->valuestring, f) == 0)
+                        return true;
+        }
+        return false;
+}
+
+void capi_add_finalizer(cJSON *obj, const char *f)
+{
+        cJSON *meta = json_child_object(obj, "metadata", NULL);
+        cJSON *list = cJSON_GetObjectItemCaseSensitive(meta, "finalizers");
+
+        if (capi_has_finalizer(obj, f))
+                return;
+        if (!cJSON_IsArray(list)) {
+                list = cJSON_CreateArray();
+                json_set_item(meta, "finalizers", list);
+        }
+        cJSON_AddItemToArray(list, cJSON_CreateString(f));
+}
+
+void capi_remove_finalizer(cJSON *obj, const char *f)
+{
+        cJSON *list = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "finalizers");
+        int i = 0;
+        cJSON *x = list ? list->child : NULL;
+
+        while (x) {
+                cJSON *next = x->next;
+
+                if (cJSON_IsString(x) && strcmp(x->valuestring, f) == 0)
+                        cJSON_DeleteItemFromArray(list, i);
+                else
+                        i++;
+                x = next;
+        }
+}
+
+bool capi_deleting(const cJSON *obj)
+{
+        return capi_str(obj, "metadata", "deletionTimestamp", NULL) != NULL;
+}
+
+char *capi_random_name(struct capi *s, const char *prefix)
+{
+        static const char alnum[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+        unsigned char rnd[5];
+        char suffix[6];
+        uint64_t v = 0;
+
+        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+                v = atomic_fetch_add(&s->name_seed, 0x9e3779b97f4a7c15ull);
+                memcpy(rnd, &v, sizeof(rnd));
+        }
+        for (size_t i = 0; i < sizeof(rnd); i++)
+                suffix[i] = alnum[rnd[i] % (sizeof(alnum) - 1)];
+        suffix[5] = '\0';
+        return xasprintf("%s-%s", prefix, suffix);
+}
+
+int capi_write(struct capi_worker *w,
+               const struct kube_resource *r,
+               const cJSON *before,
+               const cJSON *after)
+{
+        return patch_helper_write(w->kube, r, before, after, NULL, NULL, NULL);
+}
+
+int capi_create(struct kube_client *c,
+                const struct kube_resource *r,
+                const char *ns,
+                const cJSON *obj,
+                cJSON **ret)
+{
+        int err = kube_create(c, r, ns, obj, ret, NULL);
+
+        return err == CM_EEXIST ? 0 : err;
+}
+
+int capi_delete(struct kube_client *c,
+                const struct kube_resource *r,
+                const char *ns,
+                const char *name)
+{
+        int err = kube_delete(c, r, ns, name,
+                              &(struct kube_delete_opts){ .propagation_policy = "Background",
+                                                          .grace_period_seconds = -1 },
+                              NULL);
+
+        return err == CM_ENOTFOUND ? 0 : err;
+}
+
+const char *capi_cluster_of(const cJSON *o)
+{
+        const char *c = capi_str(o, "metadata", "labels", SCHEMA_LABEL_CLUSTER_NAME, NULL);
+
+        if (!c)
+                c = capi_str(o, "spec", "clusterName", NULL);
+        if (!c)
+                c = capi_owner_name(o, "Cluster");
+        return c;
+}

@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "err.h"
 #include "kube_events.h"
@@ -16,6 +17,23 @@
 #define SYNC_TIMEOUT_MS 60000
 
 /* --- per-worker clients ------------------------------------------------------------------ */
+
+/* The clients' retry sleep: in 50 ms slices, ending early once the provider stops, so a
+ * shutdown never waits out the backoff of a MAAS or Kubernetes outage. */
+static void retry_sleep(void *arg, uint64_t ms)
+{
+        struct provider *p = arg;
+        struct timespec ts;
+
+        while (ms > 0 && !atomic_load(&p->stopping)) {
+                uint64_t step = ms < 50 ? ms : 50;
+
+                ts.tv_sec = 0;
+                ts.tv_nsec = (long)step * 1000000L;
+                (void)nanosleep(&ts, NULL);
+                ms -= step;
+        }
+}
 
 static struct rc_worker *worker_free(struct rc_worker *w)
 {
@@ -47,7 +65,9 @@ static void *worker_new(void *arg, unsigned idx)
                 err = http_transport_curl_new(&to, &w->maas_transport);
         if (err == 0)
                 err = maas_client_new(&(struct maas_client_opts){ .cfg = p->maas,
-                                                                  .transport = w->maas_transport },
+                                                                  .transport = w->maas_transport,
+                                                                  .sleep_ms = retry_sleep,
+                                                                  .sleep_ud = p },
                                       &w->maas);
         if (err) {
                 log_error(LOGGER, "cannot create a worker's clients", "error=%s", cm_strerror(err));
@@ -335,6 +355,7 @@ void provider_stop(struct provider *p)
 
         if (!p)
                 return;
+        atomic_store(&p->stopping, true);
         /* Informers first: their handlers enqueue into the controllers. */
         for (size_t i = 0; i < 4; i++)
                 if (all[i])
@@ -351,6 +372,7 @@ void provider_stop(struct provider *p)
         p->clusters = informer_free(p->clusters);
         p->events = event_recorder_free(p->events);
         p->started = false;
+        atomic_store(&p->stopping, false);
 }
 
 struct provider *provider_free(struct provider *p)

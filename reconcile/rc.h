@@ -12,6 +12,7 @@
  */
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -84,6 +85,7 @@ struct provider {
         pthread_mutex_t fleet_lock;
         struct rc_fleet fleet;
         bool started;
+        atomic_bool stopping; /* set first by provider_stop: retry sleeps end at once */
 };
 
 struct rc_worker {

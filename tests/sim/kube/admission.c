@@ -4,6 +4,8 @@
  * caBundle, with "?timeout=Ns" appended, failurePolicy, dryRun and warnings. Runs without
  * ks.mu held (it takes the lock only to snapshot the configurations and namespace labels).
  */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,30 +217,74 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
         return buf_append(ud, p, size * n) < 0 ? 0 : size * n;
 }
 
+/* The caBundle as a PEM file, for libcurl (its GnuTLS build takes no in-memory CA). One
+ * stable file per distinct bundle under --dir, so libcurl can reuse a connection across
+ * calls (it only does when the CA file is the same). Caller frees the path. */
 static char *ca_file(const cJSON *hook)
 {
         const char *b64 = ks_obj_str(hook, "clientConfig", "caBundle");
         unsigned char *pem = NULL;
+        uint64_t h = 1469598103934665603ull;
+        char *path, *tmp = NULL;
         size_t n = 0;
-        char *path;
-        int fd;
+        int fd = -1;
 
-        if (!b64 || ks_b64_decode(b64, &pem, &n) < 0)
+        if (!b64)
                 return NULL;
-        path = xstrdup("/tmp/kube-sim-ca-XXXXXX");
-        fd = mkstemp(path);
-        if (fd < 0 || write(fd, pem, n) != (ssize_t)n) {
-                if (fd >= 0) {
-                        close(fd);
-                        unlink(path);
-                }
-                free(path);
-                free(pem);
-                return NULL;
+        for (const char *c = b64; *c; c++)
+                h = (h ^ (unsigned char)*c) * 1099511628211ull;
+        path = xasprintf("%s/webhook-ca-%016llx.pem", ks.dir ? ks.dir : "/tmp",
+                         (unsigned long long)h);
+        if (access(path, R_OK) == 0)
+                return path;
+        if (ks_b64_decode(b64, &pem, &n) < 0)
+                goto fail;
+        tmp = xasprintf("%s.XXXXXX", path);
+        fd = mkstemp(tmp);
+        if (fd < 0 || write(fd, pem, n) != (ssize_t)n || close(fd) != 0 || rename(tmp, path)) {
+                fd = -1;
+                unlink(tmp);
+                goto fail;
         }
-        close(fd);
+        free(tmp);
         free(pem);
         return path;
+fail:
+        free(tmp);
+        free(pem);
+        free(path);
+        return NULL;
+}
+
+/* One libcurl handle per thread, kept for its connection cache (keep-alive to the webhook
+ * server, as the API server keeps its connections). */
+static pthread_key_t curl_key;
+static pthread_once_t curl_key_once = PTHREAD_ONCE_INIT;
+
+static void curl_key_free(void *h)
+{
+        curl_easy_cleanup(h);
+}
+
+static void curl_key_init(void)
+{
+        (void)pthread_key_create(&curl_key, curl_key_free);
+}
+
+static CURL *thread_handle(void)
+{
+        CURL *h;
+
+        (void)pthread_once(&curl_key_once, curl_key_init);
+        h = pthread_getspecific(curl_key);
+        if (h) {
+                curl_easy_reset(h);
+                return h;
+        }
+        h = curl_easy_init();
+        if (h)
+                (void)pthread_setspecific(curl_key, h);
+        return h;
 }
 
 static const char *go_error(CURLcode rc, const struct target *t, char *tmp, size_t cap)
@@ -269,7 +315,7 @@ static int post(const cJSON *hook,
                 struct buf *out,
                 char **ret_err)
 {
-        CURL *h = curl_easy_init();
+        CURL *h = thread_handle();
         struct curl_slist *hdr = NULL, *ct = NULL;
         char *ca = ca_file(hook), tmp[256], ebuf[CURL_ERROR_SIZE] = "";
         long code = 0;
@@ -287,8 +333,10 @@ static int post(const cJSON *hook,
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, t->timeout_s * 1000L);
         curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
-        if (ca)
+        if (ca) {
                 curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+                curl_easy_setopt(h, CURLOPT_CAPATH, NULL); /* not all of /etc/ssl/certs */
+        }
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
@@ -304,11 +352,12 @@ static int post(const cJSON *hook,
                 *ret_err = xasprintf("failed to call webhook: the server responded with status "
                                      "code %ld",
                                      code);
-        curl_easy_cleanup(h);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+        curl_easy_setopt(h, CURLOPT_CONNECT_TO, NULL);
+        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
         curl_slist_free_all(hdr);
         curl_slist_free_all(ct);
         if (ca) {
-                unlink(ca);
                 free(ca);
         }
         return *ret_err ? CM_ETRANSPORT : 0;

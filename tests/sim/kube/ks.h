@@ -103,6 +103,7 @@ struct ks {
         bool stopping;
         char *token;
         char *host; /* "127.0.0.1:port" */
+        const char *dir; /* --dir (argv, not owned) */
         unsigned bookmark_secs;
         struct kfaults faults;
         struct ks_override *overrides;

@@ -470,6 +470,7 @@ static int serve(const struct opts *o)
                 goto out;
         info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
         ks.host = xasprintf("127.0.0.1:%u", (unsigned)info->port);
+        ks.dir = o->dir;
         if (write_kubeconfig(o->dir, info->port) < 0)
                 goto out;
         printf("listening on https://127.0.0.1:%u\n", (unsigned)info->port);

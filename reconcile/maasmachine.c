@@ -17,7 +17,9 @@
 #include "patch_helper.h"
 #include "xalloc.h"
 
-#define LOGGER "maasmachine"
+#define LOGGER             "maasmachine"
+/* Status of a pass that requeues within this many milliseconds is written by the next. */
+#define STATUS_DEBOUNCE_MS 1000
 
 void mm_cond(struct mm_ctx *c,
              const char *type,
@@ -453,7 +455,11 @@ static int pass(struct mm_ctx *c, struct reconcile_result *res)
         if (err || !go)
                 return err;
         err = reconcile_normal(c, res);
-        ferr = mm_flush(c, false);
+        /* A pass that comes back within a second (a deploy just started) leaves its status
+         * to that next pass: status is rebuilt from MAAS every time, and a fast deploy then
+         * costs one status write instead of two. */
+        ferr = mm_flush(c, err == 0 && res->outcome == RECONCILE_REQUEUE_AFTER &&
+                                   res->after_ms <= STATUS_DEBOUNCE_MS);
         return err ? err : ferr;
 }
 

@@ -64,6 +64,7 @@ struct config {
         unsigned machine_concurrency;     /* --machine-concurrency, 2 */
         unsigned cluster_concurrency;     /* --maascluster-concurrency, 2 */
         uint64_t deploy_timeout_ms;       /* --deploy-timeout, 30m */
+        uint64_t machine_refresh_ms;      /* --machine-refresh-interval, 60s */
         enum release_erase release_erase; /* --release-erase, none */
 
         /* Webhook server (HTTPS) */

@@ -246,7 +246,7 @@ static int state_deployed(struct mm_ctx *c, struct reconcile_result *res)
         set_ready(c, true);
         mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_TRUE,
                 SCHEMA_REASON_MACHINE_DEPLOYED, NULL);
-        requeue(res, RC_STEADY_INTERVAL_MS);
+        requeue(res, c->p->cfg->machine_refresh_ms);
         if (c->control_plane) {
                 err = dns_attachment(c, res);
                 if (err)

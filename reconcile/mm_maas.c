@@ -144,7 +144,7 @@ int rc_fleet_lookup(struct rc_worker *w, const char *system_id, struct maas_node
         int err = CM_ENOTFOUND;
 
         pthread_mutex_lock(&p->fleet_lock);
-        if (!p->fleet.valid || now - p->fleet.fetched_ms >= RC_STEADY_INTERVAL_MS)
+        if (!p->fleet.valid || now - p->fleet.fetched_ms >= p->cfg->machine_refresh_ms)
                 (void)fleet_refresh(w);
         for (size_t i = 0; p->fleet.valid && i < p->fleet.nodes.n; i++) {
                 if (strcmp(p->fleet.nodes.items[i].system_id, system_id) == 0) {
@@ -226,7 +226,9 @@ int mm_find_node(struct mm_ctx *c)
         struct maas_error me = { 0 };
         int err = CM_ENOTFOUND;
 
-        if (sid && steady(c))
+        /* The fleet snapshot may be a refresh interval old: fine for noticing drift at
+         * steady state, never for deciding a release. */
+        if (sid && steady(c) && !c->mm.meta.deletion_timestamp)
                 err = rc_fleet_lookup(c->w, sid, &n);
         if (sid && err == CM_ENOTFOUND) {
                 err = maas_get_machine(c->w->maas, sid, &n, &me);

@@ -32,8 +32,6 @@ struct controller;
 struct event_recorder;
 struct metric_family;
 
-/* How often a Deployed machine is re-checked against MAAS (one list call for all). */
-#define RC_STEADY_INTERVAL_MS 60000u
 /* How often a deploying machine is polled. */
 #define RC_DEPLOY_POLL_MS     10000u
 

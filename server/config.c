@@ -285,7 +285,17 @@ static const struct cfg_key keys[] = {
           .min = SECS(1),
           .max = HOURS(168),
           .group = GROUP_CONTROLLERS,
-          .help = "How long a machine may stay in Deploying before it is marked failed." },
+          .help = "How long a machine may stay in Deploying before it is released and "
+                  "replaced by another." },
+        { .name = "machine-refresh-interval",
+          .type = CFG_DURATION,
+          .offset = OFF(machine_refresh_ms),
+          .def = "60s",
+          .min = SECS(1),
+          .max = HOURS(24),
+          .group = GROUP_CONTROLLERS,
+          .help = "How often Deployed machines are re-checked against MAAS (one list call "
+                  "for all of them)." },
         { .name = "release-erase",
           .type = CFG_ENUM,
           .offset = OFF(release_erase),

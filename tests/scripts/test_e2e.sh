@@ -15,6 +15,7 @@ BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
 . "$SRC/scripts/stack.sh"
 STACK_DEPLOY_SECONDS=0.5
 STACK_RELEASE_SECONDS=0.3
+STACK_CAPMAAS_ARGS="--machine-refresh-interval 2s --maas-inventory-interval 1h"
 trap 'stack_down; ks_cleanup' EXIT
 PY=/usr/bin/python3
 
@@ -80,6 +81,17 @@ print(" ".join(sorted(ips)))'
 }
 record_is_cps() { [ -n "$(cp_ips)" ] && [ "$(record_ips)" = "$(cp_ips)" ] && [ "$(cp_ips | wc -w)" -eq 3 ]; }
 check "the endpoint record holds the 3 control-plane IPs" 0 '' -- wait_until 30 record_is_cps
+
+# B6: at steady state the 8 Deployed machines cost one MAAS list call per interval and no
+# write at all.
+maas_counts() { stack_maas GET requests | $PY -c 'import json,sys; d=json.load(sys.stdin); print(d["reads"], d["writes"])'; }
+sleep 3 # let the last status writes and DNS checks settle
+read -r R1 W1 <<<"$(maas_counts)"
+sleep 6
+read -r R2 W2 <<<"$(maas_counts)"
+echo "# steady state: $((R2 - R1)) MAAS reads and $((W2 - W1)) writes in 6 s (interval 2 s)"
+check "steady state: no MAAS write" 0 '^0$' -- echo $((W2 - W1))
+check "steady state: at most one MAAS read per interval" 0 '' -- test $((R2 - R1)) -le 4
 
 releases() { stack_maas GET requests | $PY -c 'import json,sys; print(sum(1 for r in json.load(sys.stdin)["requests"] if r.get("op")=="release"))'; }
 R0=$(releases)

@@ -8,6 +8,7 @@
  * This is the only file that sees both the webhooks and the reconcile libraries.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -599,6 +600,12 @@ int main(int argc, char *argv[])
         int status;
 
         signal(SIGPIPE, SIG_IGN);
+#ifdef __GLIBC__
+        /* Two malloc arenas instead of eight per core: the workers' short-lived cJSON trees
+         * otherwise leave each thread its own fragmented arena (about 8 MiB more peak RSS
+         * with 1 000 machines, bench/scale.sh), for no measurable throughput on 2 cores. */
+        (void)mallopt(M_ARENA_MAX, 2);
+#endif
         xalloc_install_cjson_hooks();
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
                 fputs("capmaas: libcurl initialisation failed\n", stderr);

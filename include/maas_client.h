@@ -179,6 +179,8 @@ struct maas_user {
 
 void maas_node_release(struct maas_node *m);
 void maas_node_list_release(struct maas_node_list *l);
+/* Moves every node of src to the end of dst; src is left empty. */
+void maas_node_list_append(struct maas_node_list *dst, struct maas_node_list *src);
 void maas_named_list_release(struct maas_named_list *l);
 void maas_boot_resource_list_release(struct maas_boot_resource_list *l);
 void maas_dns_resource_release(struct maas_dns_resource *d);

@@ -93,15 +93,6 @@ static void fleet_ids(struct provider *p, char ***ret, size_t *ret_n)
         *ret_n = k;
 }
 
-static void list_append(struct maas_node_list *dst, struct maas_node_list *src)
-{
-        dst->items = xrealloc(dst->items, (dst->n + src->n + 1) * sizeof(*dst->items));
-        memcpy(dst->items + dst->n, src->items, src->n * sizeof(*src->items));
-        dst->n += src->n;
-        free(src->items);
-        *src = (struct maas_node_list){ 0 };
-}
-
 static int fleet_refresh(struct rc_worker *w)
 {
         struct provider *p = w->p;
@@ -120,7 +111,7 @@ static int fleet_refresh(struct rc_worker *w)
                 err = maas_list_machines(w->maas, &f, &part, &me);
                 rc_maas_count(p, "list_machines", err, &me);
                 if (err == 0)
-                        list_append(&all, &part);
+                        maas_node_list_append(&all, &part);
         }
         if (err == 0) {
                 maas_node_list_release(&p->fleet.nodes);

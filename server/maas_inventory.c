@@ -490,6 +490,30 @@ static void lists_release(struct lists *l)
 }
 
 /* The six list calls; *ret_what names the one that failed. */
+/* Machines zone by zone: the same machines as one unfiltered list, but the largest
+ * response (and its parse tree) is a zone's, not the whole region's. */
+static int list_machines_by_zone(struct maas_client *mc,
+                                 const struct maas_named_list *zones,
+                                 struct maas_node_list *ret,
+                                 struct maas_error *err)
+{
+        struct maas_node_list all = { 0 };
+        int r = 0;
+
+        for (size_t i = 0; i < zones->n && r == 0; i++) {
+                struct maas_node_list part = { 0 };
+
+                r = maas_list_machines(
+                        mc, &(struct maas_node_filter){ .zone = zones->items[i].name }, &part, err);
+                maas_node_list_append(&all, &part);
+        }
+        if (r == 0)
+                *ret = all;
+        else
+                maas_node_list_release(&all);
+        return r;
+}
+
 static int fetch_lists(struct maas_client *mc,
                        struct lists *l,
                        struct maas_error *err,
@@ -516,7 +540,7 @@ static int fetch_lists(struct maas_client *mc,
                 *ret_what = "boot resources";
         }
         if (r == 0) {
-                r = maas_list_machines(mc, NULL, &l->machines, err);
+                r = list_machines_by_zone(mc, &l->zones, &l->machines, err);
                 *ret_what = "machines";
         }
         return r;

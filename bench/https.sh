@@ -10,7 +10,8 @@
 # a fixed JSON body. Both servers are pinned to CPU 0 and the client to CPU 1 (when the
 # machine has two), and the rounds alternate capmaas, nginx, capmaas, … so background load
 # hits both alike; each figure is the median over the rounds. p50/p99 come from h2load's
-# per-request log of the median round. The last line is:
+# per-request log of the median round; each server's line also gives its CPU time per request
+# (median over the rounds), compared on the line before the last. The last line is:
 #   https: capmaas=<req/s> nginx=<req/s> ratio=<capmaas/nginx> idle_rss_kib=<n>
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +38,10 @@ for r in $(seq "$rounds"); do
   bench_round capmaas "$cport" "$r" >>"$work/capmaas.rounds"
   bench_round nginx "$nport" "$r" >>"$work/nginx.rounds"
 done
-bench_report capmaas; crps=$rps
-bench_report nginx; nrps=$rps
+bench_report capmaas; crps=$rps; ccpu=$cpu
+bench_report nginx; nrps=$rps; ncpu=$cpu
+# CPU time per request (less sensitive to other load on the machine than req/s).
+printf 'https-cpu-us-per-req: capmaas=%s nginx=%s nginx/capmaas=%s\n' "$ccpu" "$ncpu" \
+  "$(awk -v a="$ncpu" -v b="$ccpu" 'BEGIN {printf "%.2f", a/b}')"
 ratio=$(awk -v a="$crps" -v b="$nrps" 'BEGIN {printf "%.2f", a/b}')
 printf 'https: capmaas=%.0f nginx=%.0f ratio=%s idle_rss_kib=%s\n' "$crps" "$nrps" "$ratio" "$idle_rss"

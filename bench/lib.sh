@@ -7,8 +7,10 @@
 . scripts/deps.sh
 
 # bench_setup PACKAGE…: installs what is missing, pins servers to CPU 0 and the client to
-# CPU 1 (when there are two), builds capmaas (Release) and makes certificates.
+# CPU 1 (when there are two), builds capmaas (Release) in $CAPMAAS_BENCH_BUILD_DIR (default
+# build-bench) and makes certificates.
 bench_setup() {
+  bdir=${CAPMAAS_BENCH_BUILD_DIR:-build-bench}
   capmaas_ensure_packages "${CAPMAAS_PACKAGES[@]}" nginx-light nghttp2-client "$@"
   server_cpu=(); client_cpu=()
   if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
@@ -17,8 +19,8 @@ bench_setup() {
   work=$(mktemp -d)
   pids=()
   trap bench_cleanup EXIT
-  cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build build-bench -j"$(nproc)" --target capmaas >/dev/null
+  cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$bdir" -j"$(nproc)" --target capmaas >/dev/null
   certs/gen-dev-certs.sh "$work/certs" >/dev/null
 }
 
@@ -31,11 +33,14 @@ free_port() {
   /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# start_capmaas PORT: --webhooks-only, 2 server threads; waits for it to serve.
+# start_capmaas PORT: --webhooks-only, 2 server threads, plus the words of
+# $CAPMAAS_BENCH_ARGS (to try a flag, e.g. --webhook-connection-memory-limit 16Ki); waits
+# for it to serve.
 start_capmaas() {
-  "${server_cpu[@]}" build-bench/capmaas --webhooks-only --webhook-host 127.0.0.1 \
+  # shellcheck disable=SC2086 # word splitting of CAPMAAS_BENCH_ARGS is the point
+  "${server_cpu[@]}" "$bdir"/capmaas --webhooks-only --webhook-host 127.0.0.1 \
     --webhook-port "$1" --webhook-cert-dir "$work/certs" --webhook-threads 2 \
-    --health-addr 0 --metrics-bind-addr 0 2>"$work/capmaas.log" &
+    --health-addr 0 --metrics-bind-addr 0 ${CAPMAAS_BENCH_ARGS:-} 2>"$work/capmaas.log" &
   capmaas_pid=$!
   pids+=("$capmaas_pid")
   for _ in $(seq 100); do grep -qs '"serving"' "$work/capmaas.log" && break; sleep 0.05; done
@@ -76,12 +81,27 @@ bench_warmup() { # PORT…
   for port in "$@"; do h2 -n 2000 "https://127.0.0.1:$port$path" >/dev/null 2>&1; done
 }
 
-# bench_round NAME PORT ROUND [h2load args] -> "req/s p50_ms p99_ms"; fails unless every
-# one of the $n requests got a 2xx.
+# server_ticks PORT: CPU time (user + system, clock ticks) used so far by the processes
+# holding the listening socket of PORT (nginx: master and workers).
+server_ticks() {
+  local p t=0
+  for p in $(ss -Htlnp "sport = :$1" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+
+# bench_round NAME PORT ROUND [h2load args] -> "req/s p50_ms p99_ms cpu_us_per_req"; fails
+# unless every one of the $n requests got a 2xx. cpu_us_per_req is the server's CPU time
+# (user + system) over the round divided by the requests: unlike req/s it hardly moves when
+# other work shares the machine.
 bench_round() {
-  local name=$1 port=$2 round=$3 out rps p50 p99
+  local name=$1 port=$2 round=$3 out rps p50 p99 t0 t1 cpu
   shift 3
+  t0=$(server_ticks "$port")
   out=$(h2 -n "$n" --log-file "$work/$name.$round.tsv" "$@" "https://127.0.0.1:$port$path")
+  t1=$(server_ticks "$port")
+  cpu=$(awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN {printf "%.1f", t / hz * 1e6 / n}')
   if ! grep -q "0 failed, 0 errored" <<<"$out" ||
      ! grep -q "status codes: $n 2xx" <<<"$out"; then
     echo "$name: requests failed" >&2; echo "$out" >&2; exit 1
@@ -90,14 +110,16 @@ bench_round() {
   # log columns: start time (us), status, duration (us)
   read -r p50 p99 < <(awk '{print $3}' "$work/$name.$round.tsv" | sort -n |
     awk '{a[NR]=$1} END {printf "%.3f %.3f\n", a[int(NR*0.50)]/1000, a[int(NR*0.99)]/1000}')
-  echo "$rps $p50 $p99"
+  echo "$rps $p50 $p99 $cpu"
 }
 
 median_of() { sort -n -k1,1 | awk '{l[NR]=$0} END {print l[int((NR+1)/2)]}'; }
 
-# bench_report NAME: prints the median line of NAME's rounds file; sets rps p50 p99.
+# bench_report NAME: prints the median line of NAME's rounds file (by req/s) and the median
+# CPU time per request over the rounds; sets rps p50 p99 cpu.
 bench_report() {
-  read -r rps p50 p99 < <(median_of <"$work/$1.rounds")
-  printf '%-8s %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms   (rounds: %s)\n' "$1" "$rps" \
-    "$p50" "$p99" "$(awk '{printf "%.0f ", $1}' "$work/$1.rounds")"
+  read -r rps p50 p99 _ < <(median_of <"$work/$1.rounds")
+  cpu=$(awk '{print $4}' "$work/$1.rounds" | sort -n | awk '{l[NR]=$0} END {print l[int((NR+1)/2)]}')
+  printf '%-8s %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms   cpu %6.1f us/req   (rounds: %s)\n' \
+    "$1" "$rps" "$p50" "$p99" "$cpu" "$(awk '{printf "%.0f ", $1}' "$work/$1.rounds")"
 }

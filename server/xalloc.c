@@ -10,6 +10,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "arena.h"
+
 static NORETURN void oom(void)
 {
         static const char msg[] = "capmaas: out of memory\n";
@@ -85,7 +87,7 @@ char *xasprintf(const char *fmt, ...)
 
 void xalloc_install_cjson_hooks(void)
 {
-        cJSON_Hooks hooks = { .malloc_fn = xmalloc, .free_fn = free };
+        cJSON_Hooks hooks = { .malloc_fn = arena_cjson_malloc, .free_fn = arena_cjson_free };
 
         cJSON_InitHooks(&hooks);
 }

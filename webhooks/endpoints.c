@@ -1,13 +1,15 @@
 /*
  * endpoints: the eight admission routes. Each request runs decode -> kind check -> the
  * kind's defaulting or validation -> encode. Malformed reviews are answered with HTTP 400
- * and a message; a well-formed review always gets 200 with allowed true or false.
+ * and a message; a well-formed review always gets 200 with allowed true or false. The cJSON
+ * trees of a request live in the thread's arena scope (arena.h) and die with the request.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "admission.h"
+#include "arena.h"
 #include "compiler.h"
 #include "err.h"
 #include "router.h"
@@ -83,6 +85,7 @@ static void serve_one(const struct webhook_endpoint *ep,
         struct admission_response resp = { .allowed = true };
         char *err = NULL;
 
+        arena_scope_begin(); /* every cJSON tree of this request is freed before the end */
         if (admission_request_decode(hreq->body, hreq->body_len, &req, &err) < 0 ||
             !kind_matches(ep, &req, &err)) {
                 bad_request(hresp, err);
@@ -103,6 +106,7 @@ out:
         free(err);
         admission_request_release(&req);
         admission_response_release(&resp);
+        arena_scope_end();
 }
 
 static void serve(void *ud, const struct http_request *hreq, struct http_response *hresp)

@@ -76,7 +76,7 @@ struct config {
         enum tls_version tls_min_version; /* --tls-min-version, VersionTLS12 */
         unsigned webhook_threads;         /* --webhook-threads, 2 (thread-pool size, 1..256) */
         unsigned webhook_max_connections; /* --webhook-max-connections, 1024 */
-        size_t webhook_connection_memory_limit; /* --webhook-connection-memory-limit, 64Ki */
+        size_t webhook_connection_memory_limit; /* --webhook-connection-memory-limit, 16Ki */
         size_t webhook_max_body_bytes;          /* --webhook-max-body-bytes, 8Mi */
         unsigned webhook_read_timeout_s; /* --webhook-read-timeout, 10s (whole seconds, >= 1) */
         uint64_t graceful_shutdown_timeout_ms; /* --graceful-shutdown-timeout, 30s */

@@ -45,7 +45,7 @@ struct http_server_opts {
         enum tls_version tls_min;
         unsigned threads;                     /* 0 = 1 */
         unsigned max_connections;             /* 0 = 1024 */
-        size_t connection_memory_limit;       /* 0 = 64 KiB */
+        size_t connection_memory_limit;       /* 0 = 16 KiB */
         size_t max_body_bytes;                /* 0 = 8 MiB */
         unsigned read_timeout_s;              /* 0 = 10 */
         const struct router *router;          /* borrowed, frozen, outlives the server */

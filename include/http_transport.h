@@ -6,8 +6,9 @@
  *
  * Ownership: the caller owns the transport (http_transport_free) and every response
  * (transport_response_release). Threads: a transport is used by ONE thread at a time and
- * never shared (libcurl's rule for easy handles); each worker thread creates its own. The
- * process must have called curl_global_init() before any thread creates one.
+ * never shared (libcurl's rule for easy handles); each worker thread creates its own.
+ * http_transport_curl_new() loads and initialises libcurl on first use (curl_lib.h), so a
+ * process that never creates one never maps libcurl.
  *
  * Names: router.h owns struct http_request/http_response (the server side), hence the
  * transport_* names here.

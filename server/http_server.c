@@ -439,7 +439,7 @@ static int start_daemon(struct http_server *s, const struct http_server_opts *o,
                                              o->max_connections ? o->max_connections : 1024, NULL };
         opts[n++] = (struct MHD_OptionItem){
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                (intptr_t)(o->connection_memory_limit ? o->connection_memory_limit : 65536), NULL
+                (intptr_t)(o->connection_memory_limit ? o->connection_memory_limit : 16384), NULL
         };
         opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT,
                                              o->read_timeout_s ? o->read_timeout_s : 10, NULL };

@@ -17,8 +17,10 @@
 #include <curl/curl.h>
 
 #include "buf.h"
+#include "curl_lib.h"
 #include "err.h"
 #include "http_transport.h"
+#include "log.h"
 #include "xalloc.h"
 
 struct curl_transport {
@@ -33,6 +35,12 @@ struct curl_transport {
         uint32_t timeout_ms;
         size_t max_body;
 };
+
+/* libcurl's functions; loaded by http_transport_curl_new before any transport exists. */
+static const struct curl_lib *cl(void)
+{
+        return curl_lib_load(NULL);
+}
 
 /* Per-request scratch space the callbacks write into. */
 struct xfer {
@@ -53,7 +61,7 @@ static bool deliver_chunk(struct xfer *x, const char *p, size_t n, size_t *ret)
         long status = 0;
 
         if (x->streaming < 0) {
-                curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
+                cl()->easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
                 x->streaming = status >= 200 && status < 300;
         }
         if (!x->streaming)
@@ -121,12 +129,12 @@ static struct curl_slist *build_headers(const struct transport_request *req)
         struct curl_slist *l = NULL, *n;
 
         for (size_t i = 0; i < req->n_headers; i++) {
-                n = curl_slist_append(l, req->headers[i]);
+                n = cl()->slist_append(l, req->headers[i]);
                 if (!n)
                         abort();
                 l = n;
         }
-        n = curl_slist_append(l, "Expect:"); /* no 100-continue round trip */
+        n = cl()->slist_append(l, "Expect:"); /* no 100-continue round trip */
         if (!n)
                 abort();
         return n;
@@ -135,14 +143,14 @@ static struct curl_slist *build_headers(const struct transport_request *req)
 static void set_method(CURL *h, const struct transport_request *req)
 {
         if (strcmp(req->method, "GET") == 0) {
-                curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+                cl()->easy_setopt(h, CURLOPT_HTTPGET, 1L);
                 return;
         }
         if (strcmp(req->method, "POST") != 0)
-                curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
+                cl()->easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
         if (req->body || strcmp(req->method, "POST") == 0) {
-                curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body ? req->body : "");
-                curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+                cl()->easy_setopt(h, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+                cl()->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
         }
 }
 
@@ -153,37 +161,37 @@ static void set_options(struct curl_transport *ct,
 {
         CURL *h = ct->h;
 
-        curl_easy_reset(h); /* keeps live connections: keep-alive survives */
-        curl_easy_setopt(h, CURLOPT_URL, req->url);
-        curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ct->connect_timeout_ms);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
-                         (long)(req->timeout_ms ? req->timeout_ms : ct->timeout_ms));
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
-        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
-        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
-        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, ct->insecure ? 0L : 1L);
-        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, ct->insecure ? 0L : 2L);
+        cl()->easy_reset(h); /* keeps live connections: keep-alive survives */
+        cl()->easy_setopt(h, CURLOPT_URL, req->url);
+        cl()->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+        cl()->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        cl()->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ct->connect_timeout_ms);
+        cl()->easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                          (long)(req->timeout_ms ? req->timeout_ms : ct->timeout_ms));
+        cl()->easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+        cl()->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+        cl()->easy_setopt(h, CURLOPT_WRITEDATA, x);
+        cl()->easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+        cl()->easy_setopt(h, CURLOPT_HEADERDATA, x);
+        cl()->easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
+        cl()->easy_setopt(h, CURLOPT_SSL_VERIFYPEER, ct->insecure ? 0L : 1L);
+        cl()->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, ct->insecure ? 0L : 2L);
         if (ct->ca_file) {
                 /* Only this bundle: without clearing CAPATH, libcurl-gnutls also parses every
                  * certificate under /etc/ssl/certs for each connection (megabytes per
                  * thread). */
-                curl_easy_setopt(h, CURLOPT_CAINFO, ct->ca_file);
-                curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
+                cl()->easy_setopt(h, CURLOPT_CAINFO, ct->ca_file);
+                cl()->easy_setopt(h, CURLOPT_CAPATH, NULL);
         }
         if (x->stream) /* a quiet stream (a watch) must notice a dead peer */
-                curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+                cl()->easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
         if (ct->cert_file) {
-                curl_easy_setopt(h, CURLOPT_SSLCERT, ct->cert_file);
-                curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+                cl()->easy_setopt(h, CURLOPT_SSLCERT, ct->cert_file);
+                cl()->easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
         }
         if (ct->key_file) {
-                curl_easy_setopt(h, CURLOPT_SSLKEY, ct->key_file);
-                curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+                cl()->easy_setopt(h, CURLOPT_SSLKEY, ct->key_file);
+                cl()->easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
         }
         set_method(h, req);
 }
@@ -193,7 +201,7 @@ static int map_curl_error(struct curl_transport *ct, CURLcode rc, const struct x
         snprintf(ct->base.error, sizeof(ct->base.error), "%s",
                  x->too_big     ? "response body over the size cap"
                  : x->errbuf[0] ? x->errbuf
-                                : curl_easy_strerror(rc));
+                                : cl()->easy_strerror(rc));
         if (x->too_big)
                 return CM_ETOOBIG;
         if (rc == CURLE_OPERATION_TIMEDOUT)
@@ -209,22 +217,22 @@ static CURLcode perform_multi(struct curl_transport *ct, const struct transport_
         int running = 1, left;
 
         if (!ct->multi)
-                ct->multi = curl_multi_init();
-        if (!ct->multi || curl_multi_add_handle(ct->multi, ct->h) != CURLM_OK)
+                ct->multi = cl()->multi_init();
+        if (!ct->multi || cl()->multi_add_handle(ct->multi, ct->h) != CURLM_OK)
                 return CURLE_OUT_OF_MEMORY;
         while (running) {
-                if (curl_multi_perform(ct->multi, &running) != CURLM_OK) {
+                if (cl()->multi_perform(ct->multi, &running) != CURLM_OK) {
                         rc = CURLE_RECV_ERROR;
                         break;
                 }
                 if (!running || (s->stop && atomic_load_explicit(s->stop, memory_order_acquire)))
                         break;
-                (void)curl_multi_poll(ct->multi, NULL, 0, 100, NULL);
+                (void)cl()->multi_poll(ct->multi, NULL, 0, 100, NULL);
         }
-        while ((msg = curl_multi_info_read(ct->multi, &left)))
+        while ((msg = cl()->multi_info_read(ct->multi, &left)))
                 if (msg->msg == CURLMSG_DONE && msg->easy_handle == ct->h)
                         rc = msg->data.result;
-        curl_multi_remove_handle(ct->multi, ct->h);
+        cl()->multi_remove_handle(ct->multi, ct->h);
         return rc;
 }
 
@@ -241,15 +249,15 @@ static int do_transfer(struct curl_transport *ct,
 
         buf_init(&x.body, ct->max_body);
         set_options(ct, req, hdrs, &x);
-        rc = s ? perform_multi(ct, s) : curl_easy_perform(ct->h);
-        curl_easy_setopt(ct->h, CURLOPT_HTTPHEADER, NULL);
-        curl_easy_setopt(ct->h, CURLOPT_ERRORBUFFER, NULL); /* x is about to go away */
-        curl_slist_free_all(hdrs);
+        rc = s ? perform_multi(ct, s) : cl()->easy_perform(ct->h);
+        cl()->easy_setopt(ct->h, CURLOPT_HTTPHEADER, NULL);
+        cl()->easy_setopt(ct->h, CURLOPT_ERRORBUFFER, NULL); /* x is about to go away */
+        cl()->slist_free_all(hdrs);
         if (rc != CURLE_OK && !(x.stopped && rc == CURLE_WRITE_ERROR)) {
                 r = map_curl_error(ct, rc, &x);
                 goto out;
         }
-        curl_easy_getinfo(ct->h, CURLINFO_RESPONSE_CODE, &status);
+        cl()->easy_getinfo(ct->h, CURLINFO_RESPONSE_CODE, &status);
         if (status == 0) { /* stopped before any response arrived */
                 snprintf(ct->base.error, sizeof(ct->base.error), "stopped before a response");
                 r = CM_ETRANSPORT;
@@ -286,9 +294,9 @@ static void curl_destroy(struct http_transport *t)
 {
         struct curl_transport *ct = container_of(t, struct curl_transport, base);
 
-        curl_easy_cleanup(ct->h);
+        cl()->easy_cleanup(ct->h);
         if (ct->multi)
-                curl_multi_cleanup(ct->multi);
+                cl()->multi_cleanup(ct->multi);
         free(ct->ca_file);
         free(ct->cert_file);
         free(ct->key_file);
@@ -298,13 +306,18 @@ static void curl_destroy(struct http_transport *t)
 int http_transport_curl_new(const struct http_transport_opts *o, struct http_transport **ret)
 {
         struct curl_transport *ct;
+        const char *why = NULL;
 
+        if (!curl_lib_load(&why)) {
+                log_error("http", "cannot use libcurl", "reason=%s", why);
+                return CM_ETRANSPORT;
+        }
         if ((o->ca_file && access(o->ca_file, R_OK) != 0) ||
             (o->client_cert_file && access(o->client_cert_file, R_OK) != 0) ||
             (o->client_key_file && access(o->client_key_file, R_OK) != 0))
                 return CM_EINVAL;
         ct = xcalloc(1, sizeof(*ct));
-        ct->h = curl_easy_init();
+        ct->h = cl()->easy_init();
         if (!ct->h) {
                 free(ct);
                 return CM_ENOMEM;

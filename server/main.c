@@ -17,11 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "buf.h"
 #include "certstore.h"
 #include "config.h"
+#include "curl_lib.h"
 #include "err.h"
 #include "health.h"
 #include "http_server.h"
@@ -607,15 +606,11 @@ int main(int argc, char *argv[])
         (void)mallopt(M_ARENA_MAX, 2);
 #endif
         xalloc_install_cjson_hooks();
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-                fputs("capmaas: libcurl initialisation failed\n", stderr);
-                return 1;
-        }
         if (config_load(argc, argv, environ, &cfg, &err) < 0) {
                 fprintf(stderr, "capmaas: %s\nRun 'capmaas --help' for the options.\n",
                         err ? err : "invalid configuration");
                 free(err);
-                curl_global_cleanup();
+                curl_lib_cleanup();
                 return 2;
         }
         if (cfg->help)
@@ -634,6 +629,6 @@ int main(int argc, char *argv[])
 out:
         log_clear_secrets();
         config_free(cfg);
-        curl_global_cleanup();
+        curl_lib_cleanup();
         return status;
 }

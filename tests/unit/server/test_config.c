@@ -343,7 +343,7 @@ static void test_config__defaults_match_the_documented_values(void **state)
         assert_int_equal(c->tls_min_version, TLS_VERSION_12);
         assert_int_equal(c->webhook_threads, 2);
         assert_int_equal(c->webhook_max_connections, 1024);
-        assert_int_equal(c->webhook_connection_memory_limit, 64 * 1024);
+        assert_int_equal(c->webhook_connection_memory_limit, 16 * 1024);
         assert_int_equal(c->webhook_max_body_bytes, 8 * 1024 * 1024);
         assert_int_equal(c->webhook_read_timeout_s, 10);
         assert_int_equal(c->graceful_shutdown_timeout_ms, 30000);

@@ -33,7 +33,7 @@ struct event_recorder;
 struct metric_family;
 
 /* How often a deploying machine is polled. */
-#define RC_DEPLOY_POLL_MS     10000u
+#define RC_DEPLOY_POLL_MS 10000u
 
 #define RC_ANNOTATION_DEPLOY_STARTED  "maas.infrastructure.cluster.x-k8s.io/deploy-started"
 #define RC_ANNOTATION_FAILED_HOSTS    "maas.infrastructure.cluster.x-k8s.io/failed-machines"

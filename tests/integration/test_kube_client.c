@@ -268,11 +268,12 @@ static void install_crds(struct kube_client *c)
         FILE *fp;
         long n;
 
-        assert_int_equal(test_sh("/usr/bin/python3 -c 'import sys,yaml,json; print(json.dumps([yaml."
-                                 "safe_load(open(p)) for p in sys.argv[1:]]))' "
-                                 "%s/config/crd/bases/*.yaml > %s",
-                                 src, out),
-                         0);
+        assert_int_equal(
+                test_sh("/usr/bin/python3 -c 'import sys,yaml,json; print(json.dumps([yaml."
+                        "safe_load(open(p)) for p in sys.argv[1:]]))' "
+                        "%s/config/crd/bases/*.yaml > %s",
+                        src, out),
+                0);
         fp = fopen(out, "r");
         assert_non_null(fp);
         fseek(fp, 0, SEEK_END);

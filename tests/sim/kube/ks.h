@@ -102,7 +102,7 @@ struct ks {
         uint64_t compacted_rv; /* events at or below this RV are gone */
         bool stopping;
         char *token;
-        char *host; /* "127.0.0.1:port" */
+        char *host;      /* "127.0.0.1:port" */
         const char *dir; /* --dir (argv, not owned) */
         unsigned bookmark_secs;
         struct kfaults faults;

@@ -75,12 +75,7 @@ static cJSON *parse(const char *fmt, ...)
 
 static const cJSON *at(const cJSON *o, const char *path)
 {
-        char buf[256], *save = NULL, *tok;
-
-        snprintf(buf, sizeof(buf), "%s", path);
-        for (tok = strtok_r(buf, ".", &save); o && tok; tok = strtok_r(NULL, ".", &save))
-                o = cJSON_GetObjectItemCaseSensitive(o, tok);
-        return o;
+        return test_json_at(o, path);
 }
 
 static const char *at_str(const cJSON *o, const char *path)

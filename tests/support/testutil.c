@@ -415,3 +415,20 @@ void tls_conn_close(struct tls_conn *c)
         memset(c, 0, sizeof(*c));
         c->fd = -1;
 }
+
+const cJSON *test_json_at(const cJSON *o, const char *path)
+{
+        while (o && path && *path) {
+                const char *dot = strchr(path, '.');
+                size_t n = dot ? (size_t)(dot - path) : strlen(path);
+                char key[256];
+
+                if (n >= sizeof(key) || !cJSON_IsObject(o))
+                        return NULL;
+                memcpy(key, path, n);
+                key[n] = '\0';
+                o = cJSON_GetObjectItemCaseSensitive(o, key);
+                path = dot ? dot + 1 : NULL;
+        }
+        return o;
+}

@@ -469,12 +469,21 @@ static int cmp_str(const void *a, const void *b)
 /* Sorts the space-separated words of s in place (each_key does not sort). */
 static void sort_words(char *s)
 {
-        char *w[64], copy[1024], *save = NULL;
+        char *w[64], copy[1024], *t;
         size_t n = 0, len = 0;
 
         snprintf(copy, sizeof(copy), "%s", s);
-        for (char *t = strtok_r(copy, " ", &save); t && n < 64; t = strtok_r(NULL, " ", &save))
-                w[n++] = t;
+        for (t = copy; *t && n < 64;) {
+                char *sp = strchr(t, ' ');
+
+                if (sp)
+                        *sp = '\0';
+                if (*t)
+                        w[n++] = t;
+                if (!sp)
+                        break;
+                t = sp + 1;
+        }
         qsort(w, n, sizeof(*w), cmp_str);
         s[0] = '\0';
         for (size_t i = 0; i < n; i++)

@@ -71,7 +71,7 @@ stack_capmaas_start() {
     >>"$STACK_DIR/capmaas.out" 2>>"$STACK_DIR/capmaas.log" &
   STACK_CAPMAAS_PID=$!
   STACK_PIDS+=($STACK_CAPMAAS_PID)
-  stack_wait_line "$STACK_DIR/capmaas.log" '.*"msg":"\(controllers started\)".*' 60 \
+  stack_wait_line "$STACK_DIR/capmaas.log" '.*\(controllers started\).*' 60 \
     "$STACK_CAPMAAS_PID" >/dev/null
 }
 

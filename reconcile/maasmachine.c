@@ -423,8 +423,6 @@ static int lookup_owners(struct mm_ctx *c, bool *ret_go)
         return 0;
 }
 
-int mm_delete_pass(struct mm_ctx *c, struct reconcile_result *res);
-
 static void ctx_release(struct mm_ctx *c)
 {
         kobj_unref(c->obj);

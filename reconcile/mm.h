@@ -43,6 +43,9 @@ MUST_CHECK int mm_flush(struct mm_ctx *c, bool metadata_only);
 void mm_set_ids(struct mm_ctx *c, const char *zone, const char *system_id);
 void mm_set_annotation(struct mm_ctx *c, const char *key, const char *value);
 
+/* A deleting MaasMachine (mm_delete.c): DNS detach, release, finalizer. */
+MUST_CHECK int mm_delete_pass(struct mm_ctx *c, struct reconcile_result *res);
+
 /* MAAS side (mm_maas.c). Each returns 0 or a negative error and may set res. */
 MUST_CHECK int mm_find_node(struct mm_ctx *c);
 MUST_CHECK int mm_allocate(struct mm_ctx *c, struct reconcile_result *res, bool *ret_got);

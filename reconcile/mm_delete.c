@@ -64,8 +64,6 @@ static int wait_dns_detach(struct mm_ctx *c, struct reconcile_result *res, bool 
         return mm_flush(c, false);
 }
 
-int mm_delete_pass(struct mm_ctx *c, struct reconcile_result *res);
-
 int mm_delete_pass(struct mm_ctx *c, struct reconcile_result *res)
 {
         const char *sid;

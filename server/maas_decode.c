@@ -188,11 +188,11 @@ int maas_node_list_from_json(const cJSON *arr, struct maas_node_list *ret)
 
 void maas_node_list_append(struct maas_node_list *dst, struct maas_node_list *src)
 {
-        if (src->n == 0)
-                return;
-        dst->items = xrealloc(dst->items, (dst->n + src->n) * sizeof(*dst->items));
-        memcpy(dst->items + dst->n, src->items, src->n * sizeof(*src->items));
-        dst->n += src->n;
+        if (src->n > 0) {
+                dst->items = xrealloc(dst->items, (dst->n + src->n) * sizeof(*dst->items));
+                memcpy(dst->items + dst->n, src->items, src->n * sizeof(*src->items));
+                dst->n += src->n;
+        }
         free(src->items);
         *src = (struct maas_node_list){ 0 };
 }

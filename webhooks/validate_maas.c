@@ -55,21 +55,36 @@ static char *known_list(const struct maas_inventory_snapshot *s, enum maas_inv_k
         return buf_take(&b, &len);
 }
 
-/* A name of kind k at field must exist; otherwise a denial listing the known ones. */
+/* Where a checked name sits: path.field, or path.field[index] when index >= 0. The path
+ * text is built only for a denial (most reviews pass, and building it cost more than the
+ * check). */
+struct name_at {
+        const char *path;
+        const char *field;
+        long index;
+};
+
+/* A name of kind k at `at` must exist; otherwise a denial listing the known ones. */
 static bool need_name(const struct maas_inventory_snapshot *s,
                       enum maas_inv_kind k,
-                      const char *field,
+                      struct name_at at,
                       const char *name,
                       struct field_errors *fe)
 {
         bool ok =
                 k == MAAS_INV_IMAGE ? maas_inv_has_image(s, name) : maas_inv_find(s, k, name) >= 0;
+        struct json_path p;
         char *known;
 
         if (ok)
                 return true;
+        json_path_init(&p, at.path);
+        (void)json_path_push_field(&p, at.field);
+        if (at.index >= 0)
+                (void)json_path_push_index(&p, (size_t)at.index);
         known = known_list(s, k);
-        field_invalid_str(fe, field, name, "no such %s in MAAS (known: %s)", kind_words[k], known);
+        field_invalid_str(fe, json_path_str(&p), name, "no such %s in MAAS (known: %s)",
+                          kind_words[k], known);
         free(known);
         return false;
 }
@@ -230,23 +245,20 @@ void maas_check_machine_spec(const struct maas_machine_spec *sp,
                              struct admission_response *warn,
                              bool *miss)
 {
-        struct json_path p;
         bool ok = true;
 
         if (sp->resource_pool)
-                ok &= need_name(s, MAAS_INV_POOL, at(&p, path, "resourcePool"), sp->resource_pool,
-                                fe);
+                ok &= need_name(s, MAAS_INV_POOL, (struct name_at){ path, "resourcePool", -1 },
+                                sp->resource_pool, fe);
         if (sp->failure_domain)
-                ok &= need_name(s, MAAS_INV_ZONE, at(&p, path, "failureDomain"), sp->failure_domain,
-                                fe);
-        for (size_t i = 0; i < sp->tags.n; i++) {
-                json_path_init(&p, path);
-                (void)json_path_push_field(&p, "tags");
-                (void)json_path_push_index(&p, i);
-                ok &= need_name(s, MAAS_INV_TAG, json_path_str(&p), sp->tags.items[i], fe);
-        }
+                ok &= need_name(s, MAAS_INV_ZONE, (struct name_at){ path, "failureDomain", -1 },
+                                sp->failure_domain, fe);
+        for (size_t i = 0; i < sp->tags.n; i++)
+                ok &= need_name(s, MAAS_INV_TAG, (struct name_at){ path, "tags", (long)i },
+                                sp->tags.items[i], fe);
         if (sp->image)
-                ok &= need_name(s, MAAS_INV_IMAGE, at(&p, path, "image"), sp->image, fe);
+                ok &= need_name(s, MAAS_INV_IMAGE, (struct name_at){ path, "image", -1 }, sp->image,
+                                fe);
         if (!ok)
                 *miss = true;
         else if (!sp->system_id)
@@ -259,18 +271,15 @@ void maas_check_cluster_spec(const struct maas_cluster_spec *sp,
                              struct field_errors *fe,
                              bool *miss)
 {
-        struct json_path p;
         bool ok = true;
 
         if (sp->dns_domain)
-                ok &= need_name(s, MAAS_INV_DOMAIN, at(&p, path, "dnsDomain"), sp->dns_domain, fe);
-        for (size_t i = 0; i < sp->failure_domains.n; i++) {
-                json_path_init(&p, path);
-                (void)json_path_push_field(&p, "failureDomains");
-                (void)json_path_push_index(&p, i);
-                ok &= need_name(s, MAAS_INV_ZONE, json_path_str(&p), sp->failure_domains.items[i],
-                                fe);
-        }
+                ok &= need_name(s, MAAS_INV_DOMAIN, (struct name_at){ path, "dnsDomain", -1 },
+                                sp->dns_domain, fe);
+        for (size_t i = 0; i < sp->failure_domains.n; i++)
+                ok &= need_name(s, MAAS_INV_ZONE,
+                                (struct name_at){ path, "failureDomains", (long)i },
+                                sp->failure_domains.items[i], fe);
         if (!ok)
                 *miss = true;
 }

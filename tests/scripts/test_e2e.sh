@@ -87,11 +87,14 @@ check "the endpoint record holds the 3 control-plane IPs" 0 '' -- wait_until 30 
 maas_counts() { stack_maas GET requests | $PY -c 'import json,sys; d=json.load(sys.stdin); print(d["reads"], d["writes"])'; }
 sleep 3 # let the last status writes and DNS checks settle
 read -r R1 W1 <<<"$(maas_counts)"
-sleep 6
+sleep 8
 read -r R2 W2 <<<"$(maas_counts)"
-echo "# steady state: $((R2 - R1)) MAAS reads and $((W2 - W1)) writes in 6 s (interval 2 s)"
+echo "# steady state: $((R2 - R1)) MAAS reads and $((W2 - W1)) writes in 8 s (interval 2 s)"
 check "steady state: no MAAS write" 0 '^0$' -- echo $((W2 - W1))
-check "steady state: at most one MAAS read per interval" 0 '' -- test $((R2 - R1)) -le 4
+# 4 intervals in the window, +2 for the window's edges; a GET per machine per interval
+# would be 32.
+check "steady state: about one MAAS read per interval, not one per machine" 0 '' -- \
+  test $((R2 - R1)) -le 6
 
 releases() { stack_maas GET requests | $PY -c 'import json,sys; print(sum(1 for r in json.load(sys.stdin)["requests"] if r.get("op")=="release"))'; }
 R0=$(releases)

@@ -50,20 +50,13 @@ static void mc_cond(struct mc_ctx *c,
                     const char *fmt,
                     ...)
 {
-        char msg[512] = "";
         va_list ap;
 
-        if (fmt) {
-                va_start(ap, fmt);
-                (void)vsnprintf(msg, sizeof(msg), fmt, ap);
-                va_end(ap);
-        }
+        va_start(ap, fmt);
         c->mc.status.present = true;
-        (void)schema_conditions_set(
-                &c->mc.status.conditions,
-                &(struct schema_condition_in){
-                        .type = type, .status = status, .reason = reason, .message = msg },
-                c->mc.meta.generation, c->now);
+        rc_cond_v(&c->mc.status.conditions, c->mc.meta.generation, c->now, type, status, reason,
+                  fmt, ap);
+        va_end(ap);
 }
 
 static void mc_event(struct mc_ctx *c, const char *type, const char *reason, const char *fmt, ...)
@@ -71,40 +64,20 @@ static void mc_event(struct mc_ctx *c, const char *type, const char *reason, con
 
 static void mc_event(struct mc_ctx *c, const char *type, const char *reason, const char *fmt, ...)
 {
-        char msg[1024];
         va_list ap;
 
-        if (!c->p->events)
-                return;
         va_start(ap, fmt);
-        (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+        rc_event_v(c->p, c->cur, type, reason, fmt, ap);
         va_end(ap);
-        event_record(c->p->events, c->cur, type, reason, "%s", msg);
 }
 
+/* Ready from LoadBalancerReady and APIServerAvailable. */
 static void summary(struct mc_ctx *c)
 {
-        const char *types[] = { SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_COND_API_SERVER_AVAILABLE };
-        const struct schema_condition *bad = NULL;
-        bool unknown = false;
+        static const char *const types[] = { SCHEMA_COND_LOAD_BALANCER_READY,
+                                             SCHEMA_COND_API_SERVER_AVAILABLE };
 
-        for (size_t i = 0; i < 2; i++) {
-                const struct schema_condition *k =
-                        schema_conditions_find(&c->mc.status.conditions, types[i]);
-
-                if (!k || strcmp(k->status, SCHEMA_CONDITION_UNKNOWN) == 0)
-                        unknown = true;
-                else if (strcmp(k->status, SCHEMA_CONDITION_FALSE) == 0 && !bad)
-                        bad = k;
-        }
-        if (bad)
-                mc_cond(c, SCHEMA_COND_READY, SCHEMA_CONDITION_FALSE, bad->reason, "%s: %s",
-                        bad->type, bad->message ? bad->message : "");
-        else if (unknown)
-                mc_cond(c, SCHEMA_COND_READY, SCHEMA_CONDITION_UNKNOWN, "NotYetReported",
-                        "Condition not yet reported");
-        else
-                mc_cond(c, SCHEMA_COND_READY, SCHEMA_CONDITION_TRUE, "Ready", NULL);
+        rc_ready_summary(&c->mc.status.conditions, types, 2, c->mc.meta.generation, c->now);
 }
 
 /* As mm_flush: the diff is against what this pass read and wrote, so other clients'
@@ -119,13 +92,8 @@ static int flush(struct mc_ctx *c, bool metadata_only)
         err = maas_cluster_encode(&c->mc, &after);
         if (err)
                 return err;
-        if (metadata_only) {
-                const cJSON *st = cJSON_GetObjectItemCaseSensitive(c->cur, "status");
-
-                cJSON_DeleteItemFromObjectCaseSensitive(after, "status");
-                if (st)
-                        cJSON_AddItemToObject(after, "status", cJSON_Duplicate(st, true));
-        }
+        if (metadata_only)
+                rc_keep_status(after, c->cur);
         err = patch_helper_write(c->w->kube, &KUBE_RES_MAASCLUSTERS, c->cur, after, NULL, NULL,
                                  NULL);
         if (err == 0) {

@@ -28,33 +28,22 @@ void mm_cond(struct mm_ctx *c,
              const char *fmt,
              ...)
 {
-        char msg[512] = "";
         va_list ap;
 
-        if (fmt) {
-                va_start(ap, fmt);
-                (void)vsnprintf(msg, sizeof(msg), fmt, ap);
-                va_end(ap);
-        }
+        va_start(ap, fmt);
         c->mm.status.present = true;
-        (void)schema_conditions_set(
-                &c->mm.status.conditions,
-                &(struct schema_condition_in){
-                        .type = type, .status = status, .reason = reason, .message = msg },
-                c->mm.meta.generation, c->now);
+        rc_cond_v(&c->mm.status.conditions, c->mm.meta.generation, c->now, type, status, reason,
+                  fmt, ap);
+        va_end(ap);
 }
 
 void mm_event(struct mm_ctx *c, const char *type, const char *reason, const char *fmt, ...)
 {
-        char msg[1024];
         va_list ap;
 
-        if (!c->p->events)
-                return;
         va_start(ap, fmt);
-        (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+        rc_event_v(c->p, c->cur, type, reason, fmt, ap);
         va_end(ap);
-        event_record(c->p->events, c->cur, type, reason, "%s", msg);
 }
 
 void mm_set_annotation(struct mm_ctx *c, const char *key, const char *value)
@@ -80,28 +69,11 @@ void mm_set_ids(struct mm_ctx *c, const char *zone, const char *system_id)
 /* The Ready summary: MachineDeployed, plus DNSAttached for control planes. */
 static void mm_summary(struct mm_ctx *c)
 {
-        const char *types[] = { SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_COND_DNS_ATTACHED };
-        size_t n = c->control_plane ? 2 : 1;
-        const struct schema_condition *bad = NULL;
-        bool unknown = false;
+        static const char *const types[] = { SCHEMA_COND_MACHINE_DEPLOYED,
+                                             SCHEMA_COND_DNS_ATTACHED };
 
-        for (size_t i = 0; i < n; i++) {
-                const struct schema_condition *k =
-                        schema_conditions_find(&c->mm.status.conditions, types[i]);
-
-                if (!k || strcmp(k->status, SCHEMA_CONDITION_UNKNOWN) == 0)
-                        unknown = true;
-                else if (strcmp(k->status, SCHEMA_CONDITION_FALSE) == 0 && !bad)
-                        bad = k;
-        }
-        if (bad)
-                mm_cond(c, SCHEMA_COND_READY, SCHEMA_CONDITION_FALSE, bad->reason, "%s: %s",
-                        bad->type, bad->message ? bad->message : "");
-        else if (unknown)
-                mm_cond(c, SCHEMA_COND_READY, SCHEMA_CONDITION_UNKNOWN, "NotYetReported",
-                        "Condition not yet reported");
-        else
-                mm_cond(c, SCHEMA_COND_READY, SCHEMA_CONDITION_TRUE, "Ready", NULL);
+        rc_ready_summary(&c->mm.status.conditions, types, c->control_plane ? 2 : 1,
+                         c->mm.meta.generation, c->now);
 }
 
 /*
@@ -121,13 +93,8 @@ int mm_flush(struct mm_ctx *c, bool metadata_only)
         err = maas_machine_encode(&c->mm, &after);
         if (err)
                 return err;
-        if (metadata_only) {
-                const cJSON *st = cJSON_GetObjectItemCaseSensitive(c->cur, "status");
-
-                cJSON_DeleteItemFromObjectCaseSensitive(after, "status");
-                if (st)
-                        cJSON_AddItemToObject(after, "status", cJSON_Duplicate(st, true));
-        }
+        if (metadata_only)
+                rc_keep_status(after, c->cur);
         err = patch_helper_write(c->w->kube, &KUBE_RES_MAASMACHINES, c->cur, after, NULL, &writes,
                                  NULL);
         c->writes += writes;

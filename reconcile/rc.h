@@ -12,6 +12,7 @@
  */
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -117,6 +118,33 @@ int64_t rc_parse_time(const char *s);
 /* Observes now - since (RFC 3339, or decimal seconds for our annotations) in
  * capmaas_machine_phase_seconds{phase}. */
 void rc_observe_phase(struct provider *p, const char *phase, const char *since, time_t now);
+
+/* --- conditions, events and writes shared by both reconcilers --- */
+/* Sets a condition (message formatted from fmt/ap, "" when fmt is NULL). */
+void rc_cond_v(struct schema_conditions *l,
+               int64_t generation,
+               time_t now,
+               const char *type,
+               const char *status,
+               const char *reason,
+               const char *fmt,
+               va_list ap) PRINTF_LIKE(7, 0);
+/* Queues an event about obj; nothing when the provider has no recorder. */
+void rc_event_v(struct provider *p,
+                const cJSON *obj,
+                const char *type,
+                const char *reason,
+                const char *fmt,
+                va_list ap) PRINTF_LIKE(5, 0);
+/* Ready from the listed conditions (CAPI's summary: any False wins, then any Unknown or
+ * missing, else True). */
+void rc_ready_summary(struct schema_conditions *l,
+                      const char *const *types,
+                      size_t n,
+                      int64_t generation,
+                      time_t now);
+/* Replaces after's status by cur's, so a patch computed between them leaves status alone. */
+void rc_keep_status(cJSON *after, const cJSON *cur);
 
 /* --- MAAS accounting --- */
 /* Counts a MAAS call in capmaas_maas_requests_total{op,code} (code from the error). */

@@ -11,6 +11,7 @@
 
 #include "base64.h"
 #include "err.h"
+#include "kube_events.h"
 #include "metrics.h"
 #include "rc.h"
 #include "xalloc.h"
@@ -154,6 +155,100 @@ void rc_observe_phase(struct provider *p, const char *phase, const char *since, 
         if (!p->phase_seconds || t0 < 0 || now < t0)
                 return;
         metric_histogram_observe(metric_series(p->phase_seconds, phase), (double)(now - t0));
+}
+
+void rc_cond_v(struct schema_conditions *l,
+               int64_t generation,
+               time_t now,
+               const char *type,
+               const char *status,
+               const char *reason,
+               const char *fmt,
+               va_list ap)
+{
+        char msg[512] = "";
+
+        if (fmt)
+                (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+        (void)schema_conditions_set(
+                l,
+                &(struct schema_condition_in){
+                        .type = type, .status = status, .reason = reason, .message = msg },
+                generation, now);
+}
+
+void rc_event_v(struct provider *p,
+                const cJSON *obj,
+                const char *type,
+                const char *reason,
+                const char *fmt,
+                va_list ap)
+{
+        char msg[1024];
+
+        if (!p->events)
+                return;
+        (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+        event_record(p->events, obj, type, reason, "%s", msg);
+}
+
+static void set_ready(struct schema_conditions *l,
+                      int64_t generation,
+                      time_t now,
+                      const char *status,
+                      const char *reason,
+                      const char *fmt,
+                      ...) PRINTF_LIKE(6, 7);
+
+static void set_ready(struct schema_conditions *l,
+                      int64_t generation,
+                      time_t now,
+                      const char *status,
+                      const char *reason,
+                      const char *fmt,
+                      ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        rc_cond_v(l, generation, now, SCHEMA_COND_READY, status, reason, fmt, ap);
+        va_end(ap);
+}
+
+void rc_ready_summary(struct schema_conditions *l,
+                      const char *const *types,
+                      size_t n,
+                      int64_t generation,
+                      time_t now)
+{
+        const struct schema_condition *bad = NULL;
+        bool unknown = false;
+
+        for (size_t i = 0; i < n; i++) {
+                const struct schema_condition *k = schema_conditions_find(l, types[i]);
+
+                if (!k || strcmp(k->status, SCHEMA_CONDITION_UNKNOWN) == 0)
+                        unknown = true;
+                else if (strcmp(k->status, SCHEMA_CONDITION_FALSE) == 0 && !bad)
+                        bad = k;
+        }
+        if (bad)
+                set_ready(l, generation, now, SCHEMA_CONDITION_FALSE, bad->reason, "%s: %s",
+                          bad->type, bad->message ? bad->message : "");
+        else if (unknown)
+                set_ready(l, generation, now, SCHEMA_CONDITION_UNKNOWN, "NotYetReported",
+                          "Condition not yet reported");
+        else
+                set_ready(l, generation, now, SCHEMA_CONDITION_TRUE, "Ready", NULL);
+}
+
+void rc_keep_status(cJSON *after, const cJSON *cur)
+{
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(cur, "status");
+
+        cJSON_DeleteItemFromObjectCaseSensitive(after, "status");
+        if (st)
+                cJSON_AddItemToObject(after, "status", cJSON_Duplicate(st, true));
 }
 
 static const char *maas_code(int rc, const struct maas_error *e)

@@ -6,9 +6,9 @@
 #
 # Client: h2load --h1 (Debian nghttp2-client), 16 keep-alive connections, one thread,
 # a small JSON POST (an AdmissionReview, as the API server sends). capmaas runs with
-# --webhooks-only and 2 server threads; nginx (Debian nginx-light) with 2 workers returns
-# a fixed JSON body. Both servers are pinned to CPU 0 and the client to CPU 1 (when the
-# machine has two), and the rounds alternate capmaas, nginx, capmaas, … so background load
+# --webhooks-only; nginx (Debian nginx-light) returns a fixed JSON body. Both servers are
+# pinned to CPU 0 and the client to CPU 1 (when the machine has two), each with one worker
+# for its one CPU (capmaas's default counts its affinity mask; nginx's default is 1), and the rounds alternate capmaas, nginx, capmaas, … so background load
 # hits both alike; each figure is the median over the rounds. p50/p99 come from h2load's
 # per-request log of the median round; each server's line also gives its CPU time per request
 # (median over the rounds), compared on the line before the last. The last line is:

@@ -12,9 +12,9 @@
 bench_setup() {
   bdir=${CAPMAAS_BENCH_BUILD_DIR:-build-bench}
   capmaas_ensure_packages "${CAPMAAS_PACKAGES[@]}" nginx-light nghttp2-client "$@"
-  server_cpu=(); client_cpu=()
+  server_cpu=(); client_cpu=(); server_cpus=$(nproc)
   if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-    server_cpu=(taskset -c 0); client_cpu=(taskset -c 1)
+    server_cpu=(taskset -c 0); client_cpu=(taskset -c 1); server_cpus=1
   fi
   work=$(mktemp -d)
   pids=()
@@ -33,24 +33,25 @@ free_port() {
   /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# start_capmaas PORT: --webhooks-only, 2 server threads, plus the words of
-# $CAPMAAS_BENCH_ARGS (to try a flag, e.g. --webhook-connection-memory-limit 16Ki); waits
-# for it to serve.
+# start_capmaas PORT: --webhooks-only with the default thread count (one event loop per
+# CPU of its affinity mask: 1 when pinned), plus the words of $CAPMAAS_BENCH_ARGS (to try a
+# flag, e.g. --webhook-threads 2); waits for it to serve.
 start_capmaas() {
   # shellcheck disable=SC2086 # word splitting of CAPMAAS_BENCH_ARGS is the point
   "${server_cpu[@]}" "$bdir"/capmaas --webhooks-only --webhook-host 127.0.0.1 \
-    --webhook-port "$1" --webhook-cert-dir "$work/certs" --webhook-threads 2 \
+    --webhook-port "$1" --webhook-cert-dir "$work/certs" \
     --health-addr 0 --metrics-bind-addr 0 ${CAPMAAS_BENCH_ARGS:-} 2>"$work/capmaas.log" &
   capmaas_pid=$!
   pids+=("$capmaas_pid")
   for _ in $(seq 100); do grep -qs '"serving"' "$work/capmaas.log" && break; sleep 0.05; done
 }
 
-# start_nginx PORT: 2 workers answering every request with a fixed AdmissionReview.
+# start_nginx PORT: one worker per server CPU (nginx's default of 1: the servers share CPU 0)
+# answering every request with a fixed AdmissionReview.
 start_nginx() {
   mkdir -p "$work/nginx/logs"
   cat > "$work/nginx/nginx.conf" <<CONF
-worker_processes 2;
+worker_processes $server_cpus;
 error_log $work/nginx/logs/error.log error;
 pid $work/nginx/nginx.pid;
 daemon off;

@@ -73,9 +73,9 @@ struct config {
         char *webhook_cert_dir;  /* --webhook-cert-dir, /tmp/k8s-webhook-server/serving-certs */
         char *webhook_cert_name; /* --webhook-cert-name, tls.crt */
         char *webhook_key_name;  /* --webhook-key-name, tls.key */
-        enum tls_version tls_min_version; /* --tls-min-version, VersionTLS12 */
-        unsigned webhook_threads;         /* --webhook-threads, 2 (thread-pool size, 1..256) */
-        unsigned webhook_max_connections; /* --webhook-max-connections, 1024 */
+        enum tls_version tls_min_version;       /* --tls-min-version, VersionTLS12 */
+        unsigned webhook_threads;               /* --webhook-threads, 0 = one per usable CPU */
+        unsigned webhook_max_connections;       /* --webhook-max-connections, 1024 */
         size_t webhook_connection_memory_limit; /* --webhook-connection-memory-limit, 16Ki */
         size_t webhook_max_body_bytes;          /* --webhook-max-body-bytes, 8Mi */
         unsigned webhook_read_timeout_s; /* --webhook-read-timeout, 10s (whole seconds, >= 1) */

@@ -363,11 +363,13 @@ static const struct cfg_key keys[] = {
         { .name = "webhook-threads",
           .type = CFG_UINT,
           .offset = OFF(webhook_threads),
-          .def = "2",
-          .min = 1,
+          .def = "0",
+          .min = 0,
           .max = 256,
           .group = GROUP_WEBHOOK,
-          .help = "Size of the webhook server's thread pool." },
+          .help = "Size of the webhook server's thread pool; 0 picks one thread per CPU "
+                  "capmaas may use (its affinity mask, capped by its cgroup's CPU limit), "
+                  "at most 4." },
         { .name = "webhook-max-connections",
           .type = CFG_UINT,
           .offset = OFF(webhook_max_connections),

@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "certstore.h"
 #include "config.h"
+#include "cpus.h"
 #include "curl_lib.h"
 #include "err.h"
 #include "health.h"
@@ -37,7 +38,8 @@
 #include "webhooks.h"
 #include "xalloc.h"
 
-#define METRICS_BODY_MAX (16u << 20)
+#define METRICS_BODY_MAX         (16u << 20)
+#define WEBHOOK_AUTO_THREADS_MAX 4u
 
 /* Series of one webhook path, looked up once at start so a request updates its metrics
  * without taking the registry lock. */
@@ -196,6 +198,19 @@ static int load_certs(struct app *app, char **reterr)
         return r;
 }
 
+/* --webhook-threads, or with 0 one event loop per CPU capmaas may use, at most
+ * WEBHOOK_AUTO_THREADS_MAX: more loops than CPUs only make connections wait their turn a
+ * scheduler tick at a time (docs/performance.md). */
+static unsigned webhook_threads(const struct config *cfg)
+{
+        unsigned n;
+
+        if (cfg->webhook_threads != 0)
+                return cfg->webhook_threads;
+        n = cpus_usable();
+        return n < WEBHOOK_AUTO_THREADS_MAX ? n : WEBHOOK_AUTO_THREADS_MAX;
+}
+
 static int start_webhook_server(struct app *app, char **reterr)
 {
         const struct config *cfg = app->cfg;
@@ -205,7 +220,7 @@ static int start_webhook_server(struct app *app, char **reterr)
                 .port = cfg->webhook_port,
                 .certs = app->certs,
                 .tls_min = cfg->tls_min_version,
-                .threads = cfg->webhook_threads,
+                .threads = webhook_threads(cfg),
                 .max_connections = cfg->webhook_max_connections,
                 .connection_memory_limit = cfg->webhook_connection_memory_limit,
                 .max_body_bytes = cfg->webhook_max_body_bytes,
@@ -489,9 +504,10 @@ static int app_start(struct app *app, char **reterr)
                 r = start_metrics_server(app, reterr);
         if (r < 0)
                 return r;
-        log_info("setup", "serving", "webhook_port=%u health_port=%u metrics_port=%u cert_dir=%s",
-                 port_of(app->webhook), port_of(app->health_srv), port_of(app->metrics_srv),
-                 app->cfg->webhook_cert_dir);
+        log_info("setup", "serving",
+                 "webhook_port=%u webhook_threads=%u health_port=%u metrics_port=%u cert_dir=%s",
+                 port_of(app->webhook), webhook_threads(app->cfg), port_of(app->health_srv),
+                 port_of(app->metrics_srv), app->cfg->webhook_cert_dir);
         return start_controllers(app, reterr);
 }
 

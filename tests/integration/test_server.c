@@ -4,6 +4,8 @@
  * routing and limits, certificate rotation under load, idle connections, health,
  * readiness, metrics, graceful shutdown and secret hygiene in the logs.
  */
+#include <dirent.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -389,6 +391,84 @@ static void test_server__api_key_never_logged(void **state)
         free(log);
 }
 
+/* Threads of process pid whose name is `name` (MHD names its pool threads "MHD-worker"). */
+static unsigned threads_named(pid_t pid, const char *name)
+{
+        char dir[64], path[384], comm[64];
+        struct dirent *e;
+        unsigned n = 0;
+        DIR *d;
+        FILE *f;
+
+        (void)snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+        d = opendir(dir);
+        assert_non_null(d);
+        while ((e = readdir(d)) != NULL) {
+                if (e->d_name[0] == '.')
+                        continue;
+                (void)snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
+                f = fopen(path, "r");
+                if (!f)
+                        continue;
+                if (fgets(comm, sizeof comm, f) && strncmp(comm, name, strlen(name)) == 0 &&
+                    comm[strlen(name)] == '\n')
+                        n++;
+                fclose(f);
+        }
+        closedir(d);
+        return n;
+}
+
+/* Starts capmaas with args, returns the webhook_threads its "serving" line reports and
+ * the number of MHD pool threads it runs. */
+static void threads_of(const char *const *args, unsigned *logged, unsigned *workers)
+{
+        struct capmaas_proc p;
+        char *log, *at;
+
+        assert_int_equal(capmaas_start(&p, NULL, args, NULL), 0);
+        *workers = threads_named(p.pid, "MHD-worker");
+        assert_int_equal(capmaas_stop(&p, 10000), 0);
+        log = capmaas_log(&p);
+        at = strstr(log, "\"webhook_threads\":\"");
+        assert_non_null(at);
+        *logged = (unsigned)strtoul(at + strlen("\"webhook_threads\":\""), NULL, 10);
+        free(log);
+}
+
+/* By default the webhook server runs one event loop per CPU capmaas may use: pinned to one
+ * CPU (as taskset or a 1-CPU limit would), one loop and no pool; --webhook-threads wins. */
+static void test_server__webhook_threads_follow_the_cpus_given(void **state)
+{
+        static const char *const three[] = { "--webhook-threads", "3", NULL };
+        cpu_set_t all, one;
+        unsigned logged, workers;
+
+        (void)state;
+        assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+        CPU_ZERO(&one);
+        for (size_t c = 0; c < CPU_SETSIZE; c++) {
+                if (CPU_ISSET(c, &all)) {
+                        CPU_SET(c, &one);
+                        break;
+                }
+        }
+        assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+        threads_of(NULL, &logged, &workers);
+        assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+        assert_int_equal(logged, 1);
+        assert_int_equal(workers, 0);
+
+        threads_of(three, &logged, &workers);
+        assert_int_equal(logged, 3);
+        assert_int_equal(workers, 3);
+        if (CPU_COUNT(&all) >= 2) { /* unpinned on this machine: one loop per CPU, up to 4 */
+                threads_of(NULL, &logged, &workers);
+                assert_true(logged >= 2 && logged <= 4);
+                assert_int_equal(workers, logged);
+        }
+}
+
 static void test_server__bad_configuration_exits_2_naming_the_flag(void **state)
 {
         (void)state;
@@ -434,6 +514,7 @@ int main(void)
                 cmocka_unit_test(test_server__certificate_rotation_loses_no_request),
                 cmocka_unit_test(test_server__sigterm_lets_in_flight_request_finish),
                 cmocka_unit_test(test_server__api_key_never_logged),
+                cmocka_unit_test(test_server__webhook_threads_follow_the_cpus_given),
                 cmocka_unit_test(test_server__bad_configuration_exits_2_naming_the_flag),
         };
         int r;

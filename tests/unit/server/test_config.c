@@ -341,7 +341,7 @@ static void test_config__defaults_match_the_documented_values(void **state)
         assert_string_equal(c->webhook_cert_name, "tls.crt");
         assert_string_equal(c->webhook_key_name, "tls.key");
         assert_int_equal(c->tls_min_version, TLS_VERSION_12);
-        assert_int_equal(c->webhook_threads, 2);
+        assert_int_equal(c->webhook_threads, 0);
         assert_int_equal(c->webhook_max_connections, 1024);
         assert_int_equal(c->webhook_connection_memory_limit, 16 * 1024);
         assert_int_equal(c->webhook_max_body_bytes, 8 * 1024 * 1024);
@@ -682,11 +682,11 @@ static void test_config__flag_errors_name_the_flag(void **state)
 static void test_config__range_and_enum_errors(void **state)
 {
         (void)state;
-        expect_error(ARGS("--webhook-threads=0"), NONE, CM_EINVAL,
-                     "--webhook-threads: invalid value \"0\": expected an integer between 1 "
+        expect_error(ARGS("--webhook-threads=-1"), NONE, CM_EINVAL,
+                     "--webhook-threads: invalid value \"-1\": expected an integer between 0 "
                      "and 256");
         expect_error(ARGS("--webhook-threads=257"), NONE, CM_EINVAL,
-                     "--webhook-threads: invalid value \"257\": expected an integer between 1 "
+                     "--webhook-threads: invalid value \"257\": expected an integer between 0 "
                      "and 256");
         expect_error(ARGS("--webhook-max-body-bytes=1023"), NONE, CM_EINVAL,
                      "--webhook-max-body-bytes: invalid value \"1023\": expected a size between "

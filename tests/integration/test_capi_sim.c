@@ -405,7 +405,7 @@ static int setup(void **state)
 
 /* --- the user's objects ------------------------------------------------------------------- */
 
-static void make_cluster(const char *name)
+static void make_cluster_only(const char *name)
 {
         create(&KUBE_RES_CLUSTERS,
                parse("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
@@ -415,11 +415,21 @@ static void make_cluster(const char *name)
                      "\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"MaasCluster\","
                      "\"name\":\"%s\"}}}",
                      name, name, name));
+}
+
+static void make_maascluster(const char *name)
+{
         create(&KUBE_RES_MAASCLUSTERS,
                parse("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
                      "\"MaasCluster\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"dnsDomain\":"
                      "\"maas\"}}",
                      name));
+}
+
+static void make_cluster(const char *name)
+{
+        make_cluster_only(name);
+        make_maascluster(name);
 }
 
 static void make_template(const char *name, int cpu, int mem)
@@ -432,10 +442,9 @@ static void make_template(const char *name, int cpu, int mem)
                      name, cpu, mem));
 }
 
-static void make_kcp_md(const char *cluster, int cp, int md)
+static void make_kcp(const char *cluster, int cp)
 {
         make_template("cp-tmpl", 4, 8192);
-        make_template("md-tmpl", 2, 4096);
         create(&KCPS,
                parse("{\"apiVersion\":\"controlplane.cluster.x-k8s.io/v1beta1\",\"kind\":"
                      "\"KubeadmControlPlane\",\"metadata\":{\"name\":\"%s-cp\"},\"spec\":{"
@@ -443,6 +452,12 @@ static void make_kcp_md(const char *cluster, int cp, int md)
                      "\"infrastructureRef\":{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/"
                      "v1beta1\",\"kind\":\"MaasMachineTemplate\",\"name\":\"cp-tmpl\"}}}}",
                      cluster, cp));
+}
+
+static void make_kcp_md(const char *cluster, int cp, int md)
+{
+        make_kcp(cluster, cp);
+        make_template("md-tmpl", 2, 4096);
         create(&MDS,
                parse("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"MachineDeployment\","
                      "\"metadata\":{\"name\":\"%s-md\"},\"spec\":{\"clusterName\":\"%s\","
@@ -567,6 +582,31 @@ static void test_capi_sim__cluster_owns_maascluster_and_mirrors_it(void **state)
         assert_int_equal((int)at_num(cl, "spec.controlPlaneEndpoint.port"), 6443);
         assert_false(cJSON_IsTrue(at(cl, "status.controlPlaneReady")));
         cJSON_Delete(cl);
+}
+
+/* clusterctl applies a cluster's objects in any order: a MaasCluster and a
+ * KubeadmControlPlane that appear only after their Cluster was reconciled (and found
+ * neither), with nothing else that names the cluster (no MachineDeployment) to trigger
+ * another pass, are still adopted, and the cluster comes up. */
+static void test_capi_sim__objects_created_after_their_cluster_are_adopted(void **state)
+{
+        cJSON *cl, *x;
+
+        (void)state;
+        make_cluster_only("c5");
+        cl = wait_obj(&KUBE_RES_CLUSTERS, "c5", pred_finalizer, "cluster.cluster.x-k8s.io");
+        cJSON_Delete(cl);
+        make_maascluster("c5");
+        make_kcp("c5", 1);
+        x = wait_obj(&KUBE_RES_MAASCLUSTERS, "c5", pred_label, "cluster.x-k8s.io/cluster-name=c5");
+        cJSON_Delete(x);
+        x = wait_obj(&KCPS, "c5-cp", pred_label, "cluster.x-k8s.io/cluster-name=c5");
+        cJSON_Delete(x);
+        provision_cluster("c5");
+        cl = wait_obj(&KUBE_RES_CLUSTERS, "c5", pred_field, "status.infrastructureReady");
+        cJSON_Delete(cl);
+        x = wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
+        cJSON_Delete(x);
 }
 
 static void check_cp_machine(const cJSON *m, const cJSON *kcp)
@@ -849,6 +889,8 @@ int main(void)
                 cmocka_unit_test_setup(test_capi_sim__cluster_delete_removes_everything_below_it,
                                        setup),
                 cmocka_unit_test_setup(test_capi_sim__restart_keeps_replica_counts, setup),
+                cmocka_unit_test_setup(
+                        test_capi_sim__objects_created_after_their_cluster_are_adopted, setup),
         };
 
         return cmocka_run_group_tests(tests, group_setup, group_teardown);

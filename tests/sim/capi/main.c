@@ -107,13 +107,18 @@ static const struct controller_ops ops[] = {
 /* --- watch mappings ----------------------------------------------------------------------------
  */
 
+/* An object → its Cluster. One the Cluster has not adopted yet (a MaasCluster or a
+ * KubeadmControlPlane created after its Cluster was last reconciled, so the reconcile did
+ * not find it) carries no cluster name: with arg (the Clusters' informer) every Cluster of
+ * its namespace is enqueued, and the one whose reference names it adopts it. */
 static void map_to_cluster(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
 {
         const char *c = capi_cluster_of(kobj_json(obj));
 
-        (void)arg;
         if (c)
                 add(ctl, kobj_namespace(obj), c);
+        else if (arg)
+                (void)informer_each_key(arg, kobj_namespace(obj), NULL, add, ctl);
 }
 
 static void map_machine_to_kcp(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
@@ -226,8 +231,8 @@ static int watch_all(struct capi *s)
                 void *arg;
         } t[] = {
                 { s->cluster_ctl, s->clusters, NULL, NULL },
-                { s->cluster_ctl, s->maasclusters, map_to_cluster, NULL },
-                { s->cluster_ctl, s->kcps, map_to_cluster, NULL },
+                { s->cluster_ctl, s->maasclusters, map_to_cluster, s->clusters },
+                { s->cluster_ctl, s->kcps, map_to_cluster, s->clusters },
                 { s->cluster_ctl, s->mds, map_to_cluster, NULL },
                 { s->cluster_ctl, s->machines, map_to_cluster, NULL },
                 { s->owner_ctl[CAPI_OWNER_KCP], s->kcps, NULL, NULL },

@@ -60,7 +60,9 @@ MUST_CHECK int http_server_start(const struct http_server_opts *opts,
 uint16_t http_server_port(const struct http_server *s);
 /* Stops accepting new connections; requests in flight continue. */
 void http_server_quiesce(struct http_server *s);
-/* Waits until no connection is open or timeout_ms passes; true when idle. */
+/* Waits until no request is in flight or timeout_ms passes; true when idle. Idle keep-alive
+ * connections do not count (http_server_free closes them), as Go's http.Server.Shutdown
+ * treats them: a client that finds one closed sends its next request elsewhere. */
 bool http_server_wait_idle(struct http_server *s, uint64_t timeout_ms);
 /* Stops the server (closing whatever is still open) and frees it. Accepts NULL. */
 struct http_server *http_server_free(struct http_server *s);

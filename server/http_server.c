@@ -37,6 +37,7 @@ struct http_server {
         size_t max_body;
         uint16_t port;
         char *priorities;
+        atomic_uint active; /* requests between their first handler call and completion */
 };
 
 struct req_ctx {
@@ -280,6 +281,7 @@ static enum MHD_Result on_request(void *cls,
                 ctx = xcalloc(1, sizeof(*ctx));
                 (void)clock_gettime(CLOCK_MONOTONIC, &ctx->start);
                 *req_cls = ctx;
+                atomic_fetch_add_explicit(&s->active, 1, memory_order_relaxed);
                 return begin_request(s, conn, ctx, url, method);
         }
         if (ctx->responded) {
@@ -311,6 +313,7 @@ static void on_completed(void *cls,
         buf_release(&ctx->body);
         free(ctx);
         *req_cls = NULL;
+        atomic_fetch_sub_explicit(&s->active, 1, memory_order_release);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -521,12 +524,10 @@ void http_server_quiesce(struct http_server *s)
 
 bool http_server_wait_idle(struct http_server *s, uint64_t timeout_ms)
 {
-        const union MHD_DaemonInfo *info;
         struct timespec step = { .tv_nsec = 10 * 1000000L };
 
         for (uint64_t waited = 0;; waited += 10) {
-                info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-                if (!info || info->num_connections == 0)
+                if (atomic_load_explicit(&s->active, memory_order_acquire) == 0)
                         return true;
                 if (waited >= timeout_ms)
                         return false;

@@ -372,6 +372,35 @@ static void test_server__sigterm_lets_in_flight_request_finish(void **state)
         free(f);
 }
 
+/* An idle keep-alive connection (the API server keeps its webhook connections open) has
+ * nothing to finish: SIGTERM closes it and exits at once instead of waiting for the client
+ * or the read timeout (30 s here) to end it. */
+static void test_server__sigterm_does_not_wait_for_idle_keep_alive(void **state)
+{
+        static const char *const args[] = { "--webhook-read-timeout", "30s", NULL };
+        struct fixture *f;
+        struct tls_conn c;
+        char *head;
+        char *reply = NULL;
+
+        (void)state;
+        assert_int_equal(start_with((void **)&f, NULL, args), 0);
+        assert_int_equal(tls_conn_open(&c, f->proc.webhook_port, NULL, f->ca), 0);
+        head = xasprintf("POST " VALIDATE_MM " HTTP/1.1\r\nHost: x\r\n"
+                         "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                         sizeof(review) - 1, review);
+        assert_int_equal(tls_conn_send(&c, head, strlen(head)), 0);
+        (void)tls_conn_recv_all(&c, 500, &reply);
+        assert_non_null(strstr(reply, "HTTP/1.1 200"));
+        assert_non_null(strstr(reply, "\"allowed\":true"));
+        /* the connection stays open and idle; exit 0 well before the read timeout */
+        assert_int_equal(capmaas_stop(&f->proc, 5000), 0);
+        tls_conn_close(&c);
+        free(reply);
+        free(head);
+        free(f);
+}
+
 static void test_server__api_key_never_logged(void **state)
 {
         static const char *const args[] = { "-v", "5", NULL };
@@ -513,6 +542,7 @@ int main(void)
         const struct CMUnitTest lifecycle[] = {
                 cmocka_unit_test(test_server__certificate_rotation_loses_no_request),
                 cmocka_unit_test(test_server__sigterm_lets_in_flight_request_finish),
+                cmocka_unit_test(test_server__sigterm_does_not_wait_for_idle_keep_alive),
                 cmocka_unit_test(test_server__api_key_never_logged),
                 cmocka_unit_test(test_server__webhook_threads_follow_the_cpus_given),
                 cmocka_unit_test(test_server__bad_configuration_exits_2_naming_the_flag),

@@ -489,11 +489,46 @@ static void lists_release(struct lists *l)
         maas_node_list_release(&l->machines);
 }
 
-/* The six list calls; *ret_what names the one that failed. */
+/* Says which list was over the cap, so the operator knows where MAAS answers too much. */
+static void name_the_part(struct maas_error *err, const char *zone, const char *pool)
+{
+        char *msg = xasprintf("zone %s, pool %s: %s", zone, pool,
+                              err->message ? err->message : cm_strerror(CM_ETOOBIG));
+
+        free(err->message);
+        err->message = msg;
+}
+
+/* A zone's machines pool by pool, for a zone whose single list is over the response cap. */
+static int list_zone_by_pool(struct maas_client *mc,
+                             const char *zone,
+                             const struct maas_named_list *pools,
+                             struct maas_node_list *all,
+                             struct maas_error *err)
+{
+        int r = 0;
+
+        for (size_t i = 0; i < pools->n && r == 0; i++) {
+                struct maas_node_list part = { 0 };
+
+                maas_error_release(err);
+                r = maas_list_machines(
+                        mc,
+                        &(struct maas_node_filter){ .zone = zone, .pool = pools->items[i].name },
+                        &part, err);
+                maas_node_list_append(all, &part);
+                if (r == CM_ETOOBIG)
+                        name_the_part(err, zone, pools->items[i].name);
+        }
+        return r;
+}
+
 /* Machines zone by zone: the same machines as one unfiltered list, but the largest
- * response (and its parse tree) is a zone's, not the whole region's. */
+ * response (and its parse tree) is a zone's, not the whole region's; a zone over the
+ * response cap is listed pool by pool. */
 static int list_machines_by_zone(struct maas_client *mc,
                                  const struct maas_named_list *zones,
+                                 const struct maas_named_list *pools,
                                  struct maas_node_list *ret,
                                  struct maas_error *err)
 {
@@ -502,10 +537,12 @@ static int list_machines_by_zone(struct maas_client *mc,
 
         for (size_t i = 0; i < zones->n && r == 0; i++) {
                 struct maas_node_list part = { 0 };
+                const char *zone = zones->items[i].name;
 
-                r = maas_list_machines(
-                        mc, &(struct maas_node_filter){ .zone = zones->items[i].name }, &part, err);
+                r = maas_list_machines(mc, &(struct maas_node_filter){ .zone = zone }, &part, err);
                 maas_node_list_append(&all, &part);
+                if (r == CM_ETOOBIG)
+                        r = list_zone_by_pool(mc, zone, pools, &all, err);
         }
         if (r == 0)
                 *ret = all;
@@ -514,6 +551,7 @@ static int list_machines_by_zone(struct maas_client *mc,
         return r;
 }
 
+/* The six list calls; *ret_what names the one that failed. */
 static int fetch_lists(struct maas_client *mc,
                        struct lists *l,
                        struct maas_error *err,
@@ -540,7 +578,7 @@ static int fetch_lists(struct maas_client *mc,
                 *ret_what = "boot resources";
         }
         if (r == 0) {
-                r = list_machines_by_zone(mc, &l->zones, &l->machines, err);
+                r = list_machines_by_zone(mc, &l->zones, &l->pools, &l->machines, err);
                 *ret_what = "machines";
         }
         return r;
@@ -550,6 +588,8 @@ static enum maas_inv_state classify(int r, const struct maas_error *err)
 {
         if (r == CM_EUNAUTHORIZED || r == CM_EFORBIDDEN)
                 return MAAS_INV_UNAUTHORIZED;
+        if (r == CM_ETOOBIG) /* MAAS answered, with more than we buffer */
+                return MAAS_INV_FAILED;
         if (err->cls == MAAS_ERR_TRANSIENT || r == CM_ETRANSPORT || r == CM_ETIMEDOUT ||
             r == CM_ESERVER)
                 return MAAS_INV_UNREACHABLE;

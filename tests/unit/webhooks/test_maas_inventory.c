@@ -199,6 +199,8 @@ struct fake {
         long status; /* 0 = answer normally; >0 = this status for everything */
         bool down;   /* transport error */
         bool with_pool2;
+        bool zone_too_big;  /* a machine list of the whole zone is over the response cap */
+        bool pool2_too_big; /* and so is pool2's */
         unsigned calls;
 };
 
@@ -217,6 +219,10 @@ static const char *body_for(const struct fake *f, const char *url)
         if (strstr(url, "/boot-resources/"))
                 return "[{\"id\":1,\"type\":\"Synced\",\"name\":\"ubuntu/jammy\","
                        "\"architecture\":\"amd64/ga-22.04\"}]";
+        if (strstr(url, "/machines/") && strstr(url, "pool=pool2"))
+                return "[{\"system_id\":\"def456\",\"status\":4,\"cpu_count\":64,"
+                       "\"memory\":262144,\"zone\":{\"name\":\"az1\"},\"pool\":{\"name\":"
+                       "\"pool2\"},\"tag_names\":[]}]";
         if (strstr(url, "/machines/"))
                 return "[{\"system_id\":\"abc123\",\"status\":4,\"cpu_count\":4,\"memory\":8192,"
                        "\"zone\":{\"name\":\"az1\"},\"pool\":{\"name\":\"default\"},"
@@ -234,6 +240,12 @@ static int fake_send(struct http_transport *t,
         if (f->down) {
                 (void)snprintf(t->error, sizeof(t->error), "Connection refused");
                 return CM_ETRANSPORT;
+        }
+        if (strstr(req->url, "/machines/") &&
+            ((f->zone_too_big && !strstr(req->url, "pool=")) ||
+             (f->pool2_too_big && strstr(req->url, "pool=pool2")))) {
+                (void)snprintf(t->error, sizeof(t->error), "response body over the size cap");
+                return CM_ETOOBIG;
         }
         resp->status = f->status ? f->status : 200;
         resp->body = xstrdup(f->status ? "Authorization Error: 'Invalid signature.'"
@@ -351,6 +363,39 @@ static void test_maas_inventory__states_follow_the_last_refresh(void **state)
                 1);
 }
 
+/* A zone whose machine list is over the response cap is listed pool by pool, and the
+ * snapshot holds every machine; a pool still over the cap fails the refresh as "failed"
+ * (MAAS answered), naming the zone and the pool. */
+static void test_maas_inventory__oversized_zone_is_listed_pool_by_pool(void **state)
+{
+        struct fx *f = *state;
+        struct maas_inventory_snapshot *s;
+        enum maas_inv_state st;
+        struct maas_inv_fit fit;
+        char *detail = NULL;
+
+        f->fake.with_pool2 = true;
+        f->fake.zone_too_big = true;
+        assert_int_equal(maas_inventory_refresh(f->inv), 0);
+        assert_int_equal(f->fake.calls, 6 + 2); /* the zone, then each of its two pools */
+        s = maas_inventory_acquire(f->inv, &st, NULL);
+        assert_int_equal(st, MAAS_INV_OK);
+        maas_inv_fit(s, &(struct maas_inv_query){ .zone = "az1" }, &fit);
+        assert_int_equal(fit.candidates, 2);
+        maas_inv_fit(s, &(struct maas_inv_query){ .pool = "pool2", .min_cpu = 64 }, &fit);
+        assert_int_equal(fit.fit, 1);
+        maas_inventory_snapshot_release(s);
+
+        f->fake.pool2_too_big = true;
+        assert_int_equal(maas_inventory_refresh(f->inv), CM_ETOOBIG);
+        assert_int_equal(state_of(f, &detail), MAAS_INV_FAILED);
+        assert_non_null(strstr(detail, "listing machines: zone az1, pool pool2: "));
+        assert_non_null(strstr(detail, "size cap"));
+        free(detail);
+        assert_true(metric(f, "capmaas_maas_inventory_refresh_errors_total{reason=\"failed\"}") ==
+                    1);
+}
+
 static void test_maas_inventory__stale_after_ten_intervals(void **state)
 {
         struct fx *f = *state;
@@ -423,6 +468,9 @@ int main(void)
                         test_maas_inventory__snapshot_outlives_its_publisher_while_referenced),
                 cmocka_unit_test_setup_teardown(test_maas_inventory__states_follow_the_last_refresh,
                                                 fx_setup, fx_teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_maas_inventory__oversized_zone_is_listed_pool_by_pool, fx_setup,
+                        fx_teardown),
                 cmocka_unit_test_setup_teardown(test_maas_inventory__stale_after_ten_intervals,
                                                 fx_setup, fx_teardown),
                 cmocka_unit_test_setup_teardown(

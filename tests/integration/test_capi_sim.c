@@ -6,7 +6,6 @@
  * kubeconfig Secrets, Nodes, status mirrors, scale down and cluster deletion (issue 8).
  */
 #include <ctype.h>
-#include <glob.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +19,7 @@
 #include "base64.h"
 #include "err.h"
 #include "kube_client.h"
+#include "kubesim.h"
 #include "simproc.h"
 #include "testutil.h"
 #include "xalloc.h"
@@ -40,9 +40,8 @@ static const struct kube_resource MDS = { "cluster.x-k8s.io", "v1beta1", "machin
                                           "MachineDeployment", true };
 
 struct fx {
-        char dir[256];
-        struct simproc mgmt, workload, capi;
-        struct kube_config kcfg, wcfg;
+        struct kubesim mgmt, workload;
+        struct simproc capi;
         struct kube_client *kube, *wl;
         char ns[32];
 };
@@ -267,70 +266,9 @@ static char *file_b64(const char *path)
 
 /* --- simulators and CRDs --------------------------------------------------------------------- */
 
-static void start_kube_sim(struct simproc *s, const char *sub, struct kube_config *cfg)
-{
-        char dir[300], kc[320];
-        char *msg = NULL;
-
-        snprintf(dir, sizeof(dir), "%s/%s", G->dir, sub);
-        assert_int_equal(test_sh("mkdir -p %s", dir), 0);
-        assert_int_equal(simproc_start(s, "kube-sim",
-                                       (const char *const[]){ "--port", "0", "--dir", dir, NULL }),
-                         0);
-        snprintf(kc, sizeof(kc), "%s/kubeconfig", dir);
-        assert_int_equal(kube_config_from_kubeconfig(kc, NULL, cfg, &msg), 0);
-        free(msg);
-}
-
-/* Installs every CRD document of a YAML file with a server-side apply (kube-sim reads YAML). */
-static void install_crds(const char *path)
-{
-        char *text = NULL, *doc, *next;
-        size_t len = 0;
-        FILE *f = fopen(path, "rb");
-
-        assert_non_null(f);
-        text = xmalloc(1 << 20);
-        len = fread(text, 1, (1 << 20) - 1, f);
-        text[len] = '\0';
-        fclose(f);
-        for (doc = text; doc; doc = next) {
-                char name[256];
-                const char *m;
-
-                next = strstr(doc, "\n---");
-                if (next) {
-                        *next = '\0';
-                        next += 4;
-                }
-                m = strstr(doc, "\nmetadata:\n  name: ");
-                if (!m || sscanf(m, "\nmetadata:\n  name: %255s", name) != 1)
-                        continue;
-                {
-                        struct kube_error e = { 0 };
-                        int err = kube_patch(G->kube, &KUBE_RES_CRDS, NULL, name, NULL,
-                                             KUBE_PATCH_APPLY, doc, NULL, &e);
-
-                        if (err)
-                                fail_msg("apply CRD %s: %s", name, OR(e.message, "?"));
-                        kube_error_release(&e);
-                }
-        }
-        free(text);
-}
-
 static void install_all_crds(void)
 {
-        char pat[512];
-        glob_t g;
-
-        snprintf(pat, sizeof(pat), "%s/config/crd/bases/*.yaml", test_env("CAPMAAS_SOURCE_DIR"));
-        assert_int_equal(glob(pat, 0, NULL, &g), 0);
-        for (size_t i = 0; i < g.gl_pathc; i++)
-                install_crds(g.gl_pathv[i]);
-        globfree(&g);
-        snprintf(pat, sizeof(pat), "%s/tests/sim/capi/crds.yaml", test_env("CAPMAAS_SOURCE_DIR"));
-        install_crds(pat);
+        kubesim_install_crds(G->kube);
         /* CRD establishment: wait until the newest kinds answer a LIST */
         for (unsigned t = 0; t < WAIT_MS; t += 25) {
                 cJSON *a = NULL, *b = NULL;
@@ -348,27 +286,24 @@ static void install_all_crds(void)
 
 static void start_capi_sim(void)
 {
-        char mk[320], wk[320];
-
-        snprintf(mk, sizeof(mk), "%s/mgmt/kubeconfig", G->dir);
-        snprintf(wk, sizeof(wk), "%s/workload/kubeconfig", G->dir);
         assert_int_equal(
                 simproc_start(&G->capi, "capi-sim",
-                              (const char *const[]){ "--kubeconfig", mk, "--workload-kubeconfig",
-                                                     wk, "--port", "0", NULL }),
+                              (const char *const[]){ "--kubeconfig", G->mgmt.kubeconfig,
+                                                     "--workload-kubeconfig",
+                                                     G->workload.kubeconfig, "--port", "0", NULL }),
                 0);
 }
 
 static int group_setup(void **state)
 {
         G = xcalloc(1, sizeof(*G));
-        test_mkdtemp(G->dir, sizeof(G->dir));
-        start_kube_sim(&G->mgmt, "mgmt", &G->kcfg);
-        start_kube_sim(&G->workload, "workload", &G->wcfg);
+        assert_int_equal(kubesim_start(&G->mgmt, NULL), 0);
+        assert_int_equal(kubesim_start(&G->workload, NULL), 0);
         assert_int_equal(
-                kube_client_new(&(struct kube_client_opts){ .config = &G->kcfg }, &G->kube), 0);
-        assert_int_equal(kube_client_new(&(struct kube_client_opts){ .config = &G->wcfg }, &G->wl),
-                         0);
+                kube_client_new(&(struct kube_client_opts){ .config = &G->mgmt.cfg }, &G->kube), 0);
+        assert_int_equal(
+                kube_client_new(&(struct kube_client_opts){ .config = &G->workload.cfg }, &G->wl),
+                0);
         install_all_crds();
         start_capi_sim();
         *state = G;
@@ -382,11 +317,8 @@ static int group_teardown(void **state)
         (void)state;
         kube_client_free(G->kube);
         kube_client_free(G->wl);
-        kube_config_release(&G->kcfg);
-        kube_config_release(&G->wcfg);
-        simproc_stop(&G->mgmt);
-        simproc_stop(&G->workload);
-        test_sh("rm -rf %s", G->dir);
+        kubesim_stop(&G->mgmt);
+        kubesim_stop(&G->workload);
         free(G);
         assert_int_equal(capi_status, 0); /* a clean exit on SIGTERM */
         return 0;
@@ -676,10 +608,8 @@ static void check_bootstrap_secret(const char *machine)
 static void check_kubeconfig_secret(void)
 {
         cJSON *sec = wait_obj(&KUBE_RES_SECRETS, "c2-kubeconfig", pred_exists, NULL);
-        char path[320], *b64;
+        char *b64 = file_b64(G->workload.kubeconfig);
 
-        snprintf(path, sizeof(path), "%s/workload/kubeconfig", G->dir);
-        b64 = file_b64(path);
         assert_str(at_str(sec, "data.value"), b64);
         assert_str(at_str(sec, "type"), "cluster.x-k8s.io/secret");
         assert_str(label(sec, "cluster.x-k8s.io/cluster-name"), "c2");

@@ -27,37 +27,13 @@
 #include "err.h"
 #include "informer.h"
 #include "kube_client.h"
-#include "simproc.h"
+#include "kubesim.h"
 #include "testutil.h"
 
 #define N_OBJS      400 /* 400 creates + 400 updates + 200 deletes = 1 000 writes */
 #define N_DELETES   200
 #define CONVERGE_MS 15000
 #define NAME_FMT    "cm-%04d"
-
-/* --- kube-sim process ------------------------------------------------------------------- */
-
-struct sim {
-        struct simproc proc;
-        char dir[256];
-        const char *url;
-};
-
-static int sim_start(struct sim *s)
-{
-        const char *args[] = { "--port", "0", "--dir", s->dir, "--bookmark-interval", "1", NULL };
-
-        test_mkdtemp(s->dir, sizeof(s->dir));
-        if (simproc_start(&s->proc, "kube-sim", args) < 0)
-                return -1;
-        s->url = s->proc.url;
-        return 0;
-}
-
-static int sim_stop(struct sim *s)
-{
-        return simproc_stop(&s->proc);
-}
 
 /* --- shadow: the cache as rebuilt from handler events alone --------------------------- */
 
@@ -141,24 +117,12 @@ struct watcher {
 };
 
 struct fx {
-        struct sim sim;
-        struct kube_config cfg;
+        struct kubesim sim;
         struct kube_client *kc;
         struct written w[N_OBJS];
         struct watcher scoped; /* ns inf-a, team=x */
         struct watcher all;    /* every namespace, suite=informer */
 };
-
-static void make_ns(struct fx *f, const char *name)
-{
-        cJSON *ns = cJSON_CreateObject();
-
-        cJSON_AddStringToObject(ns, "apiVersion", "v1");
-        cJSON_AddStringToObject(ns, "kind", "Namespace");
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(ns, "metadata"), "name", name);
-        assert_int_equal(kube_create(f->kc, &KUBE_RES_NAMESPACES, NULL, ns, NULL, NULL), 0);
-        cJSON_Delete(ns);
-}
 
 static void watcher_start_resync(
         struct fx *f, struct watcher *w, const char *ns, const char *sel, uint64_t resync_ms)
@@ -171,7 +135,7 @@ static void watcher_start_resync(
         w->selector = sel;
         pthread_mutex_init(&w->sh.mu, NULL);
         assert_int_equal(informer_new(&(struct informer_opts){ .resource = &KUBE_RES_CONFIGMAPS,
-                                                               .config = &f->cfg,
+                                                               .config = &f->sim.cfg,
                                                                .namespace = ns,
                                                                .label_selector = sel,
                                                                .resync_ms = resync_ms },
@@ -185,17 +149,15 @@ static void watcher_start_resync(
 static int setup(void **state)
 {
         struct fx *f = calloc(1, sizeof(*f));
-        char path[512];
-        char *err = NULL;
 
         assert_non_null(f);
-        assert_int_equal(sim_start(&f->sim), 0);
-        snprintf(path, sizeof(path), "%s/kubeconfig", f->sim.dir);
-        assert_int_equal(kube_config_from_kubeconfig(path, NULL, &f->cfg, &err), 0);
-        assert_int_equal(kube_client_new(&(struct kube_client_opts){ .config = &f->cfg }, &f->kc),
-                         0);
-        make_ns(f, "inf-a");
-        make_ns(f, "inf-b");
+        assert_int_equal(
+                kubesim_start(&f->sim, (const char *const[]){ "--bookmark-interval", "1", NULL }),
+                0);
+        assert_int_equal(
+                kube_client_new(&(struct kube_client_opts){ .config = &f->sim.cfg }, &f->kc), 0);
+        kubesim_create_namespace(f->kc, "inf-a");
+        kubesim_create_namespace(f->kc, "inf-b");
         *state = f;
         return 0;
 }
@@ -209,9 +171,7 @@ static int teardown(void **state)
         pthread_mutex_destroy(&f->scoped.sh.mu);
         pthread_mutex_destroy(&f->all.sh.mu);
         f->kc = kube_client_free(f->kc);
-        kube_config_release(&f->cfg);
-        assert_int_equal(sim_stop(&f->sim), 0);
-        test_sh("rm -rf '%s'", f->sim.dir);
+        assert_int_equal(kubesim_stop(&f->sim), 0);
         free(f);
         return 0;
 }
@@ -266,39 +226,6 @@ static void delete_obj(struct fx *f, int i)
         snprintf(name, sizeof(name), NAME_FMT, i);
         assert_int_equal(kube_delete(f->kc, &KUBE_RES_CONFIGMAPS, f->w[i].ns, name, NULL, NULL), 0);
         f->w[i].alive = false;
-}
-
-static size_t discard(char *p, size_t size, size_t n, void *ud)
-{
-        (void)p;
-        (void)ud;
-        return size * n;
-}
-
-/* POSTs a kube-sim fault (tests/sim/kube/simctl.c), authenticated like any API call. */
-static void fault(struct fx *f, const char *body)
-{
-        struct curl_slist *hdrs = NULL;
-        char url[256], auth[512];
-        CURL *c = curl_easy_init();
-        long status = 0;
-
-        assert_non_null(c);
-        snprintf(url, sizeof(url), "%s/_sim/faults", f->sim.url);
-        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", f->cfg.token ? f->cfg.token : "");
-        hdrs = curl_slist_append(hdrs, auth);
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_CAINFO, f->cfg.ca_file);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-        assert_int_equal(curl_easy_perform(c), CURLE_OK);
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        assert_int_equal(status, 200);
-        curl_slist_free_all(hdrs);
-        curl_easy_cleanup(c);
 }
 
 /* --- checks --------------------------------------------------------------------------- */
@@ -430,7 +357,7 @@ static void test_informer__exact_cache_through_1000_writes_drop_and_410(void **s
         calls_all = informer_api_calls(f->all.inf);
         for (int i = 0; i < N_OBJS; i++) {
                 if (i == N_OBJS / 2)
-                        fault(f, "{\"dropWatches\":true}");
+                        kubesim_faults(&f->sim, "{\"dropWatches\":true}");
                 update_obj(f, i);
         }
         converge_both(f);
@@ -441,7 +368,7 @@ static void test_informer__exact_cache_through_1000_writes_drop_and_410(void **s
 
         /* deletes around a forced 410: the next watch to start expires, that informer
          * relists and diffs; every delete is reported exactly once either way */
-        fault(f, "{\"expireNextWatch\":true,\"dropWatches\":true}");
+        kubesim_faults(&f->sim, "{\"expireNextWatch\":true,\"dropWatches\":true}");
         for (int i = 0; i < N_DELETES; i++)
                 delete_obj(f, i);
         converge_both(f);
@@ -462,7 +389,7 @@ static void test_informer__relist_after_410_diffs_changes_made_while_away(void *
         expect_counts(&f->all, 40, 0, 0);
         /* the expired watch is only noticed on reconnect, so writes racing it land either
          * in the watch or in the relist; both paths must give the same events */
-        fault(f, "{\"expireNextWatch\":true,\"dropWatches\":true}");
+        kubesim_faults(&f->sim, "{\"expireNextWatch\":true,\"dropWatches\":true}");
         for (int i = 0; i < 10; i++)
                 delete_obj(f, i);
         for (int i = 10; i < 20; i++)
@@ -485,11 +412,11 @@ static void test_informer__backs_off_while_the_server_fails_then_syncs(void **st
 
         for (int i = 0; i < 5; i++)
                 create_obj(f, i);
-        fault(f, "{\"errorRate\":1,\"errorCode\":500}");
+        kubesim_faults(&f->sim, "{\"errorRate\":1,\"errorCode\":500}");
         pthread_mutex_init(&f->all.sh.mu, NULL);
         f->all.selector = "suite=informer";
         assert_int_equal(informer_new(&(struct informer_opts){ .resource = &KUBE_RES_CONFIGMAPS,
-                                                               .config = &f->cfg,
+                                                               .config = &f->sim.cfg,
                                                                .label_selector = "suite=informer" },
                                       &f->all.inf),
                          0);
@@ -498,7 +425,7 @@ static void test_informer__backs_off_while_the_server_fails_then_syncs(void **st
         assert_int_equal(informer_wait_synced(f->all.inf, 1200), CM_ETIMEDOUT);
         assert_true(informer_list_calls(f->all.inf) >= 1);
         assert_true(informer_list_calls(f->all.inf) <= 3); /* 1 s, 2 s, ... apart */
-        fault(f, "{\"errorRate\":0}");
+        kubesim_faults(&f->sim, "{\"errorRate\":0}");
         assert_int_equal(informer_wait_synced(f->all.inf, 10000), 0);
         converge(f, &f->all);
         expect_counts(&f->all, 5, 0, 0);

@@ -10,10 +10,8 @@
  * ctest: concurrency (one test stops a watch from another thread).
  */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -22,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,21 +28,14 @@
 
 #include "clock.h"
 #include "err.h"
-#include "http_transport.h"
 #include "kube_client.h"
+#include "kubesim.h"
 #include "testutil.h"
 #include "xalloc.h"
 
 #define HISTORY 60
 
-static struct {
-        pid_t pid;
-        char dir[256];
-        char url[128];
-        char token[256];
-        struct kube_config cfg;
-        struct http_transport *admin; /* for /_sim/ calls, kept alive */
-} sim;
+static struct kubesim sim;
 
 struct fx {
         struct kube_client *c;
@@ -54,127 +44,16 @@ struct fx {
         size_t n_slept;
 };
 
-/* --- kube-sim process ------------------------------------------------------------------ */
-
-static int read_line(int fd, char *out, size_t n, int timeout_ms)
-{
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        size_t len = 0;
-        char ch;
-
-        while (len + 1 < n) {
-                if (poll(&p, 1, timeout_ms) <= 0 || read(fd, &ch, 1) != 1)
-                        return -1;
-                if (ch == '\n')
-                        break;
-                out[len++] = ch;
-        }
-        out[len] = '\0';
-        return 0;
-}
-
-static int sim_start(void)
-{
-        char bin[512], line[256];
-        int fds[2];
-
-        snprintf(bin, sizeof(bin), "%s/kube-sim", test_env("CAPMAAS_BUILD_DIR"));
-        test_mkdtemp(sim.dir, sizeof(sim.dir));
-        if (pipe(fds) < 0)
-                return -1;
-        sim.pid = fork();
-        if (sim.pid == 0) {
-                close(fds[0]);
-                dup2(fds[1], 1);
-                execl(bin, bin, "--port", "0", "--dir", sim.dir, "--history", "60",
-                      "--bookmark-interval", "1", (char *)NULL);
-                _exit(127);
-        }
-        close(fds[1]);
-        if (sim.pid < 0 || read_line(fds[0], line, sizeof(line), 15000) < 0 ||
-            strncmp(line, "listening on ", 13) != 0) {
-                close(fds[0]);
-                return -1;
-        }
-        close(fds[0]);
-        snprintf(sim.url, sizeof(sim.url), "%.120s", line + 13);
-        return 0;
-}
-
-static void sim_stop(void)
-{
-        struct timespec ts = { 0, 10 * 1000000L };
-        int st;
-
-        if (sim.pid <= 0)
-                return;
-        kill(sim.pid, SIGTERM);
-        for (int i = 0; i < 500; i++) {
-                if (waitpid(sim.pid, &st, WNOHANG) == sim.pid) {
-                        sim.pid = 0;
-                        return;
-                }
-                nanosleep(&ts, NULL);
-        }
-        kill(sim.pid, SIGKILL);
-        waitpid(sim.pid, &st, 0);
-        sim.pid = 0;
-}
-
-/* An admin call to /_sim/...; returns the parsed body (caller deletes). */
-static cJSON *sim_admin(const char *method, const char *path, const char *body)
-{
-        struct transport_response resp = { .retry_after_s = -1 };
-        char *url = xasprintf("%s%s", sim.url, path);
-        char *auth = xasprintf("Authorization: Bearer %s", sim.token);
-        const char *hdrs[] = { auth, "Content-Type: application/json" };
-        cJSON *out;
-
-        assert_int_equal(
-                sim.admin->send(sim.admin,
-                                &(struct transport_request){ .method = method,
-                                                             .url = url,
-                                                             .headers = hdrs,
-                                                             .n_headers = 2,
-                                                             .body = body,
-                                                             .body_len = body ? strlen(body) : 0 },
-                                &resp),
-                0);
-        assert_int_equal(resp.status, 200);
-        out = cJSON_Parse(resp.body);
-        transport_response_release(&resp);
-        free(url);
-        free(auth);
-        return out;
-}
-
-static void sim_faults(const char *json)
-{
-        cJSON_Delete(sim_admin("POST", "/_sim/faults", json));
-}
+/* --- kube-sim admin ------------------------------------------------------------------- */
 
 /* Counts logged requests with this method whose path ends with `suffix` and, when
  * `query_key` is non-NULL, that carry (want_key) or lack (!want_key) that query key. */
 static int sim_count(const char *method, const char *suffix, const char *query_key, bool want_key)
 {
-        cJSON *log = sim_admin("GET", "/_sim/requests", NULL), *it;
-        int n = 0;
-
-        cJSON_ArrayForEach (it, cJSON_GetObjectItemCaseSensitive(log, "items")) {
-                const char *m = cJSON_GetObjectItemCaseSensitive(it, "method")->valuestring;
-                const char *p = cJSON_GetObjectItemCaseSensitive(it, "path")->valuestring;
-                const cJSON *q = cJSON_GetObjectItemCaseSensitive(it, "query");
-                size_t pl = strlen(p), sl = strlen(suffix);
-
-                if (strcmp(m, method) != 0 || pl < sl || strcmp(p + pl - sl, suffix) != 0)
-                        continue;
-                if (query_key &&
-                    (cJSON_GetObjectItemCaseSensitive(q, query_key) != NULL) != want_key)
-                        continue;
-                n++;
-        }
-        cJSON_Delete(log);
-        return n;
+        return kubesim_count_requests(&sim, &(struct kubesim_match){ .method = method,
+                                                                     .path_suffix = suffix,
+                                                                     .query_key = query_key,
+                                                                     .without_key = !want_key });
 }
 
 /* --- objects ---------------------------------------------------------------------------- */
@@ -294,23 +173,12 @@ static void install_crds(struct kube_client *c)
 
 static int group_setup(void **state)
 {
-        char *kc, *err = NULL;
         struct fx f = { 0 };
 
         (void)state;
         curl_global_init(CURL_GLOBAL_DEFAULT);
-        if (sim_start() < 0)
-                return -1;
-        kc = xasprintf("%s/kubeconfig", sim.dir);
-        if (kube_config_from_kubeconfig(kc, NULL, &sim.cfg, &err) < 0) {
-                fprintf(stderr, "%s\n", err);
-                return -1;
-        }
-        free(kc);
-        snprintf(sim.token, sizeof(sim.token), "%s", sim.cfg.token);
-        if (http_transport_curl_new(&(struct http_transport_opts){ .ca_file = sim.cfg.ca_file,
-                                                                   .max_body = 64u << 20 },
-                                    &sim.admin) < 0)
+        if (kubesim_start(&sim, (const char *const[]){ "--history", "60", "--bookmark-interval",
+                                                       "1", NULL }) < 0)
                 return -1;
         f.c = new_client(&f, &sim.cfg, 0);
         make_ns(f.c, "churn");
@@ -322,10 +190,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
         (void)state;
-        sim_stop();
-        sim.admin = http_transport_free(sim.admin);
-        kube_config_release(&sim.cfg);
-        (void)test_sh("rm -rf '%s'", sim.dir);
+        (void)kubesim_stop(&sim);
         curl_global_cleanup();
         return 0;
 }
@@ -335,8 +200,8 @@ static int setup(void **state)
         struct fx *f = xcalloc(1, sizeof(*f));
 
         f->c = new_client(f, &sim.cfg, 0);
-        sim_faults("{\"delayMs\":0,\"errorRate\":0,\"expireNextWatch\":false}");
-        cJSON_Delete(sim_admin("DELETE", "/_sim/requests", NULL));
+        kubesim_faults(&sim, "{\"delayMs\":0,\"errorRate\":0,\"expireNextWatch\":false}");
+        kubesim_clear_requests(&sim);
         *state = f;
         return 0;
 }
@@ -345,7 +210,7 @@ static int teardown(void **state)
 {
         struct fx *f = *state;
 
-        sim_faults("{\"errorRate\":0}");
+        kubesim_faults(&sim, "{\"errorRate\":0}");
         kube_client_free(f->c);
         kube_error_release(&f->e);
         free(f);
@@ -613,7 +478,7 @@ static void test_retry__reads_retry_5xx_writes_do_not(void **state)
         cJSON *o = cm("r", "1");
 
         make_ns(f->c, "retry");
-        sim_faults("{\"errorRate\":1,\"errorCode\":500}");
+        kubesim_faults(&sim, "{\"errorRate\":1,\"errorCode\":500}");
         assert_int_equal(kube_get(f->c, &KUBE_RES_CONFIGMAPS, "retry", "r", NULL, &f->e),
                          CM_ESERVER);
         assert_int_equal(f->e.http_status, 500);
@@ -633,14 +498,14 @@ static void test_retry__429_retries_writes_after_the_servers_delay(void **state)
         cJSON *o = cm("r429", "1");
 
         make_ns(f->c, "retry429");
-        sim_faults("{\"errorRate\":1,\"errorCode\":429}");
+        kubesim_faults(&sim, "{\"errorRate\":1,\"errorCode\":429}");
         assert_int_equal(kube_create(f->c, &KUBE_RES_CONFIGMAPS, "retry429", o, NULL, &f->e),
                          CM_ESERVER);
         assert_int_equal(f->e.http_status, 429);
         assert_int_equal(sim_count("POST", "/namespaces/retry429/configmaps", NULL, false), 4);
         assert_int_equal(f->n_slept, 3);
         assert_int_equal(f->slept[0], 1000); /* details.retryAfterSeconds */
-        sim_faults("{\"errorRate\":0}");
+        kubesim_faults(&sim, "{\"errorRate\":0}");
         assert_int_equal(kube_create(f->c, &KUBE_RES_CONFIGMAPS, "retry429", o, NULL, &f->e), 0);
         cJSON_Delete(o);
 }
@@ -744,7 +609,7 @@ static void test_ratelimit__concurrent_callers_each_get_their_own_slot(void **st
 static void test_client__unreadable_client_certificate_is_invalid(void **state)
 {
         char crt[] = "/nonexistent/client.crt", key[] = "/nonexistent/client.key";
-        struct kube_config cfg = { .server = sim.url,
+        struct kube_config cfg = { .server = sim.proc.url,
                                    .client_cert_file = crt,
                                    .client_key_file = key };
         struct kube_config noserver = { 0 };
@@ -832,7 +697,7 @@ static void test_watch__too_old_resource_version_is_gone(void **state)
         assert_non_null(strstr(f->e.message, "too old resource version"));
         assert_int_equal(s.n, 0);
         /* the sim's fault switch gives the same answer for a fresh version */
-        sim_faults("{\"expireNextWatch\":true}");
+        kubesim_faults(&sim, "{\"expireNextWatch\":true}");
         free(rv0);
         rv0 = create_cm(f->c, "expired", "e2", "1");
         assert_int_equal(kube_watch(f->c, &KUBE_RES_CONFIGMAPS, "expired",
@@ -931,7 +796,7 @@ static void test_watch__server_closing_the_stream_ends_the_watch(void **state)
         struct watcher w = { 0 };
 
         watcher_start(*state, &w, "drop");
-        sim_faults("{\"dropWatches\":true}");
+        kubesim_faults(&sim, "{\"dropWatches\":true}");
         assert_int_equal(watcher_join(&w), 0);
         assert_false(atomic_load(&w.stop));
 }
@@ -1006,7 +871,7 @@ static void test_in_cluster__token_file_is_reread_when_it_changes(void **state)
 {
         struct fx *f = *state;
         char sa[256], port[16];
-        const char *colon = strrchr(sim.url, ':');
+        const char *colon = strrchr(sim.proc.url, ':');
         char *host = xasprintf("KUBERNETES_SERVICE_HOST=127.0.0.1");
         char *portenv = NULL, *tok;
         char *envp[] = { host, NULL, NULL };
@@ -1027,7 +892,7 @@ static void test_in_cluster__token_file_is_reread_when_it_changes(void **state)
                          CM_EUNAUTHORIZED);
         assert_int_equal(f->e.http_status, 401);
         assert_null(strstr(f->e.message, "wrong-token"));
-        write_token(tok, sim.token); /* rotation */
+        write_token(tok, sim.cfg.token); /* rotation */
         assert_int_equal(kube_get(c, &KUBE_RES_NAMESPACES, NULL, "churn", NULL, &f->e), 0);
         write_token(tok, "rotated-away");
         assert_int_equal(kube_get(c, &KUBE_RES_NAMESPACES, NULL, "churn", NULL, &f->e),
@@ -1043,7 +908,7 @@ static void test_in_cluster__token_file_is_reread_when_it_changes(void **state)
 static void test_tls__unknown_ca_is_a_transport_error(void **state)
 {
         struct fx *f = *state;
-        struct kube_config cfg = { .server = sim.url, .token = sim.token };
+        struct kube_config cfg = { .server = sim.proc.url, .token = sim.cfg.token };
         struct kube_client *c = new_client(f, &cfg, 0);
 
         /* system CAs do not know kube-sim's CA */

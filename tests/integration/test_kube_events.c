@@ -9,21 +9,17 @@
  *
  * Needs $CAPMAAS_BUILD_DIR/kube-sim. ctest: concurrency
  */
-#include <poll.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <curl/curl.h>
 
 #include "buf.h"
 #include "clock.h"
@@ -31,127 +27,17 @@
 #include "json.h"
 #include "kube_client.h"
 #include "kube_events.h"
+#include "kubesim.h"
 #include "metrics.h"
 #include "testutil.h"
 #include "xalloc.h"
 
 #define WALL0 1800000000 /* 2027-01-15T08:00:00Z */
 
-/* --- kube-sim process and admin API ------------------------------------------------------ */
-
-struct sim {
-        pid_t pid;
-        char dir[256];
-        char url[128];
-        struct kube_config cfg;
-};
-
-static int read_line(int fd, char *out, size_t n, int timeout_ms)
-{
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        size_t len = 0;
-        char c;
-
-        while (len + 1 < n) {
-                if (poll(&p, 1, timeout_ms) <= 0 || read(fd, &c, 1) != 1)
-                        return -1;
-                if (c == '\n')
-                        break;
-                out[len++] = c;
-        }
-        out[len] = '\0';
-        return 0;
-}
-
-static void sim_start(struct sim *s)
-{
-        char bin[512], line[256], kc[320];
-        char *err = NULL;
-        int fds[2];
-
-        test_mkdtemp(s->dir, sizeof(s->dir));
-        snprintf(bin, sizeof(bin), "%s/kube-sim", test_env("CAPMAAS_BUILD_DIR"));
-        assert_int_equal(pipe(fds), 0);
-        s->pid = fork();
-        assert_true(s->pid >= 0);
-        if (s->pid == 0) {
-                dup2(fds[1], 1);
-                close(fds[0]);
-                execl(bin, bin, "--port", "0", "--dir", s->dir, (char *)NULL);
-                _exit(127);
-        }
-        close(fds[1]);
-        assert_int_equal(read_line(fds[0], line, sizeof(line), 10000), 0);
-        close(fds[0]);
-        assert_int_equal(strncmp(line, "listening on ", 13), 0);
-        snprintf(s->url, sizeof(s->url), "%.120s", line + 13);
-        snprintf(kc, sizeof(kc), "%s/kubeconfig", s->dir);
-        if (kube_config_from_kubeconfig(kc, NULL, &s->cfg, &err) < 0)
-                fail_msg("kubeconfig: %s", err ? err : "?");
-}
-
-static void sim_stop(struct sim *s)
-{
-        int st = 0;
-
-        kube_config_release(&s->cfg);
-        if (s->pid <= 0)
-                return;
-        kill(s->pid, SIGTERM);
-        for (int i = 0; i < 500 && waitpid(s->pid, &st, WNOHANG) == 0; i++)
-                usleep(10000);
-        if (waitpid(s->pid, &st, WNOHANG) == 0) {
-                kill(s->pid, SIGKILL);
-                waitpid(s->pid, &st, 0);
-        }
-        s->pid = 0;
-        test_sh("rm -rf '%s'", s->dir);
-}
-
-static size_t collect(char *p, size_t sz, size_t n, void *ud)
-{
-        if (buf_append(ud, p, sz * n) < 0)
-                return 0;
-        return sz * n;
-}
-
-/* An admin call (/_sim/...) with the sim's token; returns the parsed body (caller frees). */
-static cJSON *sim_call(struct sim *s, const char *method, const char *path, const char *body)
-{
-        struct curl_slist *h = NULL;
-        struct buf out;
-        char url[256], auth[256], ca[320];
-        cJSON *j = NULL;
-        CURL *c = curl_easy_init();
-
-        buf_init(&out, 8 << 20);
-        snprintf(url, sizeof(url), "%s%s", s->url, path);
-        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", s->cfg.token);
-        snprintf(ca, sizeof(ca), "%s/ca.crt", s->dir);
-        h = curl_slist_append(h, auth);
-        h = curl_slist_append(h, "Content-Type: application/json");
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-        curl_easy_setopt(c, CURLOPT_CAINFO, ca);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
-        if (body)
-                curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        assert_int_equal(curl_easy_perform(c), CURLE_OK);
-        assert_non_null(out.data);
-        assert_int_equal(json_parse(out.data, out.len, &j), 0);
-        curl_slist_free_all(h);
-        curl_easy_cleanup(c);
-        buf_release(&out);
-        return j;
-}
-
 /* --- fixture ----------------------------------------------------------------------------- */
 
 struct fx {
-        struct sim sim;
+        struct kubesim sim;
         struct clock_fake clk;
         struct kube_client *kc; /* the test's own client */
         struct event_recorder *rec;
@@ -175,7 +61,7 @@ static int setup(void **state)
 {
         struct fx *f = xcalloc(1, sizeof(*f));
 
-        sim_start(&f->sim);
+        assert_int_equal(kubesim_start(&f->sim, NULL), 0);
         clock_fake_init(&f->clk, 1000000, WALL0);
         assert_int_equal(
                 kube_client_new(&(struct kube_client_opts){ .config = &f->sim.cfg }, &f->kc), 0);
@@ -190,7 +76,7 @@ static int teardown(void **state)
 
         f->rec = event_recorder_free(f->rec);
         f->kc = kube_client_free(f->kc);
-        sim_stop(&f->sim);
+        kubesim_stop(&f->sim);
         free(f);
         return 0;
 }
@@ -212,17 +98,6 @@ static cJSON *machine(const char *name)
         cJSON_AddStringToObject(md, "resourceVersion", "42");
         cJSON_AddItemToObject(o, "spec", cJSON_CreateObject());
         return o;
-}
-
-static void make_namespace(struct fx *f, const char *name)
-{
-        cJSON *ns = cJSON_CreateObject();
-
-        cJSON_AddStringToObject(ns, "apiVersion", "v1");
-        cJSON_AddStringToObject(ns, "kind", "Namespace");
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(ns, "metadata"), "name", name);
-        assert_int_equal(kube_create(f->kc, &KUBE_RES_NAMESPACES, NULL, ns, NULL, NULL), 0);
-        cJSON_Delete(ns);
 }
 
 static void flush(struct fx *f)
@@ -269,17 +144,8 @@ static int64_t count_of(const cJSON *ev)
 /* Log entries for events with this method. */
 static int event_requests(struct fx *f, const char *method)
 {
-        cJSON *log = sim_call(&f->sim, "GET", "/_sim/requests", NULL);
-        const cJSON *it;
-        int n = 0;
-
-        cJSON_ArrayForEach (it, cJSON_GetObjectItemCaseSensitive(log, "items")) {
-                if (!strcmp(str_at(it, "method", NULL), method) &&
-                    strstr(str_at(it, "path", NULL), "/events"))
-                        n++;
-        }
-        cJSON_Delete(log);
-        return n;
+        return kubesim_count_requests(
+                &f->sim, &(struct kubesim_match){ .method = method, .path_has = "/events" });
 }
 
 /* --- tests ------------------------------------------------------------------------------- */
@@ -292,7 +158,7 @@ static void test_kube_events__event_has_every_field(void **state)
         const cJSON *ev;
         const char *name;
 
-        make_namespace(f, "team-a");
+        kubesim_create_namespace(f->kc, "team-a");
         event_record(f->rec, obj, "Normal", "MachineDeployed", "deployed %s on %s", "m-1",
                      "host-3");
         flush(f);
@@ -331,7 +197,7 @@ static void test_kube_events__repeat_increments_count_on_one_event(void **state)
         cJSON *list;
         const cJSON *ev;
 
-        make_namespace(f, "team-a");
+        kubesim_create_namespace(f->kc, "team-a");
         event_record(f->rec, obj, "Normal", "Waiting", "waiting for %s", "MAAS");
         flush(f);
         clock_fake_advance(&f->clk, 90000);
@@ -362,7 +228,7 @@ static void test_kube_events__repeat_after_window_is_a_new_event(void **state)
         cJSON *obj = machine("m-3");
         cJSON *list;
 
-        make_namespace(f, "team-a");
+        kubesim_create_namespace(f->kc, "team-a");
         event_record(f->rec, obj, "Normal", "Waiting", "waiting");
         flush(f);
         clock_fake_advance(&f->clk, 10 * 60 * 1000 + 1000);
@@ -384,7 +250,7 @@ static void test_kube_events__different_message_or_type_is_another_event(void **
         const cJSON *ev;
         int warnings = 0;
 
-        make_namespace(f, "team-a");
+        kubesim_create_namespace(f->kc, "team-a");
         event_record(f->rec, obj, "Normal", "Deploying", "step 1");
         event_record(f->rec, obj, "Normal", "Deploying", "step 2");
         event_record(f->rec, obj, "Warning", "Deploying", "step 2");
@@ -410,7 +276,7 @@ static void test_kube_events__deleted_event_is_recreated_on_repeat(void **state)
         cJSON *list;
         char *name;
 
-        make_namespace(f, "team-a");
+        kubesim_create_namespace(f->kc, "team-a");
         event_record(f->rec, obj, "Warning", "ReleaseFailed", "MAAS said no");
         flush(f);
         list = events(f, "team-a");
@@ -461,7 +327,7 @@ static void test_kube_events__long_message_cut_on_utf8_boundary(void **state)
         cJSON *list;
         const char *got;
 
-        make_namespace(f, "team-a");
+        kubesim_create_namespace(f->kc, "team-a");
         memset(msg, 'a', 1023);
         memcpy(msg + 1023, "\xc3\xa9tail", 6); /* "é" straddles byte 1024 */
         msg[1029] = '\0';
@@ -484,7 +350,7 @@ static void test_kube_events__invalid_events_are_dropped(void **state)
         struct buf out;
         cJSON *list;
 
-        make_namespace(f, "team-a");
+        kubesim_create_namespace(f->kc, "team-a");
         assert_int_equal(metrics_new(&m), 0);
         f->rec = event_recorder_free(f->rec);
         assert_int_equal(event_recorder_new(&(struct event_recorder_opts){ .config = &f->sim.cfg,
@@ -520,7 +386,7 @@ static void test_kube_events__spam_filter_allows_25_then_one_per_5_minutes(void 
         cJSON *other = machine("m-10");
         cJSON *list;
 
-        make_namespace(f, "team-a");
+        kubesim_create_namespace(f->kc, "team-a");
         for (int i = 0; i < 28; i++) {
                 char reason[16];
 
@@ -554,7 +420,7 @@ static void test_kube_events__ten_distinct_messages_then_combined(void **state)
         const cJSON *ev;
         int combined = 0, single = 0;
 
-        make_namespace(f, "team-a");
+        kubesim_create_namespace(f->kc, "team-a");
         for (int i = 0; i < 12; i++)
                 event_record(f->rec, obj, "Warning", "ProbeFailed", "attempt %d failed", i);
         event_record(f->rec, obj, "Warning", "OtherReason", "attempt 99 failed");
@@ -610,10 +476,10 @@ static void test_kube_events__full_queue_drops_without_blocking(void **state)
         cJSON *list;
         uint64_t t0, dropped;
 
-        make_namespace(f, "team-a");
+        kubesim_create_namespace(f->kc, "team-a");
         recorder_new(f, 4);
         /* every API call now takes 400 ms: the writer is stuck on its first event */
-        cJSON_Delete(sim_call(&f->sim, "POST", "/_sim/faults", "{\"delayMs\":400}"));
+        kubesim_faults(&f->sim, "{\"delayMs\":400}");
         t0 = real_ms();
         for (int i = 0; i < 50; i++)
                 event_record(f->rec, obj, "Normal", "Burst", "event %d", i);
@@ -621,7 +487,7 @@ static void test_kube_events__full_queue_drops_without_blocking(void **state)
         dropped = event_recorder_dropped(f->rec);
         assert_true(dropped >= 45 && dropped <= 46);
         assert_int_equal(event_recorder_flush(f->rec, 1), CM_ETIMEDOUT);
-        cJSON_Delete(sim_call(&f->sim, "POST", "/_sim/faults", "{\"delayMs\":0}"));
+        kubesim_faults(&f->sim, "{\"delayMs\":0}");
         flush(f);
         list = events(f, "team-a");
         assert_int_equal((uint64_t)cJSON_GetArraySize(items(list)), 50 - dropped);

@@ -8,9 +8,7 @@
  *
  * Needs $CAPMAAS_BUILD_DIR/kube-sim. ctest: concurrency
  */
-#include <poll.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -18,18 +16,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <curl/curl.h>
 
 #include "buf.h"
 #include "clock.h"
 #include "err.h"
 #include "json.h"
 #include "kube_client.h"
+#include "kubesim.h"
 #include "leader.h"
 #include "metrics.h"
 #include "testutil.h"
@@ -39,117 +36,6 @@
 #define LEASE    "controller-leader-election-capmaas"
 #define WAIT_MS  8000
 #define RETRY_MS 10
-
-/* --- kube-sim process and admin API ------------------------------------------------------ */
-
-struct sim {
-        pid_t pid;
-        char dir[256];
-        char url[128];
-        struct kube_config cfg;
-};
-
-static int read_line(int fd, char *out, size_t n, int timeout_ms)
-{
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        size_t len = 0;
-        char c;
-
-        while (len + 1 < n) {
-                if (poll(&p, 1, timeout_ms) <= 0 || read(fd, &c, 1) != 1)
-                        return -1;
-                if (c == '\n')
-                        break;
-                out[len++] = c;
-        }
-        out[len] = '\0';
-        return 0;
-}
-
-static void sim_start(struct sim *s)
-{
-        char bin[512], line[256], kc[320];
-        char *err = NULL;
-        int fds[2];
-
-        test_mkdtemp(s->dir, sizeof(s->dir));
-        snprintf(bin, sizeof(bin), "%s/kube-sim", test_env("CAPMAAS_BUILD_DIR"));
-        assert_int_equal(pipe(fds), 0);
-        s->pid = fork();
-        assert_true(s->pid >= 0);
-        if (s->pid == 0) {
-                dup2(fds[1], 1);
-                close(fds[0]);
-                execl(bin, bin, "--port", "0", "--dir", s->dir, (char *)NULL);
-                _exit(127);
-        }
-        close(fds[1]);
-        assert_int_equal(read_line(fds[0], line, sizeof(line), 10000), 0);
-        close(fds[0]);
-        assert_int_equal(strncmp(line, "listening on ", 13), 0);
-        snprintf(s->url, sizeof(s->url), "%.120s", line + 13);
-        snprintf(kc, sizeof(kc), "%s/kubeconfig", s->dir);
-        if (kube_config_from_kubeconfig(kc, NULL, &s->cfg, &err) < 0)
-                fail_msg("kubeconfig: %s", err ? err : "?");
-}
-
-static void sim_stop(struct sim *s)
-{
-        int st = 0;
-
-        kube_config_release(&s->cfg);
-        if (s->pid <= 0)
-                return;
-        kill(s->pid, SIGTERM);
-        for (int i = 0; i < 500 && waitpid(s->pid, &st, WNOHANG) == 0; i++)
-                usleep(10000);
-        if (waitpid(s->pid, &st, WNOHANG) == 0) {
-                kill(s->pid, SIGKILL);
-                waitpid(s->pid, &st, 0);
-        }
-        s->pid = 0;
-        test_sh("rm -rf '%s'", s->dir);
-}
-
-static size_t collect(char *p, size_t sz, size_t n, void *ud)
-{
-        if (buf_append(ud, p, sz * n) < 0)
-                return 0;
-        return sz * n;
-}
-
-/* An admin call (/_sim/...) with the sim's token; returns the parsed body (caller frees). */
-static cJSON *sim_call(struct sim *s, const char *method, const char *path, const char *body)
-{
-        struct curl_slist *h = NULL;
-        struct buf out;
-        char url[256], auth[256], ca[320];
-        cJSON *j = NULL;
-        CURL *c = curl_easy_init();
-
-        buf_init(&out, 8 << 20);
-        snprintf(url, sizeof(url), "%s%s", s->url, path);
-        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", s->cfg.token);
-        snprintf(ca, sizeof(ca), "%s/ca.crt", s->dir);
-        h = curl_slist_append(h, auth);
-        h = curl_slist_append(h, "Content-Type: application/json");
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-        curl_easy_setopt(c, CURLOPT_CAINFO, ca);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
-        if (body)
-                curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        assert_int_equal(curl_easy_perform(c), CURLE_OK);
-        assert_non_null(out.data);
-        assert_int_equal(json_parse(out.data, out.len, &j), 0);
-        curl_slist_free_all(h);
-        curl_easy_cleanup(c);
-        buf_release(&out);
-        return j;
-}
 
 /* --- fixture ----------------------------------------------------------------------------- */
 
@@ -161,7 +47,7 @@ struct elector {
 };
 
 struct fx {
-        struct sim sim;
+        struct kubesim sim;
         struct clock_fake clk;
         struct kube_client *kc; /* the test's own client */
         struct elector e[2];
@@ -200,7 +86,7 @@ static int setup(void **state)
 {
         struct fx *f = xcalloc(1, sizeof(*f));
 
-        sim_start(&f->sim);
+        assert_int_equal(kubesim_start(&f->sim, NULL), 0);
         clock_fake_init(&f->clk, 1000000, 1800000000);
         assert_int_equal(
                 kube_client_new(&(struct kube_client_opts){ .config = &f->sim.cfg }, &f->kc), 0);
@@ -219,7 +105,7 @@ static int teardown(void **state)
                 f->e[i].m = metrics_free(f->e[i].m);
         }
         f->kc = kube_client_free(f->kc);
-        sim_stop(&f->sim);
+        kubesim_stop(&f->sim);
         free(f);
         return 0;
 }
@@ -431,21 +317,10 @@ static void test_leader__released_lease_is_taken_at_once(void **state)
 /* Counts log entries with this method, lease path and status. */
 static int count_requests(struct fx *f, const char *method, int status)
 {
-        cJSON *log = sim_call(&f->sim, "GET", "/_sim/requests", NULL);
-        const cJSON *items = cJSON_GetObjectItemCaseSensitive(log, "items");
-        const cJSON *it;
-        int n = 0;
-
-        cJSON_ArrayForEach (it, items) {
-                const char *m = cJSON_GetObjectItemCaseSensitive(it, "method")->valuestring;
-                const char *p = cJSON_GetObjectItemCaseSensitive(it, "path")->valuestring;
-                double st = cJSON_GetObjectItemCaseSensitive(it, "status")->valuedouble;
-
-                if (!strcmp(m, method) && strstr(p, "/leases/" LEASE) && (int)st == status)
-                        n++;
-        }
-        cJSON_Delete(log);
-        return n;
+        return kubesim_count_requests(&f->sim,
+                                      &(struct kubesim_match){ .method = method,
+                                                               .path_has = "/leases/" LEASE,
+                                                               .status = status });
 }
 
 static void test_leader__conflicting_write_is_reread_and_renewed(void **state)
@@ -456,7 +331,7 @@ static void test_leader__conflicting_write_is_reread_and_renewed(void **state)
         assert_int_equal(leader_start(f->e[0].l), 0);
         wait_leading(f, 0, true);
         wait_attempts(f, 0, 2);
-        cJSON_Delete(sim_call(&f->sim, "DELETE", "/_sim/requests", NULL));
+        kubesim_clear_requests(&f->sim);
         /* someone else writes the Lease: alpha's cached resourceVersion is now stale */
         assert_int_equal(kube_patch(f->kc, &KUBE_RES_LEASES, NS, LEASE, NULL, KUBE_PATCH_MERGE,
                                     "{\"metadata\":{\"labels\":{\"touched\":\"yes\"}}}", &out,
@@ -500,8 +375,7 @@ static void test_leader__renew_deadline_passes_and_leader_gives_up(void **state)
 
         assert_int_equal(leader_start(f->e[0].l), 0);
         wait_leading(f, 0, true);
-        cJSON_Delete(
-                sim_call(&f->sim, "POST", "/_sim/faults", "{\"errorRate\":1,\"errorCode\":403}"));
+        kubesim_faults(&f->sim, "{\"errorRate\":1,\"errorCode\":403}");
         clock_fake_advance(&f->clk, 9000);
         wait_attempts(f, 0, 3);
         assert_true(leader_is_leader(f->e[0].l)); /* failing, but within the deadline */
@@ -509,7 +383,7 @@ static void test_leader__renew_deadline_passes_and_leader_gives_up(void **state)
         clock_fake_advance(&f->clk, 1000);
         wait_stopped(f, 0);
         assert_false(leader_is_leader(f->e[0].l));
-        cJSON_Delete(sim_call(&f->sim, "POST", "/_sim/faults", "{\"errorRate\":0}"));
+        kubesim_faults(&f->sim, "{\"errorRate\":0}");
 }
 
 struct self_stopper {

@@ -7,145 +7,30 @@
  *
  * Needs $CAPMAAS_BUILD_DIR/kube-sim.
  */
-#include <poll.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <curl/curl.h>
 
-#include "buf.h"
 #include "err.h"
 #include "json.h"
 #include "kube_client.h"
+#include "kubesim.h"
 #include "patch_helper.h"
 #include "testutil.h"
 #include "xalloc.h"
 
-/* --- kube-sim process and admin API ------------------------------------------------------ */
-
-struct sim {
-        pid_t pid;
-        char dir[256];
-        char url[128];
-        struct kube_config cfg;
-};
-
-static int read_line(int fd, char *out, size_t n, int timeout_ms)
-{
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        size_t len = 0;
-        char c;
-
-        while (len + 1 < n) {
-                if (poll(&p, 1, timeout_ms) <= 0 || read(fd, &c, 1) != 1)
-                        return -1;
-                if (c == '\n')
-                        break;
-                out[len++] = c;
-        }
-        out[len] = '\0';
-        return 0;
-}
-
-static void sim_start(struct sim *s)
-{
-        char bin[512], line[256], kc[320];
-        char *err = NULL;
-        int fds[2];
-
-        test_mkdtemp(s->dir, sizeof(s->dir));
-        snprintf(bin, sizeof(bin), "%s/kube-sim", test_env("CAPMAAS_BUILD_DIR"));
-        assert_int_equal(pipe(fds), 0);
-        s->pid = fork();
-        assert_true(s->pid >= 0);
-        if (s->pid == 0) {
-                dup2(fds[1], 1);
-                close(fds[0]);
-                execl(bin, bin, "--port", "0", "--dir", s->dir, (char *)NULL);
-                _exit(127);
-        }
-        close(fds[1]);
-        assert_int_equal(read_line(fds[0], line, sizeof(line), 10000), 0);
-        close(fds[0]);
-        assert_int_equal(strncmp(line, "listening on ", 13), 0);
-        snprintf(s->url, sizeof(s->url), "%.120s", line + 13);
-        snprintf(kc, sizeof(kc), "%s/kubeconfig", s->dir);
-        if (kube_config_from_kubeconfig(kc, NULL, &s->cfg, &err) < 0)
-                fail_msg("kubeconfig: %s", err ? err : "?");
-}
-
-static void sim_stop(struct sim *s)
-{
-        int st = 0;
-
-        kube_config_release(&s->cfg);
-        if (s->pid <= 0)
-                return;
-        kill(s->pid, SIGTERM);
-        for (int i = 0; i < 500 && waitpid(s->pid, &st, WNOHANG) == 0; i++)
-                usleep(10000);
-        if (waitpid(s->pid, &st, WNOHANG) == 0) {
-                kill(s->pid, SIGKILL);
-                waitpid(s->pid, &st, 0);
-        }
-        s->pid = 0;
-        test_sh("rm -rf '%s'", s->dir);
-}
-
-static size_t collect(char *p, size_t sz, size_t n, void *ud)
-{
-        if (buf_append(ud, p, sz * n) < 0)
-                return 0;
-        return sz * n;
-}
-
-/* An admin call (/_sim/...) with the sim's token; returns the parsed body (caller frees). */
-static cJSON *sim_call(struct sim *s, const char *method, const char *path, const char *body)
-{
-        struct curl_slist *h = NULL;
-        struct buf out;
-        char url[256], auth[256], ca[320];
-        cJSON *j = NULL;
-        CURL *c = curl_easy_init();
-
-        buf_init(&out, 8 << 20);
-        snprintf(url, sizeof(url), "%s%s", s->url, path);
-        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", s->cfg.token);
-        snprintf(ca, sizeof(ca), "%s/ca.crt", s->dir);
-        h = curl_slist_append(h, auth);
-        h = curl_slist_append(h, "Content-Type: application/json");
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-        curl_easy_setopt(c, CURLOPT_CAINFO, ca);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
-        if (body)
-                curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        assert_int_equal(curl_easy_perform(c), CURLE_OK);
-        assert_non_null(out.data);
-        assert_int_equal(json_parse(out.data, out.len, &j), 0);
-        curl_slist_free_all(h);
-        curl_easy_cleanup(c);
-        buf_release(&out);
-        return j;
-}
-
 /* --- fixture ----------------------------------------------------------------------------- */
 
 struct fx {
-        struct sim sim;
+        struct kubesim sim;
         struct kube_client *kc;
         cJSON *before; /* the Node as read from the server */
 };
@@ -169,7 +54,7 @@ static int setup(void **state)
         cJSON *st = parse("{\"status\":{\"phase\":\"Pending\",\"capacity\":{\"cpu\":\"4\"}}}");
         char *text = cJSON_PrintUnformatted(st);
 
-        sim_start(&f->sim);
+        assert_int_equal(kubesim_start(&f->sim, NULL), 0);
         assert_int_equal(
                 kube_client_new(&(struct kube_client_opts){ .config = &f->sim.cfg }, &f->kc), 0);
         assert_int_equal(kube_create(f->kc, &KUBE_RES_NODES, NULL, node, NULL, NULL), 0);
@@ -179,7 +64,7 @@ static int setup(void **state)
         cJSON_free(text);
         cJSON_Delete(st);
         cJSON_Delete(node);
-        cJSON_Delete(sim_call(&f->sim, "DELETE", "/_sim/requests", NULL));
+        kubesim_clear_requests(&f->sim);
         *state = f;
         return 0;
 }
@@ -190,7 +75,7 @@ static int teardown(void **state)
 
         cJSON_Delete(f->before);
         f->kc = kube_client_free(f->kc);
-        sim_stop(&f->sim);
+        kubesim_stop(&f->sim);
         free(f);
         return 0;
 }
@@ -206,7 +91,7 @@ struct reqs {
 
 static struct reqs requests(struct fx *f)
 {
-        cJSON *log = sim_call(&f->sim, "GET", "/_sim/requests", NULL);
+        cJSON *log = kubesim_call(&f->sim, "GET", "/_sim/requests", NULL);
         struct reqs r = { 0 };
         const cJSON *it;
 

@@ -5,7 +5,6 @@
  * what the provider writes into Kubernetes and MAAS (upstream-capmaas.md R1–R16, beyond.md
  * B2–B5).
  */
-#include <glob.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +21,7 @@
 #include "config.h"
 #include "err.h"
 #include "kube_client.h"
+#include "kubesim.h"
 #include "log.h"
 #include "maas_client.h"
 #include "metrics.h"
@@ -34,9 +34,8 @@
 #define WAIT_MS  20000
 
 struct fx {
-        char dir[256];
-        struct simproc mgmt, workload, maas_sim;
-        struct kube_config kcfg, wcfg;
+        struct kubesim mgmt, workload;
+        struct simproc maas_sim;
         struct kube_client *kube, *wl;
         struct maas_config mcfg;
         struct http_transport *mt;
@@ -204,40 +203,6 @@ static cJSON *maas_admin(const char *method, const char *path, const char *body)
         return doc;
 }
 
-static void kube_fault(const char *body)
-{
-        char url[512], ca[512];
-        struct test_http_result res = { 0 };
-
-        snprintf(url, sizeof(url), "%s/_sim/faults", G->mgmt.url);
-        snprintf(ca, sizeof(ca), "%s", G->kcfg.ca_file);
-        assert_int_equal(test_http_do(&(struct test_http){ .method = "POST",
-                                                           .url = url,
-                                                           .body = body,
-                                                           .content_type = "application/json",
-                                                           .ca_file = ca,
-                                                           .bearer = G->kcfg.token },
-                                      &res),
-                         0);
-        assert_int_equal(res.status, 200);
-        test_http_result_release(&res);
-}
-
-static void start_kube_sim(struct simproc *s, const char *sub, struct kube_config *cfg)
-{
-        char dir[300], kc[320];
-        char *msg = NULL;
-
-        snprintf(dir, sizeof(dir), "%s/%s", G->dir, sub);
-        assert_int_equal(test_sh("mkdir -p %s", dir), 0);
-        assert_int_equal(simproc_start(s, "kube-sim",
-                                       (const char *const[]){ "--port", "0", "--dir", dir, NULL }),
-                         0);
-        snprintf(kc, sizeof(kc), "%s/kubeconfig", dir);
-        assert_int_equal(kube_config_from_kubeconfig(kc, NULL, cfg, &msg), 0);
-        free(msg);
-}
-
 static void start_maas_sim(void)
 {
         char inv[512];
@@ -263,58 +228,6 @@ static void start_maas_sim(void)
                 maas_client_new(&(struct maas_client_opts){ .cfg = &G->mcfg, .transport = G->mt },
                                 &G->maas),
                 0);
-}
-
-/* Installs every CRD document of a YAML file with a server-side apply (kube-sim reads YAML). */
-static void install_crds(const char *path)
-{
-        char *text = NULL, *doc, *next;
-        size_t len = 0;
-        FILE *f = fopen(path, "rb");
-
-        assert_non_null(f);
-        text = xmalloc(1 << 20);
-        len = fread(text, 1, (1 << 20) - 1, f);
-        text[len] = '\0';
-        fclose(f);
-        for (doc = text; doc; doc = next) {
-                char name[256];
-                const char *m;
-
-                next = strstr(doc, "\n---");
-                if (next) {
-                        *next = '\0';
-                        next += 4;
-                }
-                m = strstr(doc, "\nmetadata:\n  name: ");
-                if (!m || sscanf(m, "\nmetadata:\n  name: %255s", name) != 1)
-                        continue;
-                {
-                        struct kube_error e = { 0 };
-                        int err = kube_patch(G->kube, &KUBE_RES_CRDS, NULL, name, NULL,
-                                             KUBE_PATCH_APPLY, doc, NULL, &e);
-
-                        if (err)
-                                fail_msg("apply CRD %s: %s", name, OR(e.message, "?"));
-                        kube_error_release(&e);
-                }
-        }
-        free(text);
-}
-
-static void install_all_crds(void)
-{
-        char pat[512];
-        glob_t g;
-
-        snprintf(pat, sizeof(pat), "%s/config/crd/bases/*.yaml", test_env("CAPMAAS_SOURCE_DIR"));
-        assert_int_equal(glob(pat, 0, NULL, &g), 0);
-        for (size_t i = 0; i < g.gl_pathc; i++)
-                install_crds(g.gl_pathv[i]);
-        globfree(&g);
-        snprintf(pat, sizeof(pat), "%s/tests/sim/capi/crds.yaml", test_env("CAPMAAS_SOURCE_DIR"));
-        install_crds(pat);
-        sleep_ms(200); /* CRD establishment */
 }
 
 /* A Node in the workload API for every machine of the inventory (kubelet joining). */
@@ -352,7 +265,7 @@ static void start_provider(const char *const *extra)
         free(msg);
         assert_int_equal(metrics_new(&G->metrics), 0);
         assert_int_equal(provider_new(&(struct provider_opts){ .cfg = G->cfg,
-                                                               .kube = &G->kcfg,
+                                                               .kube = &G->mgmt.cfg,
                                                                .maas = &G->mcfg,
                                                                .metrics = G->metrics },
                                       &G->prov),
@@ -384,14 +297,15 @@ static int group_setup(void **state)
 {
         G = xcalloc(1, sizeof(*G));
         log_setup(LOG_FORMAT_TEXT, 0, 2);
-        test_mkdtemp(G->dir, sizeof(G->dir));
-        start_kube_sim(&G->mgmt, "mgmt", &G->kcfg);
-        start_kube_sim(&G->workload, "workload", &G->wcfg);
+        assert_int_equal(kubesim_start(&G->mgmt, NULL), 0);
+        assert_int_equal(kubesim_start(&G->workload, NULL), 0);
         assert_int_equal(
-                kube_client_new(&(struct kube_client_opts){ .config = &G->kcfg }, &G->kube), 0);
-        assert_int_equal(kube_client_new(&(struct kube_client_opts){ .config = &G->wcfg }, &G->wl),
-                         0);
-        install_all_crds();
+                kube_client_new(&(struct kube_client_opts){ .config = &G->mgmt.cfg }, &G->kube), 0);
+        assert_int_equal(
+                kube_client_new(&(struct kube_client_opts){ .config = &G->workload.cfg }, &G->wl),
+                0);
+        kubesim_install_crds(G->kube);
+        sleep_ms(200); /* CRD establishment */
         *state = G;
         return 0;
 }
@@ -401,11 +315,8 @@ static int group_teardown(void **state)
         (void)state;
         kube_client_free(G->kube);
         kube_client_free(G->wl);
-        kube_config_release(&G->kcfg);
-        kube_config_release(&G->wcfg);
-        simproc_stop(&G->mgmt);
-        simproc_stop(&G->workload);
-        test_sh("rm -rf %s", G->dir);
+        kubesim_stop(&G->mgmt);
+        kubesim_stop(&G->workload);
         free(G);
         return 0;
 }
@@ -476,13 +387,10 @@ static void make_cluster(const char *name, bool infra_ready)
 
 static void make_kubeconfig_secret(const char *cluster)
 {
-        char path[300];
         char *text = xmalloc(1 << 16), *b64;
-        FILE *f;
+        FILE *f = fopen(G->workload.kubeconfig, "rb");
         size_t n;
 
-        snprintf(path, sizeof(path), "%s/workload/kubeconfig", G->dir);
-        f = fopen(path, "rb");
         assert_non_null(f);
         n = fread(text, 1, (1 << 16) - 1, f);
         fclose(f);
@@ -834,8 +742,9 @@ static void test_machine__adopts_stamped_machine_after_lost_write(void **state)
         free(ready_cluster("c5"));
         make_machine("c5", "w2", &(struct mm_spec){ .bootstrap = false });
         cJSON_Delete(wait_obj(&KUBE_RES_MAASMACHINES, "w2", pred_cond_reason, boot));
-        kube_fault("{\"failNext\":{\"method\":\"PATCH\",\"pathContains\":\"/maasmachines/w2\","
-                   "\"count\":2}}");
+        kubesim_faults(&G->mgmt,
+                       "{\"failNext\":{\"method\":\"PATCH\",\"pathContains\":\"/maasmachines/w2\","
+                       "\"count\":2}}");
         patch_main(&KUBE_RES_MACHINES, "w2",
                    "{\"spec\":{\"bootstrap\":{\"dataSecretName\":\"w2-bootstrap\"}}}");
         mm = wait_obj(&KUBE_RES_MAASMACHINES, "w2", pred_ready, NULL);
@@ -909,7 +818,7 @@ static void test_machine__power_policy_and_record_kept(void **state)
         provider_free(G->prov); /* restart: the fleet snapshot must not hide the change */
         G->prov = NULL;
         assert_int_equal(provider_new(&(struct provider_opts){ .cfg = G->cfg,
-                                                               .kube = &G->kcfg,
+                                                               .kube = &G->mgmt.cfg,
                                                                .maas = &G->mcfg },
                                       &G->prov),
                          0);

@@ -178,6 +178,23 @@ MUST_CHECK int kube_list(struct kube_client *c,
                          cJSON **ret,
                          struct kube_error *e);
 
+/* Receives one page of a LIST and owns it (page: the List object as the server sent it,
+ * items and metadata.resourceVersion included). first marks the first page of a pass;
+ * restart marks the first page of the second pass after an expired continue token, when
+ * whatever the earlier pages gave must be dropped. Nonzero stops the list and is returned. */
+typedef int kube_page_fn(void *arg, cJSON *page, bool first, bool restart);
+
+/* LIST page by page (following metadata.continue), each page handed to on_page as it
+ * arrives, so no more than one page is held at a time. A continue token that expires (410)
+ * restarts the list from the beginning once. */
+MUST_CHECK int kube_list_pages(struct kube_client *c,
+                               const struct kube_resource *r,
+                               const char *ns,
+                               const struct kube_list_opts *o,
+                               kube_page_fn *on_page,
+                               void *arg,
+                               struct kube_error *e);
+
 /* POST; *ret (may be NULL) receives the created object. */
 MUST_CHECK int kube_create(struct kube_client *c,
                            const struct kube_resource *r,

@@ -17,7 +17,8 @@
  * that carry their own kobj references (the new object is the tree the API delivered, so
  * it is never re-parsed); the lock is dropped before the handlers run, so a
  * handler may call informer_get/informer_list. A relist (start-up, 410 Gone) marks every
- * listed entry with a new epoch and then sweeps the unmarked ones out as deletes.
+ * listed entry with a new epoch and then sweeps the unmarked ones out as deletes; it is
+ * applied and dispatched page by page, so it never holds more than one page as trees.
  *
  * The watch thread owns its kube_client, the last seen resourceVersion (lists, events and
  * bookmarks move it) and the reconnect backoff (1 s → 30 s, full jitter in [d/2, d]).
@@ -364,10 +365,10 @@ static void store_del(struct store *s, struct kobj *o, struct evlist *l)
         store_unlink(s, link, o, l);
 }
 
-/* Write lock held. Replaces the content with objs (references consumed). */
-static void store_replace(struct store *s, struct kobj **objs, size_t n, struct evlist *l)
+/* Write lock held. Stores listed objects (references consumed) and marks them with the
+ * current epoch: part of a relist, which store_sweep finishes. */
+static void store_mark(struct store *s, struct kobj **objs, size_t n, struct evlist *l)
 {
-        s->epoch++;
         for (size_t i = 0; i < n; i++) {
                 struct entry *e = *find_link(s, kobj_namespace(objs[i]), kobj_name(objs[i]));
 
@@ -378,6 +379,11 @@ static void store_replace(struct store *s, struct kobj **objs, size_t n, struct 
                 }
                 store_put(s, objs[i], entry_new(objs[i], s->epoch), l);
         }
+}
+
+/* Write lock held. Ends a relist: whatever the list did not mark is reported deleted. */
+static void store_sweep(struct store *s, struct evlist *l)
+{
         for (size_t i = 0; i < s->n_table; i++) {
                 struct entry **link = &s->table[i];
 
@@ -481,25 +487,36 @@ int informer_feed_event(struct informer *inf, enum kube_watch_event type, cJSON 
 }
 
 /* Detaches list.items into kobjs (items without a name are skipped). */
-static struct kobj **list_objs(cJSON *list, size_t *ret_n)
+/* One page of a list as snapshots (owned references); the page's tree is freed first. */
+struct gathered {
+        struct kobj **objs;
+        size_t n, cap;
+};
+
+static void gathered_release(struct gathered *g)
+{
+        for (size_t i = 0; i < g->n; i++)
+                kobj_unref(g->objs[i]);
+        free(g->objs);
+        *g = (struct gathered){ 0 };
+}
+
+/* Takes list's items as snapshots and frees list. */
+static void gather(struct gathered *g, cJSON *list)
 {
         cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items");
-        size_t n = 0, cap = (size_t)(cJSON_IsArray(items) ? cJSON_GetArraySize(items) : 0);
-        struct kobj **v = xcalloc(cap ? cap : 1, sizeof(*v));
+        cJSON *it;
 
-        while (n < cap) {
-                cJSON *it = cJSON_DetachItemFromArray(items, 0);
-
-                if (!it)
-                        break;
+        while (cJSON_IsArray(items) && (it = cJSON_DetachItemFromArray(items, 0))) {
+                if (g->n == g->cap) {
+                        g->cap = g->cap ? g->cap * 2 : 64;
+                        g->objs = xrealloc(g->objs, g->cap * sizeof(*g->objs));
+                }
                 strip(it);
-                if (kobj_new(it, &v[n]) == 0)
-                        n++;
-                else
-                        cap--;
+                if (kobj_new(it, &g->objs[g->n]) == 0)
+                        g->n++;
         }
-        *ret_n = n;
-        return v;
+        cJSON_Delete(list);
 }
 
 static void mark_synced(struct informer *inf)
@@ -513,25 +530,56 @@ static void mark_synced(struct informer *inf)
         (void)pthread_mutex_unlock(&inf->mu);
 }
 
-int informer_feed_list(struct informer *inf, cJSON *list)
+/* Stores one page of a relist (the store's epoch already moved on) and tells the handlers
+ * at once, so the page's trees are freed before the next page arrives: a relist of 10 000
+ * objects holds one page of trees, not 10 000. */
+static void relist_page(struct informer *inf, cJSON *page)
+{
+        struct gathered g = { 0 };
+        struct evlist l = { 0 };
+
+        gather(&g, page);
+        (void)pthread_rwlock_wrlock(&inf->store.lock);
+        store_mark(&inf->store, g.objs, g.n, &l);
+        (void)pthread_rwlock_unlock(&inf->store.lock);
+        g.n = 0; /* the store and the events hold the references now */
+        gathered_release(&g);
+        dispatch(inf, &l);
+}
+
+/* Ends a relist: what it did not see is deleted; rv is the list's resourceVersion. */
+static void relist_end(struct informer *inf, const char *rv)
 {
         struct evlist l = { 0 };
-        struct kobj **objs;
-        size_t n;
+
+        set_rv(inf, rv);
+        (void)pthread_rwlock_wrlock(&inf->store.lock);
+        store_sweep(&inf->store, &l);
+        (void)pthread_rwlock_unlock(&inf->store.lock);
+        dispatch(inf, &l);
+        mark_synced(inf);
+}
+
+static void relist_begin(struct informer *inf)
+{
+        (void)pthread_rwlock_wrlock(&inf->store.lock);
+        inf->store.epoch++;
+        (void)pthread_rwlock_unlock(&inf->store.lock);
+}
+
+int informer_feed_list(struct informer *inf, cJSON *list)
+{
+        char *rv;
 
         if (!cJSON_IsObject(list)) {
                 cJSON_Delete(list);
                 return CM_EINVAL;
         }
-        objs = list_objs(list, &n);
-        set_rv(inf, meta_rv(list));
-        cJSON_Delete(list);
-        (void)pthread_rwlock_wrlock(&inf->store.lock);
-        store_replace(&inf->store, objs, n, &l);
-        (void)pthread_rwlock_unlock(&inf->store.lock);
-        free(objs);
-        dispatch(inf, &l);
-        mark_synced(inf);
+        rv = meta_rv(list) ? xstrdup(meta_rv(list)) : NULL;
+        relist_begin(inf);
+        relist_page(inf, list);
+        relist_end(inf, rv);
+        free(rv);
         return 0;
 }
 
@@ -706,23 +754,46 @@ static int make_client(struct informer *inf)
         return kube_client_new(&o, &inf->client);
 }
 
+struct relist {
+        struct informer *inf;
+        char *rv; /* the first page's resourceVersion */
+};
+
+/* kube_page_fn for do_list. After an expired continue token the second pass marks the
+ * same epoch: what the first pass stored stays, updated where it changed since. */
+static int on_relist_page(void *arg, cJSON *page, bool first, bool restart)
+{
+        struct relist *r = arg;
+        const char *rv = meta_rv(page);
+
+        (void)restart;
+        if (first) {
+                free(r->rv);
+                r->rv = rv ? xstrdup(rv) : NULL;
+        }
+        relist_page(r->inf, page);
+        return 0;
+}
+
 static int do_list(struct informer *inf)
 {
         struct kube_list_opts lo = { .label_selector = inf->selector };
         struct kube_error e = { 0 };
-        cJSON *list = NULL;
+        struct relist rl = { .inf = inf };
         int r;
 
         atomic_fetch_add(&inf->api_calls, 1);
         atomic_fetch_add(&inf->list_calls, 1);
-        r = kube_list(inf->client, inf->resource, inf->ns, &lo, &list, &e);
+        relist_begin(inf);
+        r = kube_list_pages(inf->client, inf->resource, inf->ns, &lo, on_relist_page, &rl, &e);
         if (r < 0)
                 log_debug("informer", "list failed", "resource=%s err=%s message=%s",
                           inf->resource->plural, cm_strerror(r), e.message ? e.message : "");
+        else
+                relist_end(inf, rl.rv);
         kube_error_release(&e);
-        if (r < 0)
-                return r;
-        return informer_feed_list(inf, list);
+        free(rl.rv);
+        return r;
 }
 
 static int watch_cb(void *arg, enum kube_watch_event type, cJSON *object)

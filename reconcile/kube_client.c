@@ -551,44 +551,27 @@ static char *list_query(const struct kube_list_opts *o, const char *cont)
         return buf_take(&q, NULL);
 }
 
-/* Moves page.items into acc.items; returns the page's continue token (borrowed) or NULL. */
-static const char *merge_page(cJSON *acc, cJSON *page)
+/* The page's continue token as a new string, or NULL on the last page. */
+static char *page_continue(const cJSON *page)
 {
-        cJSON *items = cJSON_GetObjectItemCaseSensitive(acc, "items");
-        cJSON *pitems = cJSON_GetObjectItemCaseSensitive(page, "items");
         const char *cont = json_str(cJSON_GetObjectItemCaseSensitive(page, "metadata"), "continue");
-        cJSON *it;
 
-        if (!cJSON_IsArray(items)) {
-                cJSON_DeleteItemFromObjectCaseSensitive(acc, "items");
-                items = cJSON_AddArrayToObject(acc, "items");
-        }
-        if (acc == page)
-                return cont && cont[0] ? cont : NULL;
-        while (cJSON_IsArray(pitems) && (it = cJSON_DetachItemFromArray(pitems, 0)))
-                cJSON_AddItemToArray(items, it);
-        return cont && cont[0] ? cont : NULL;
+        return cont && cont[0] ? xstrdup(cont) : NULL;
 }
 
-static void strip_list_meta(cJSON *list)
-{
-        cJSON *md = cJSON_GetObjectItemCaseSensitive(list, "metadata");
-
-        cJSON_DeleteItemFromObjectCaseSensitive(md, "continue");
-        cJSON_DeleteItemFromObjectCaseSensitive(md, "remainingItemCount");
-}
-
-/* One full pass over the pages. */
-static int list_pass(struct kube_client *c,
+/* One full pass over the pages, each handed to on_page as it arrives. */
+static int page_pass(struct kube_client *c,
                      const struct kube_resource *r,
                      const char *ns,
                      const struct kube_list_opts *o,
-                     cJSON **ret,
+                     bool restart,
+                     kube_page_fn *on_page,
+                     void *arg,
                      struct kube_error *e)
 {
-        cJSON *acc = NULL, *page = NULL;
         char *cont = NULL, *query, *url;
-        const char *next;
+        bool first = true;
+        cJSON *page;
         int err;
 
         do {
@@ -600,27 +583,66 @@ static int list_pass(struct kube_client *c,
                         &page, e);
                 free(query);
                 free(url);
+                free(cont);
+                cont = NULL;
                 if (err == 0 && !cJSON_IsObject(page))
                         err = CM_EPARSE;
-                if (err < 0)
-                        goto out;
-                if (!acc)
-                        acc = page;
-                next = merge_page(acc, page);
-                free(cont);
-                cont = next ? xstrdup(next) : NULL;
-                if (page != acc)
+                if (err < 0) {
                         cJSON_Delete(page);
-                page = NULL;
-        } while (cont);
-        strip_list_meta(acc);
-        *ret = acc;
-        acc = NULL;
-out:
-        cJSON_Delete(page == acc ? NULL : page);
-        cJSON_Delete(acc);
+                        break;
+                }
+                cont = page_continue(page);
+                err = on_page(arg, page, first, first && restart);
+                first = false;
+        } while (err == 0 && cont);
         free(cont);
         return err;
+}
+
+int kube_list_pages(struct kube_client *c,
+                    const struct kube_resource *r,
+                    const char *ns,
+                    const struct kube_list_opts *o,
+                    kube_page_fn *on_page,
+                    void *arg,
+                    struct kube_error *e)
+{
+        int err;
+
+        kube_error_release(e);
+        err = page_pass(c, r, ns, o, false, on_page, arg, e);
+        if (err == CM_EGONE) { /* an expired continue token: start over once */
+                kube_error_release(e);
+                err = page_pass(c, r, ns, o, true, on_page, arg, e);
+        }
+        return err;
+}
+
+/* kube_list's accumulator: the first page, with every later page's items moved into it. */
+static int merge_page(void *arg, cJSON *page, bool first, bool restart)
+{
+        cJSON **acc = arg;
+        cJSON *items, *pitems, *it, *md;
+
+        (void)restart;
+        if (first) {
+                cJSON_Delete(*acc);
+                *acc = page;
+                md = cJSON_GetObjectItemCaseSensitive(page, "metadata");
+                cJSON_DeleteItemFromObjectCaseSensitive(md, "continue");
+                cJSON_DeleteItemFromObjectCaseSensitive(md, "remainingItemCount");
+                if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(page, "items"))) {
+                        cJSON_DeleteItemFromObjectCaseSensitive(page, "items");
+                        (void)cJSON_AddArrayToObject(page, "items");
+                }
+                return 0;
+        }
+        items = cJSON_GetObjectItemCaseSensitive(*acc, "items");
+        pitems = cJSON_GetObjectItemCaseSensitive(page, "items");
+        while (cJSON_IsArray(pitems) && (it = cJSON_DetachItemFromArray(pitems, 0)))
+                cJSON_AddItemToArray(items, it);
+        cJSON_Delete(page);
+        return 0;
 }
 
 int kube_list(struct kube_client *c,
@@ -630,14 +652,13 @@ int kube_list(struct kube_client *c,
               cJSON **ret,
               struct kube_error *e)
 {
-        int err;
+        cJSON *acc = NULL;
+        int err = kube_list_pages(c, r, ns, o, merge_page, &acc, e);
 
-        kube_error_release(e);
-        err = list_pass(c, r, ns, o, ret, e);
-        if (err == CM_EGONE) { /* an expired continue token: start over once */
-                kube_error_release(e);
-                err = list_pass(c, r, ns, o, ret, e);
-        }
+        if (err == 0)
+                *ret = acc;
+        else
+                cJSON_Delete(acc);
         return err;
 }
 

@@ -281,6 +281,63 @@ static void test_list__follows_continue_across_pages(void **state)
         cJSON_Delete(list);
 }
 
+/* What kube_list_pages handed over, page by page. */
+struct pages {
+        int n, firsts, restarts;
+        int items;     /* since the last restart */
+        int max_items; /* on one page */
+        int stop_at;   /* return nonzero on this page (1-based); 0 = never */
+};
+
+static int record_page(void *arg, cJSON *page, bool first, bool restart)
+{
+        struct pages *p = arg;
+        int k = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(page, "items"));
+
+        p->n++;
+        p->firsts += first;
+        p->restarts += restart;
+        if (restart)
+                p->items = 0;
+        p->items += k;
+        if (k > p->max_items)
+                p->max_items = k;
+        if (first)
+                assert_non_null(kube_meta_str(page, "resourceVersion"));
+        cJSON_Delete(page);
+        return p->n == p->stop_at ? 7 : 0;
+}
+
+/* An informer's relist holds one page at a time: each page is handed over as it arrives;
+ * a nonzero answer stops the list there. */
+static void test_list__pages_are_handed_over_one_at_a_time(void **state)
+{
+        struct fx *f = *state;
+        struct pages p = { 0 };
+        char name[16];
+
+        make_ns(f->c, "pages");
+        for (int i = 0; i < 7; i++) {
+                snprintf(name, sizeof(name), "cm-%d", i);
+                free(create_cm(f->c, "pages", name, "v"));
+        }
+        assert_int_equal(kube_list_pages(f->c, &KUBE_RES_CONFIGMAPS, "pages",
+                                         &(struct kube_list_opts){ .page_size = 2 }, record_page,
+                                         &p, &f->e),
+                         0);
+        assert_int_equal(p.n, 4);
+        assert_int_equal(p.firsts, 1);
+        assert_int_equal(p.restarts, 0);
+        assert_int_equal(p.items, 7);
+        assert_int_equal(p.max_items, 2);
+        p = (struct pages){ .stop_at = 2 };
+        assert_int_equal(kube_list_pages(f->c, &KUBE_RES_CONFIGMAPS, "pages",
+                                         &(struct kube_list_opts){ .page_size = 2 }, record_page,
+                                         &p, &f->e),
+                         7);
+        assert_int_equal(p.n, 2);
+}
+
 static void test_create__already_exists_and_invalid_with_causes(void **state)
 {
         struct fx *f = *state;
@@ -828,6 +885,7 @@ static void test_list__expired_continue_restarts_the_list_once(void **state)
         static const struct clock_ops churning = { churning_now, churning_wall };
         struct kube_ratelimit *rl = NULL;
         struct kube_client *c = NULL;
+        struct pages p = { 0 };
         cJSON *list = NULL;
         char name[16];
 
@@ -849,6 +907,15 @@ static void test_list__expired_continue_restarts_the_list_once(void **state)
         assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(list, "items")), 5);
         assert_int_equal(sim_count("GET", "/namespaces/relist/configmaps", "continue", false), 2);
         cJSON_Delete(list);
+        /* page by page, the restart is flagged so the receiver drops what it had */
+        g_clock_calls = 0;
+        assert_int_equal(kube_list_pages(c, &KUBE_RES_CONFIGMAPS, "relist",
+                                         &(struct kube_list_opts){ .page_size = 2 }, record_page,
+                                         &p, &f->e),
+                         0);
+        assert_int_equal(p.restarts, 1);
+        assert_int_equal(p.firsts, 2);
+        assert_int_equal(p.items, 5);
         kube_client_free(c);
         kube_ratelimit_free(rl);
 }
@@ -930,6 +997,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
                 T(test_get__object_over_tls_and_not_found),
                 T(test_list__follows_continue_across_pages),
+                T(test_list__pages_are_handed_over_one_at_a_time),
                 T(test_create__already_exists_and_invalid_with_causes),
                 T(test_update__stale_resource_version_conflicts),
                 T(test_patch__merge_json_and_apply),

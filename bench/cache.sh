@@ -52,6 +52,7 @@ echo "# wrote $N Machines and $N MaasMachines in $(($(date +%s) - T0)) s" >&2
 
 certs/gen-dev-certs.sh "$WORK/certs" >/dev/null
 MPORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# shellcheck disable=SC2086 # word splitting of CACHE_ARGS is the point
 MAAS_ENDPOINT=$MAAS MAAS_API_KEY=ck:tk:bench "$BUILD/capmaas" --kubeconfig "$KC" \
   --webhook-port 0 --webhook-host 127.0.0.1 --webhook-cert-dir "$WORK/certs" --health-addr 0 \
   --metrics-bind-addr "127.0.0.1:$MPORT" ${CACHE_ARGS:-} 2>"$WORK/capmaas.log" &

@@ -16,7 +16,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 rounds=${1:-15}
-n=0
 bench_setup golang-go
 (cd bench/go-webhook && GO111MODULE=off GOCACHE="$work/gocache" go build -o "$work/go-webhook" .)
 cmake --build "$bdir" -j"$(nproc)" --target kube-sim maas-sim >/dev/null

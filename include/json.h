@@ -3,6 +3,7 @@
  * json: small helpers over cJSON used project-wide.
  *
  *  - json_parse(): size-bounded parse that rejects trailing garbage.
+ *  - json_array_each(): a top-level array's elements one at a time, as text.
  *  - struct json_path: builds Kubernetes-style field paths ("spec.template.spec.tags[2]").
  *  - struct json_errors: a capped list of "path: message" errors, so a webhook can report
  *    every problem of an object at once.
@@ -36,6 +37,16 @@ const char *json_type_name(const cJSON *item);
  * an error. *ret (owned by the caller, cJSON_Delete) is written only on success.
  * CM_EPARSE on malformed input. */
 MUST_CHECK int json_parse(const char *buf, size_t len, cJSON **ret);
+
+/* Receives one element of a top-level array as text (borrowed, not NUL-terminated, no
+ * surrounding whitespace). Nonzero stops json_array_each, which returns it. */
+typedef int json_elem_fn(void *arg, const char *elem, size_t len);
+
+/* Walks the top-level array in the len bytes of text and hands each element's text to fn,
+ * without building a tree of the whole array: a large list is decoded one element at a
+ * time. Only the array's structure is checked here (brackets, strings, commas); each
+ * element is for fn to parse (json_parse). CM_EPARSE when text is not one array. */
+MUST_CHECK int json_array_each(const char *text, size_t len, json_elem_fn *fn, void *arg);
 
 /* Escapes one JSON Pointer (RFC 6901) segment: '~' -> "~0", '/' -> "~1". Caller frees. */
 char *json_pointer_escape(const char *segment);

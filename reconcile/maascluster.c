@@ -322,7 +322,10 @@ static int64_t api_port(const cJSON *cluster)
 {
         const cJSON *port = rc_item(cluster, "spec", "clusterNetwork", "apiServerPort", NULL);
 
-        return cJSON_IsNumber(port) && port->valuedouble > 0 ? (int64_t)port->valuedouble : 6443;
+        /* a port, or 6443 (a value out of range must not reach the integer conversion) */
+        return cJSON_IsNumber(port) && port->valuedouble >= 1 && port->valuedouble <= 65535
+                       ? (int64_t)port->valuedouble
+                       : 6443;
 }
 
 static void set_endpoint(struct mc_ctx *c, const char *host, int64_t port)

@@ -75,6 +75,103 @@ int json_parse(const char *buf, size_t len, cJSON **ret)
         return CM_OK;
 }
 
+/* Between tokens cJSON skips every byte up to and including ' ' (control characters too);
+ * json_array_each does the same so that it and cJSON agree on where an element starts. */
+static bool is_space(char c)
+{
+        return (unsigned char)c <= ' ';
+}
+
+static const char *skip_ws(const char *p, const char *end)
+{
+        while (p < end && is_space(*p))
+                p++;
+        return p;
+}
+
+/* Just past the closing quote of the string whose opening quote is at p; NULL when it does
+ * not close before end. */
+static const char *string_end(const char *p, const char *end)
+{
+        for (p++; p < end; p++) {
+                if (*p == '\\') {
+                        if (end - p < 2)
+                                return NULL;
+                        p++;
+                } else if (*p == '"') {
+                        return p + 1;
+                }
+        }
+        return NULL;
+}
+
+/* The ',' or ']' that ends the element starting at p (outside strings and nested brackets);
+ * NULL when the structure is broken. Bracket kinds are not matched here: a mismatch is
+ * left for the element's own parse. */
+static const char *elem_end(const char *p, const char *end)
+{
+        size_t depth = 0;
+
+        while (p < end) {
+                switch (*p) {
+                case '"':
+                        p = string_end(p, end);
+                        if (!p)
+                                return NULL;
+                        continue;
+                case '[':
+                case '{':
+                        depth++;
+                        break;
+                case ']':
+                case '}':
+                        if (depth == 0)
+                                return *p == ']' ? p : NULL;
+                        depth--;
+                        break;
+                case ',':
+                        if (depth == 0)
+                                return p;
+                        break;
+                default:
+                        break;
+                }
+                p++;
+        }
+        return NULL;
+}
+
+int json_array_each(const char *text, size_t len, json_elem_fn *fn, void *arg)
+{
+        const char *end = text + len, *p, *e, *last;
+        int r;
+
+        if (!text)
+                return CM_EPARSE;
+        p = skip_ws(text, end);
+        if (p == end || *p != '[')
+                return CM_EPARSE;
+        p = skip_ws(p + 1, end);
+        if (p < end && *p == ']')
+                return json_only_whitespace(p + 1, end) ? 0 : CM_EPARSE;
+        for (;;) {
+                e = elem_end(p, end);
+                if (!e)
+                        return CM_EPARSE;
+                last = e;
+                while (last > p && is_space(last[-1]))
+                        last--;
+                if (last == p) /* an empty element: "[,1]", "[1,]" */
+                        return CM_EPARSE;
+                r = fn(arg, p, (size_t)(last - p));
+                if (r)
+                        return r;
+                if (*e == ']')
+                        return json_only_whitespace(e + 1, end) ? 0 : CM_EPARSE;
+                p = skip_ws(e + 1, end);
+        }
+}
+
 char *json_pointer_escape(const char *segment)
 {
         size_t n = strlen(segment);

@@ -311,9 +311,11 @@ static int parse_body(const struct transport_response *resp,
         return 0;
 }
 
+/* Sends c (retrying as its idempotency allows) and classifies the answer. On a 2xx the
+ * response moves to *ret (the caller releases it); otherwise it is released here. */
 static int maas_do(struct maas_client *mc,
                    const struct call *c,
-                   cJSON **ret_doc,
+                   struct transport_response *ret,
                    struct maas_error *err)
 {
         struct transport_response resp = { .retry_after_s = -1 };
@@ -338,8 +340,10 @@ static int maas_do(struct maas_client *mc,
                 transport_error(mc, err);
         else if (resp.status < 200 || resp.status > 299)
                 r = classify(c, &resp, err);
-        else
-                r = parse_body(&resp, ret_doc, err);
+        if (r == 0) {
+                *ret = resp;
+                return 0;
+        }
         transport_response_release(&resp);
         return r;
 }
@@ -434,11 +438,6 @@ static int dec_machine(const cJSON *d, void *ret)
         return maas_node_from_json(d, ret);
 }
 
-static int dec_machines(const cJSON *d, void *ret)
-{
-        return maas_node_list_from_json(d, ret);
-}
-
 static int dec_named(const cJSON *d, void *ret)
 {
         return maas_named_list_from_json(d, ret);
@@ -480,21 +479,51 @@ static int dec_power(const cJSON *d, void *ret)
 }
 
 /* Runs c, decodes into ret (when both dec and ret are set) and releases c. */
+static void shape_error(struct maas_error *err)
+{
+        if (err && !err->message) {
+                err->cls = MAAS_ERR_PROTOCOL;
+                err->message = xstrdup("unexpected JSON shape in MAAS's answer");
+        }
+}
+
 static int run(
         struct maas_client *mc, struct call *c, decode_fn *dec, void *ret, struct maas_error *err)
 {
+        struct transport_response resp = { .retry_after_s = -1 };
         cJSON *doc = NULL;
         bool want = dec && ret;
-        int r = maas_do(mc, c, want ? &doc : NULL, err);
+        int r = maas_do(mc, c, &resp, err);
 
+        if (r == 0 && want)
+                r = parse_body(&resp, &doc, err);
         if (r == 0 && want) {
                 r = doc ? dec(doc, ret) : CM_EPARSE;
-                if (r < 0 && err) {
-                        err->cls = MAAS_ERR_PROTOCOL;
-                        err->message = xstrdup("unexpected JSON shape in MAAS's answer");
-                }
+                if (r < 0)
+                        shape_error(err);
         }
         cJSON_Delete(doc);
+        transport_response_release(&resp);
+        call_release(c);
+        return r;
+}
+
+/* A machine list, decoded element by element from the text (maas_node_list_from_text): a
+ * large list never becomes one tree. */
+static int run_machines(struct maas_client *mc,
+                        struct call *c,
+                        struct maas_node_list *ret,
+                        struct maas_error *err)
+{
+        struct transport_response resp = { .retry_after_s = -1 };
+        int r = maas_do(mc, c, &resp, err);
+
+        if (r == 0) {
+                r = maas_node_list_from_text(resp.body, resp.body_len, ret);
+                if (r < 0)
+                        shape_error(err);
+        }
+        transport_response_release(&resp);
         call_release(c);
         return r;
 }
@@ -577,7 +606,7 @@ int maas_list_machines(struct maas_client *mc,
                 form_add_all(&c, "tags", f->tags, f->n_tags);
         }
         call_query(&c);
-        return run(mc, &c, dec_machines, ret, err);
+        return run_machines(mc, &c, ret, err);
 }
 
 /* A call on machines/<system_id>/ with an optional op. */

@@ -6,10 +6,13 @@
  */
 #include "maas_decode.h"
 
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
+#include "json.h"
 #include "maas_client.h"
 #include "xalloc.h"
 
@@ -32,6 +35,18 @@ static double jnum(const cJSON *o, const char *k, double dflt)
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
 
         return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+/* An integral member within [lo, hi] (truncated toward zero), else dflt: missing, not a
+ * number, or out of range (MAAS sending 8e192 must not reach a double-to-integer
+ * conversion, which is undefined behaviour out of range). hi at most JSON_SAFE_INT_MAX. */
+static int64_t jint(const cJSON *o, const char *k, int64_t dflt, int64_t lo, int64_t hi)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+        if (!cJSON_IsNumber(v) || !(v->valuedouble >= (double)lo && v->valuedouble <= (double)hi))
+                return dflt;
+        return (int64_t)v->valuedouble;
 }
 
 /* Name of a nested {"name": …} object (zone, pool), or NULL. */
@@ -73,7 +88,6 @@ void maas_strv_from_json(const cJSON *arr, const char *sub_key, struct maas_strv
 int maas_node_from_json(const cJSON *o, struct maas_node *ret)
 {
         const cJSON *od = cJSON_GetObjectItemCaseSensitive(o, "owner_data");
-        const cJSON *swap = cJSON_GetObjectItemCaseSensitive(o, "swap_size");
         struct maas_node m;
 
         if (!cJSON_IsObject(o) || !jstr(o, "system_id"))
@@ -84,17 +98,17 @@ int maas_node_from_json(const cJSON *o, struct maas_node *ret)
                 .fqdn = jdup(o, "fqdn", ""),
                 .zone = jnested_name(o, "zone"),
                 .pool = jnested_name(o, "pool"),
-                .status = (int)jnum(o, "status", -1),
+                .status = (int)jint(o, "status", -1, 0, INT_MAX),
                 .status_name = jdup(o, "status_name", ""),
                 .power_state = jdup(o, "power_state", "unknown"),
                 .power_type = jdup(o, "power_type", ""),
                 .osystem = jdup(o, "osystem", ""),
                 .distro_series = jdup(o, "distro_series", ""),
                 .owner = jdup(o, "owner", NULL),
-                .cpu_count = (int)jnum(o, "cpu_count", 0),
-                .memory_mib = (int64_t)jnum(o, "memory", 0),
+                .cpu_count = (int)jint(o, "cpu_count", 0, 0, INT_MAX),
+                .memory_mib = jint(o, "memory", 0, 0, JSON_SAFE_INT_MAX),
                 .storage_mb = jnum(o, "storage", 0),
-                .swap_size = cJSON_IsNumber(swap) ? (int64_t)swap->valuedouble : -1,
+                .swap_size = jint(o, "swap_size", -1, 0, JSON_SAFE_INT_MAX),
                 .ephemeral_deploy =
                         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ephemeral_deploy")),
                 .owner_data = cJSON_IsObject(od) ? cJSON_Duplicate(od, true) : cJSON_CreateObject(),
@@ -186,6 +200,45 @@ int maas_node_list_from_json(const cJSON *arr, struct maas_node_list *ret)
         return 0;
 }
 
+struct node_acc {
+        struct maas_node_list l;
+        size_t cap;
+};
+
+/* json_elem_fn: parses one machine, decodes it, frees its tree. */
+static int node_from_elem(void *arg, const char *elem, size_t len)
+{
+        struct node_acc *a = arg;
+        cJSON *tree = NULL;
+        int r = json_parse(elem, len, &tree);
+
+        if (r < 0)
+                return r;
+        if (a->l.n == a->cap) {
+                a->cap = a->cap ? a->cap * 2 : 16;
+                a->l.items = xrealloc(a->l.items, a->cap * sizeof(*a->l.items));
+        }
+        r = maas_node_from_json(tree, &a->l.items[a->l.n]);
+        cJSON_Delete(tree);
+        if (r < 0)
+                return r;
+        a->l.n++;
+        return 0;
+}
+
+int maas_node_list_from_text(const char *text, size_t len, struct maas_node_list *ret)
+{
+        struct node_acc a = { 0 };
+        int r = json_array_each(text, len, node_from_elem, &a);
+
+        if (r != 0) {
+                maas_node_list_release(&a.l);
+                return r < 0 ? r : CM_EPARSE;
+        }
+        *ret = a.l;
+        return 0;
+}
+
 void maas_node_list_append(struct maas_node_list *dst, struct maas_node_list *src)
 {
         if (src->n > 0) {
@@ -208,7 +261,7 @@ static int named_decode(const cJSON *e, void *ret)
         if (!jstr(e, "name"))
                 return CM_EPARSE;
         *(struct maas_named *)ret = (struct maas_named){
-                .id = (int)jnum(e, "id", -1),
+                .id = (int)jint(e, "id", -1, 0, INT_MAX),
                 .name = jdup(e, "name", NULL),
                 .description = jdup(e, jstr(e, "description") ? "description" : "comment", ""),
         };
@@ -245,7 +298,7 @@ static int boot_resource_decode(const cJSON *e, void *ret)
         if (!jstr(e, "name"))
                 return CM_EPARSE;
         *(struct maas_boot_resource *)ret = (struct maas_boot_resource){
-                .id = (int)jnum(e, "id", -1),
+                .id = (int)jint(e, "id", -1, 0, INT_MAX),
                 .type = jdup(e, "type", ""),
                 .name = jdup(e, "name", NULL),
                 .architecture = jdup(e, "architecture", ""),
@@ -282,14 +335,14 @@ void maas_boot_resource_list_release(struct maas_boot_resource_list *l)
 
 int maas_dns_resource_from_json(const cJSON *o, struct maas_dns_resource *ret)
 {
-        const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(o, "address_ttl");
+        int64_t id = jint(o, "id", -1, 0, INT_MAX);
 
-        if (!cJSON_IsObject(o) || !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "id")))
+        if (!cJSON_IsObject(o) || id < 0)
                 return CM_EPARSE;
         *ret = (struct maas_dns_resource){
-                .id = (int)jnum(o, "id", -1),
+                .id = (int)id,
                 .fqdn = jdup(o, "fqdn", ""),
-                .address_ttl = cJSON_IsNumber(ttl) ? (int)ttl->valuedouble : -1,
+                .address_ttl = (int)jint(o, "address_ttl", -1, 0, INT_MAX),
         };
         /* ip_addresses are objects; clients read only "ip" (maas-api.md §6.7) */
         maas_strv_from_json(cJSON_GetObjectItemCaseSensitive(o, "ip_addresses"), "ip", &ret->ips);

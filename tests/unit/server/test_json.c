@@ -22,6 +22,16 @@ static cJSON *parse(const char *text)
         return root;
 }
 
+/* json_elem_fn: parses the element and appends it to the array arg. */
+static int parse_into(void *arg, const char *elem, size_t len)
+{
+        cJSON *tree = NULL;
+
+        assert_int_equal(json_parse(elem, len, &tree), CM_OK);
+        cJSON_AddItemToArray(arg, tree);
+        return 0;
+}
+
 static void test_json__type_names(void **state)
 {
         cJSON *root = parse("{\"s\":\"x\",\"i\":3,\"n\":2.5,\"o\":{},\"a\":[],\"b\":true,"
@@ -71,6 +81,103 @@ static void test_json__parse_honours_length_without_nul(void **state)
         assert_int_equal(cJSON_GetObjectItemCaseSensitive(root, "a")->valuedouble, 1);
         cJSON_Delete(root);
         assert_int_equal(json_parse(text, 8, &root), CM_EPARSE);
+}
+
+/* What json_array_each handed over: the elements joined with '|', or a stop. */
+struct elems {
+        char out[512];
+        size_t len;
+        int calls;
+        int stop_at; /* return 9 on this call (1-based); 0 = never */
+};
+
+static int collect_elem(void *arg, const char *elem, size_t len)
+{
+        struct elems *e = arg;
+
+        e->calls++;
+        if (e->len && e->len < sizeof(e->out) - 1)
+                e->out[e->len++] = '|';
+        if (len > sizeof(e->out) - 1 - e->len)
+                len = sizeof(e->out) - 1 - e->len;
+        memcpy(e->out + e->len, elem, len);
+        e->len += len;
+        e->out[e->len] = '\0';
+        return e->calls == e->stop_at ? 9 : 0;
+}
+
+static int each(const char *text, struct elems *e)
+{
+        return json_array_each(text, strlen(text), collect_elem, e);
+}
+
+static void test_json__array_each_hands_over_elements_as_text(void **state)
+{
+        static const char list[] = " [ {\"a\":[1,2,{\"b\":\"],}\"}]} , \"x\\\"],\" ,3.5e1,"
+                                   "null\n,[],\t{} ]\r\n";
+        struct elems e = { 0 };
+
+        (void)state;
+        assert_int_equal(each(list, &e), 0);
+        assert_string_equal(e.out, "{\"a\":[1,2,{\"b\":\"],}\"}]}|\"x\\\"],\"|3.5e1|null|[]|{}");
+        assert_int_equal(e.calls, 6);
+        e = (struct elems){ 0 };
+        assert_int_equal(each("[]", &e), 0);
+        assert_int_equal(each(" [ \n ] ", &e), 0);
+        assert_int_equal(e.calls, 0);
+        e = (struct elems){ .stop_at = 2 };
+        assert_int_equal(each("[1,2,3]", &e), 9);
+        assert_string_equal(e.out, "1|2");
+}
+
+static void test_json__array_each_rejects_what_is_not_one_array(void **state)
+{
+        static const char *const bad[] = {
+                "",      "  ",   "{}",         "1",       "[",       "[1",  "[1,",
+                "[1,]",  "[,1]", "[1]x",       "[1] [2]", "[\"abc]", "[}]", "[1}",
+                "[\"\\", "[[1]", "[{\"a\":1]", "\"[1]\"", "[1,,2]",  "]",
+        };
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                struct elems e = { 0 };
+
+                if (json_array_each(bad[i], strlen(bad[i]), collect_elem, &e) != CM_EPARSE)
+                        fail_msg("accepted %s", bad[i]);
+        }
+}
+
+/* Generated arrays with awkward strings: the elements handed over, parsed, are the
+ * elements of the whole array, in order. */
+static void test_json__array_each_matches_the_whole_parse(void **state)
+{
+        static const char *const strs[] = { "]", "[", ",", "\"", "\\", "}{", "a\\\"]", "" };
+        uint64_t x = 0x9e3779b97f4a7c15u;
+
+        (void)state;
+        for (int round = 0; round < 300; round++) {
+                cJSON *arr = cJSON_CreateArray(), *got = cJSON_CreateArray(), *obj;
+                int n = round % 7;
+                char *text;
+
+                for (int i = 0; i < n; i++) {
+                        x = x * 6364136223846793005u + 1442695040888963407u;
+                        obj = cJSON_CreateObject();
+                        cJSON_AddStringToObject(obj, strs[x % 8], strs[(x >> 8) % 8]);
+                        cJSON_AddItemToObject(obj, "n", cJSON_CreateNumber((double)(x % 1000)));
+                        if (x & 0x10000) {
+                                cJSON_Delete(obj);
+                                obj = cJSON_CreateString(strs[(x >> 20) % 8]);
+                        }
+                        cJSON_AddItemToArray(arr, obj);
+                }
+                text = round % 2 ? cJSON_Print(arr) : cJSON_PrintUnformatted(arr);
+                assert_int_equal(json_array_each(text, strlen(text), parse_into, got), 0);
+                assert_true(cJSON_Compare(arr, got, true));
+                cJSON_free(text);
+                cJSON_Delete(arr);
+                cJSON_Delete(got);
+        }
 }
 
 static void test_json__pointer_escape(void **state)
@@ -267,6 +374,9 @@ int main(void)
                 cmocka_unit_test(test_json__int64_rejects_unsafe_numbers),
                 cmocka_unit_test(test_json__getters_check_types),
                 cmocka_unit_test(test_json__setters_keep_position),
+                cmocka_unit_test(test_json__array_each_hands_over_elements_as_text),
+                cmocka_unit_test(test_json__array_each_rejects_what_is_not_one_array),
+                cmocka_unit_test(test_json__array_each_matches_the_whole_parse),
         };
 
         return cmocka_run_group_tests_name("json", tests, NULL, NULL);

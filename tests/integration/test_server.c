@@ -470,21 +470,13 @@ static void threads_of(const char *const *args, unsigned *logged, unsigned *work
 static void test_server__webhook_threads_follow_the_cpus_given(void **state)
 {
         static const char *const three[] = { "--webhook-threads", "3", NULL };
-        cpu_set_t all, one;
+        cpu_set_t all;
         unsigned logged, workers;
 
         (void)state;
-        assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
-        CPU_ZERO(&one);
-        for (size_t c = 0; c < CPU_SETSIZE; c++) {
-                if (CPU_ISSET(c, &all)) {
-                        CPU_SET(c, &one);
-                        break;
-                }
-        }
-        assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+        assert_int_equal(test_pin_to_one_cpu(&all), 0);
         threads_of(NULL, &logged, &workers);
-        assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+        assert_int_equal(test_restore_cpus(&all), 0);
         assert_int_equal(logged, 1);
         assert_int_equal(workers, 0);
 

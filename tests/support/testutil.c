@@ -45,6 +45,27 @@ void test_mkdtemp(char *out, size_t n)
                 abort();
 }
 
+int test_pin_to_one_cpu(cpu_set_t *saved)
+{
+        cpu_set_t one;
+
+        if (sched_getaffinity(0, sizeof(*saved), saved) < 0)
+                return -1;
+        CPU_ZERO(&one);
+        for (size_t c = 0; c < CPU_SETSIZE; c++) {
+                if (CPU_ISSET(c, saved)) {
+                        CPU_SET(c, &one);
+                        break;
+                }
+        }
+        return sched_setaffinity(0, sizeof(one), &one);
+}
+
+int test_restore_cpus(const cpu_set_t *saved)
+{
+        return sched_setaffinity(0, sizeof(*saved), saved);
+}
+
 int test_sh(const char *fmt, ...)
 {
         va_list ap;

@@ -6,6 +6,7 @@
  * Single-threaded use unless a function says otherwise.
  */
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +30,13 @@ const char *test_env(const char *name);
 void test_mkdtemp(char *out, size_t n);
 /* Runs a shell command; returns its exit status. */
 int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Narrows the calling thread's affinity to its first allowed CPU (as taskset -c would),
+ * saving the previous mask in *saved for test_restore_cpus. Threads and processes started
+ * afterwards inherit it. Returns 0 or -1. */
+int test_pin_to_one_cpu(cpu_set_t *saved);
+/* Puts back the mask test_pin_to_one_cpu saved. Returns 0 or -1. */
+int test_restore_cpus(const cpu_set_t *saved);
 
 /* Starts capmaas with --webhooks-only, every port 0, the given cert dir (NULL = the test
  * certs) and extra args (NULL-terminated; envp NULL = inherit). Waits up to 10 s for the

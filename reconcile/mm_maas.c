@@ -16,6 +16,8 @@
 #include "mm.h"
 #include "xalloc.h"
 
+#define NODE_ZONE_LABEL "topology.kubernetes.io/zone"
+
 #define LOGGER "maasmachine"
 
 static void strv_copy(const struct maas_strv *src, struct maas_strv *dst)
@@ -670,6 +672,52 @@ static bool node_done(struct provider *p, const char *sid, bool set)
         return done;
 }
 
+/* A valid Kubernetes label value: at most 63 characters of [A-Za-z0-9._-], beginning and
+ * ending with a letter or digit. */
+static bool label_value_ok(const char *v)
+{
+        size_t n = strlen(v);
+
+        if (n == 0 || n > 63 || !isalnum((unsigned char)v[0]) || !isalnum((unsigned char)v[n - 1]))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!isalnum((unsigned char)v[i]) && !strchr("._-", v[i]))
+                        return false;
+        return true;
+}
+
+/* The zone label the Node should get: the MAAS zone, unless the Node already has one
+ * (set by the kubelet, a cloud controller or the user: theirs stands) or the zone's name
+ * is no valid label value. NULL when there is nothing to set. */
+static const char *zone_to_label(const struct mm_ctx *c, const cJSON *node)
+{
+        const char *zone = c->node.zone;
+
+        if (!zone || !label_value_ok(zone) ||
+            rc_str(node, "metadata", "labels", NODE_ZONE_LABEL, NULL))
+                return NULL;
+        return zone;
+}
+
+/* The merge patch that sets what the Node lacks, or NULL when it lacks nothing. */
+static char *node_patch(const char *provider_id, const char *zone)
+{
+        cJSON *p = cJSON_CreateObject();
+        char *text = NULL;
+
+        if (zone)
+                (void)cJSON_AddStringToObject(
+                        cJSON_AddObjectToObject(cJSON_AddObjectToObject(p, "metadata"), "labels"),
+                        NODE_ZONE_LABEL, zone);
+        if (provider_id)
+                (void)cJSON_AddStringToObject(cJSON_AddObjectToObject(p, "spec"), "providerID",
+                                              provider_id);
+        if (p->child)
+                text = cJSON_PrintUnformatted(p);
+        cJSON_Delete(p);
+        return text;
+}
+
 static int patch_node(struct mm_ctx *c, struct kube_client *wl, const cJSON *node)
 {
         const char *want = c->mm.spec.provider_id;
@@ -683,12 +731,12 @@ static int patch_node(struct mm_ctx *c, struct kube_client *wl, const cJSON *nod
                          kube_meta_str(node, "name"), have);
                 return 0;
         }
-        if (have && strcmp(have, want) == 0)
+        patch = node_patch(have && strcmp(have, want) == 0 ? NULL : want, zone_to_label(c, node));
+        if (!patch)
                 return 0;
-        patch = xasprintf("{\"spec\":{\"providerID\":\"%s\"}}", want);
         err = kube_patch(wl, &KUBE_RES_NODES, NULL, kube_meta_str(node, "name"), NULL,
                          KUBE_PATCH_MERGE, patch, NULL, NULL);
-        free(patch);
+        cJSON_free(patch);
         if (err)
                 mm_event(c, "Warning", "NodeProviderUpdateFailed",
                          "Unable to set the providerID of Node %s: %s", kube_meta_str(node, "name"),

@@ -675,12 +675,37 @@ static void test_machine__waits_for_infrastructure_and_bootstrap_data(void **sta
         cJSON_Delete(mm);
 }
 
+/* The workload Node named hostname, once capmaas has set its providerID. */
+static cJSON *wait_node_provider_id(const char *hostname)
+{
+        cJSON *wnode = NULL;
+
+        for (unsigned t = 0; t < WAIT_MS; t += 50) {
+                cJSON_Delete(wnode);
+                wnode = NULL;
+                assert_int_equal(kube_get(G->wl, &KUBE_RES_NODES, NULL, hostname, &wnode, NULL), 0);
+                if (at_str(wnode, "spec.providerID"))
+                        return wnode;
+                sleep_ms(50);
+        }
+        fail_msg("Node %s never got a providerID", hostname);
+        return NULL;
+}
+
+static const char *node_zone_label(const cJSON *wnode)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(at(wnode, "metadata.labels"),
+                                                          "topology.kubernetes.io/zone");
+
+        return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
 /* R8, R11 (Deployed), R13, B2: allocate with every constraint and our stamp, providerID
  * persisted, swap off, deploy with the bootstrap data; ready; the Node gets the providerID. */
 static void test_machine__deploys_with_constraints_and_sets_node_provider_id(void **state)
 {
         char *sid, pid[128], uid[64], *text;
-        cJSON *mm, *node, *wnode = NULL;
+        cJSON *mm, *node, *wnode;
 
         (void)state;
         free(ready_cluster("c4"));
@@ -704,17 +729,12 @@ static void test_machine__deploys_with_constraints_and_sets_node_provider_id(voi
         assert_non_null(at_str(node, "user_data"));
         assert_string_equal(at_str(mm, "status.machineState"), "Deployed");
         assert_true(cJSON_IsTrue(at(mm, "status.initialization.provisioned")));
-        for (unsigned t = 0; t < WAIT_MS; t += 50) {
-                cJSON_Delete(wnode);
-                wnode = NULL;
-                assert_int_equal(kube_get(G->wl, &KUBE_RES_NODES, NULL, at_str(node, "hostname"),
-                                          &wnode, NULL),
-                                 0);
-                if (at_str(wnode, "spec.providerID"))
-                        break;
-                sleep_ms(50);
-        }
+        wnode = wait_node_provider_id(at_str(node, "hostname"));
         assert_string_equal(at_str(wnode, "spec.providerID"), pid);
+        /* the MAAS zone as the topology zone: spread constraints work without a cloud
+         * controller */
+        assert_non_null(node_zone_label(wnode));
+        assert_string_equal(node_zone_label(wnode), at_str(node, "zone"));
         assert_int_equal(maas_count_requests("\"op\":\"allocate\""), 1);
         text = render_metrics();
         assert_non_null(
@@ -727,6 +747,36 @@ static void test_machine__deploys_with_constraints_and_sets_node_provider_id(voi
         cJSON_Delete(wnode);
         cJSON_Delete(node);
         cJSON_Delete(mm);
+        free(sid);
+}
+
+/* A zone label the Node already carries (the kubelet's --node-labels, a cloud controller,
+ * the user) stands; the providerID is set all the same. */
+static void test_machine__node_keeps_its_own_zone_label(void **state)
+{
+        struct maas_node_list l = { 0 };
+        char *sid, pid[128];
+        cJSON *node, *wnode;
+
+        (void)state;
+        assert_int_equal(maas_list_machines(G->maas, NULL, &l, NULL), 0);
+        for (size_t i = 0; i < l.n; i++)
+                assert_int_equal(kube_patch(G->wl, &KUBE_RES_NODES, NULL, l.items[i].hostname, NULL,
+                                            KUBE_PATCH_MERGE,
+                                            "{\"metadata\":{\"labels\":{"
+                                            "\"topology.kubernetes.io/zone\":\"rack-7\"}}}",
+                                            NULL, NULL),
+                                 0);
+        maas_node_list_release(&l);
+        free(ready_cluster("c12"));
+        sid = ready_machine("c12", "w1", &(struct mm_spec){ .bootstrap = true });
+        node = maas_machine(sid);
+        snprintf(pid, sizeof(pid), "maas:///%s/%s", at_str(node, "zone"), sid);
+        wnode = wait_node_provider_id(at_str(node, "hostname"));
+        assert_string_equal(at_str(wnode, "spec.providerID"), pid);
+        assert_string_equal(node_zone_label(wnode), "rack-7");
+        cJSON_Delete(wnode);
+        cJSON_Delete(node);
         free(sid);
 }
 
@@ -918,6 +968,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(
                         test_machine__deploys_with_constraints_and_sets_node_provider_id, setup,
                         teardown),
+                cmocka_unit_test_setup_teardown(test_machine__node_keeps_its_own_zone_label, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(
                         test_machine__adopts_stamped_machine_after_lost_write, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_machine__failed_deployment_is_replaced, setup,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End to end on the local simulated stack (issue 8): the README's example cluster (3 control
 # planes, 5 workers) goes Ready through capmaas's webhooks and controllers; every machine's
-# providerID is on its Node; the API endpoint record holds the 3 control-plane IPs; scaling
+# providerID and MAAS zone are on its Node; the API endpoint record holds the 3 control-plane IPs; scaling
 # workers 5 -> 2 releases exactly 3 machines; a machine whose deploy fails is replaced; a
 # template with an unknown image is rejected at apply; deleting the cluster returns every
 # machine to MAAS and leaves no record and no Maas object.
@@ -64,6 +64,16 @@ node_ids() {
 }
 nodes_match() { [ "$(provider_ids | grep -c maas:///)" -eq 8 ] && [ "$(provider_ids)" = "$(node_ids)" ]; }
 check "every Node carries its machine's providerID" 0 '' -- wait_until 30 nodes_match
+# maas:///<zone>/<system_id>: the zone part is the Node's topology.kubernetes.io/zone
+zones_match() {
+  kubectl --kubeconfig "$STACK_WORKLOAD_KUBECONFIG" get nodes -o json | $PY -c '
+import json, sys
+items = json.load(sys.stdin)["items"]
+ok = [i["spec"]["providerID"].split("/")[3] == i["metadata"].get("labels", {}).get("topology.kubernetes.io/zone")
+      for i in items if i["spec"].get("providerID")]
+sys.exit(0 if len(ok) == 8 and all(ok) else 1)'
+}
+check "every Node is labelled with its MAAS zone" 0 '' -- zones_match
 
 record_ips() {
   local host

@@ -40,10 +40,13 @@
 #include <cjson/cJSON.h>
 
 #include "compiler.h"
+#include "memfile.h"
 
 struct clock_ops;
 
 /* --- configuration ------------------------------------------------------------------- */
+
+#define KUBE_CONFIG_DATA_MAX 3 /* certificate-authority, client-certificate, client-key */
 
 struct kube_config {
         char *server;           /* "https://host:port" (no trailing slash) */
@@ -54,14 +57,16 @@ struct kube_config {
         char *token_file;       /* re-read by clients when its mtime changes, or NULL */
         bool insecure_skip_verify;
         char *namespace; /* the context's (or the pod's) namespace, "default" if none */
-        char *tmp_dir;   /* private 0700 directory ($TMPDIR or /tmp) holding *-data written
-                            out as files, removed by kube_config_release(); NULL when none */
+        /* the *-data fields (CA, client certificate, key) as memory files: *_file above
+         * then names /proc/self/fd/N (memfile.h); closed by kube_config_release() */
+        struct memfile data[KUBE_CONFIG_DATA_MAX];
+        unsigned n_data;
 };
 
 /* Loads a kubeconfig file (libyaml): current-context (or `context` when non-NULL), its
  * cluster's server, certificate-authority[-data], insecure-skip-tls-verify, its user's
  * client-certificate[-data], client-key[-data], token and tokenFile. Relative paths are
- * resolved against the file's directory. *-data fields are written to files in tmp_dir.
+ * resolved against the file's directory. *-data fields are held in memory files (data).
  * CM_ENOTFOUND (no file), CM_EINVAL (no such context, no server, cert without key),
  * CM_EPARSE (malformed YAML or base64), CM_EIO, with a message in *reterr (malloc'd; the
  * caller frees it; reterr may be NULL). Only the first file of a KUBECONFIG list is read. */
@@ -82,7 +87,7 @@ MUST_CHECK int kube_config_load(const char *kubeconfig_flag,
                                 char *const envp[],
                                 struct kube_config *ret,
                                 char **reterr);
-/* Frees every field, removes tmp_dir and zeroes *c. Accepts a zeroed config. */
+/* Frees every field, closes the memory files and zeroes *c. Accepts a zeroed config. */
 void kube_config_release(struct kube_config *c);
 
 /* --- client-side rate limit ---------------------------------------------------------- */

@@ -1,11 +1,10 @@
 /*
  * kube_config: where the API server is and how to authenticate. A kubeconfig file is read
  * (size-capped) and loaded with libyaml into a cJSON tree (every scalar a string), then the
- * selected context's cluster and user are picked out. *-data fields are decoded and written
- * as 0600 files into a private mkdtemp directory, because libcurl's GnuTLS backend takes
- * certificates only as files. Called once at start-up, from one thread.
+ * selected context's cluster and user are picked out. *-data fields are decoded into memory
+ * files (memfile.h), because libcurl's GnuTLS backend takes certificates only by path and
+ * a key must not land on disk. Called once at start-up, from one thread.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -60,28 +59,6 @@ static void trim_right(char *s)
         while (n > 0 &&
                (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
                 s[--n] = '\0';
-}
-
-static int write_file(const char *path, const void *data, size_t n)
-{
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        const char *p = data;
-        ssize_t w;
-
-        if (fd < 0)
-                return CM_EIO;
-        while (n > 0) {
-                w = write(fd, p, n);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0) {
-                        close(fd);
-                        return CM_EIO;
-                }
-                p += w;
-                n -= (size_t)w;
-        }
-        return close(fd) == 0 ? 0 : CM_EIO;
 }
 
 /* --- YAML → cJSON --------------------------------------------------------------------- */
@@ -212,39 +189,29 @@ static char *resolve(const struct kc_load *l, const char *p)
         return p[0] == '/' ? xstrdup(p) : xasprintf("%s/%s", l->dir, p);
 }
 
-/* Writes base64 `data` to tmp_dir/fname; *ret is the file's path. */
+/* Decodes base64 `data` into a memory file; *ret is its path. */
 static int data_to_file(
         struct kc_load *l, const char *field, const char *data, const char *fname, char **ret)
 {
-        const char *tmp = getenv("TMPDIR");
+        struct memfile *m = &l->cfg.data[l->cfg.n_data];
         unsigned char *raw = NULL;
         size_t n = 0;
-        char *path, *tmpl;
         int r;
 
         if (base64_decode(data, strlen(data), &raw, &n) < 0) {
                 l->err = xasprintf("%s is not valid base64", field);
                 return CM_EPARSE;
         }
-        if (!l->cfg.tmp_dir) {
-                tmpl = xasprintf("%s/capmaas-kube-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-                if (!mkdtemp(tmpl)) {
-                        l->err = xasprintf("mkdtemp %s: %s", tmpl, strerrordesc_np(errno));
-                        free(tmpl);
-                        free(raw);
-                        return CM_EIO;
-                }
-                l->cfg.tmp_dir = tmpl;
-        }
-        path = xasprintf("%s/%s", l->cfg.tmp_dir, fname);
-        r = write_file(path, raw, n);
+        if (l->cfg.n_data == KUBE_CONFIG_DATA_MAX)
+                abort(); /* three fields at most, each taken once */
+        r = memfile_open(m, fname, raw, n);
         free(raw);
         if (r < 0) {
-                l->err = xasprintf("cannot write %s", path);
-                free(path);
+                l->err = xasprintf("cannot hold %s in memory: %s", field, strerrordesc_np(errno));
                 return r;
         }
-        *ret = path;
+        l->cfg.n_data++;
+        *ret = xstrdup(m->path);
         return 0;
 }
 
@@ -445,31 +412,12 @@ int kube_config_load(const char *kubeconfig_flag,
 
 /* --- release -------------------------------------------------------------------------- */
 
-static void remove_tmp_dir(const char *dir)
-{
-        DIR *d = opendir(dir);
-        struct dirent *de;
-        char *p;
-
-        if (d) {
-                while ((de = readdir(d))) {
-                        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                                continue;
-                        p = xasprintf("%s/%s", dir, de->d_name);
-                        (void)unlink(p);
-                        free(p);
-                }
-                closedir(d);
-        }
-        (void)rmdir(dir);
-}
-
 void kube_config_release(struct kube_config *c)
 {
         if (!c)
                 return;
-        if (c->tmp_dir)
-                remove_tmp_dir(c->tmp_dir);
+        for (unsigned i = 0; i < c->n_data; i++)
+                memfile_close(&c->data[i]);
         free(c->server);
         free(c->ca_file);
         free(c->client_cert_file);
@@ -477,6 +425,5 @@ void kube_config_release(struct kube_config *c)
         free(c->token);
         free(c->token_file);
         free(c->namespace);
-        free(c->tmp_dir);
         *c = (struct kube_config){ 0 };
 }

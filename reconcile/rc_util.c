@@ -12,6 +12,7 @@
 #include "base64.h"
 #include "err.h"
 #include "kube_events.h"
+#include "memfile.h"
 #include "metrics.h"
 #include "rc.h"
 #include "xalloc.h"
@@ -285,27 +286,6 @@ void rc_maas_count(struct provider *p, const char *op, int rc, const struct maas
         metric_counter_inc(metric_series(p->maas_requests, op, maas_code(rc, e)));
 }
 
-static int write_private_file(
-        const char *dir, const char *name, const char *data, size_t len, char **ret_path)
-{
-        char *path = xasprintf("%s/%s", dir, name);
-        FILE *f = fopen(path, "wbx");
-        int err = CM_EIO;
-
-        if (!f)
-                goto out;
-        if (fwrite(data, 1, len, f) == len)
-                err = 0;
-        if (fclose(f) != 0)
-                err = CM_EIO;
-out:
-        if (err == 0)
-                *ret_path = path;
-        else
-                free(path);
-        return err;
-}
-
 /* The kubeconfig bytes of the <cluster>-kubeconfig Secret (key "value", base64). */
 static int workload_kubeconfig(
         struct rc_worker *w, const char *ns, const char *cluster, char **ret, size_t *ret_len)
@@ -336,9 +316,8 @@ int rc_workload_client(struct rc_worker *w,
                        struct kube_config *ret_cfg,
                        struct kube_client **ret)
 {
-        const char *tmp = getenv("TMPDIR");
-        char tmpl[512];
-        char *yaml = NULL, *path = NULL, *msg = NULL;
+        struct memfile kubeconfig = { .fd = -1 };
+        char *yaml = NULL, *msg = NULL;
         size_t len = 0;
         struct kube_config cfg = { 0 };
         int err;
@@ -346,17 +325,11 @@ int rc_workload_client(struct rc_worker *w,
         err = workload_kubeconfig(w, ns, cluster, &yaml, &len);
         if (err)
                 return err;
-        (void)snprintf(tmpl, sizeof(tmpl), "%s/capmaas-wl-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(tmpl)) {
-                err = CM_EIO;
-                goto out;
-        }
-        err = write_private_file(tmpl, "kubeconfig", yaml, len, &path);
+        /* loaded from memory: the workload cluster's client key never touches a disk */
+        err = memfile_open(&kubeconfig, "workload-kubeconfig", yaml, len);
         if (err == 0)
-                err = kube_config_from_kubeconfig(path, NULL, &cfg, &msg);
-        if (path)
-                (void)unlink(path);
-        (void)rmdir(tmpl);
+                err = kube_config_from_kubeconfig(kubeconfig.path, NULL, &cfg, &msg);
+        memfile_close(&kubeconfig);
         if (err)
                 goto out;
         /* The client borrows its config: hand it the caller's copy. */
@@ -367,7 +340,6 @@ int rc_workload_client(struct rc_worker *w,
                 kube_config_release(ret_cfg);
 out:
         free(msg);
-        free(path);
         free(yaml);
         return err;
 }

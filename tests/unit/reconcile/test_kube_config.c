@@ -2,6 +2,7 @@
  * Unit: kubeconfig and in-cluster configuration loading (reconcile/kube_config.c). Each test
  * writes its files into a fresh temporary directory. No network.
  */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -118,7 +119,7 @@ static void test_kubeconfig__current_context_with_file_paths_and_token(void **st
         assert_null(f->cfg.token_file);
         assert_string_equal(f->cfg.namespace, "team-a");
         assert_false(f->cfg.insecure_skip_verify);
-        assert_null(f->cfg.tmp_dir);
+        assert_int_equal(f->cfg.n_data, 0);
         free(path);
 }
 
@@ -139,7 +140,7 @@ static void test_kubeconfig__named_context_insecure_and_token_file(void **state)
         free(path);
 }
 
-static void test_kubeconfig__data_fields_become_private_files(void **state)
+static void test_kubeconfig__data_fields_stay_in_memory(void **state)
 {
         struct fx *f = *state;
         char *ca = base64_encode("CA PEM\n", 7), *crt = base64_encode("CERT\n", 5);
@@ -151,26 +152,37 @@ static void test_kubeconfig__data_fields_become_private_files(void **state)
                                "users: [{name: u, user: {client-certificate-data: %s, "
                                "client-key-data: %s}}]\n",
                                ca, crt, key);
-        char *path = put(f, "config", text), *got, *tmp;
+        char *path = put(f, "config", text), *got, *key_path;
+        char tmpdir[256];
         struct stat st;
 
+        /* an empty TMPDIR stays empty: nothing of the kubeconfig reaches a disk */
+        test_mkdtemp(tmpdir, sizeof(tmpdir));
+        assert_int_equal(setenv("TMPDIR", tmpdir, 1), 0);
         assert_int_equal(kube_config_from_kubeconfig(path, NULL, &f->cfg, &f->err), 0);
-        assert_non_null(f->cfg.tmp_dir);
-        assert_int_equal(stat(f->cfg.tmp_dir, &st), 0);
-        assert_int_equal(st.st_mode & 0777, 0700);
+        assert_int_equal(unsetenv("TMPDIR"), 0);
+        assert_int_equal(test_sh("test -z \"$(ls -A '%s')\" && rmdir '%s'", tmpdir, tmpdir), 0);
+        assert_int_equal(f->cfg.n_data, 3);
+        assert_memory_equal(f->cfg.ca_file, "/proc/self/fd/", 14);
         got = slurp(f->cfg.ca_file);
         assert_string_equal(got, "CA PEM\n");
         free(got);
         got = slurp(f->cfg.client_cert_file);
         assert_string_equal(got, "CERT\n");
         free(got);
+        got = slurp(f->cfg.client_key_file);
+        assert_string_equal(got, "KEY\n");
+        free(got);
+        /* sealed: whoever opens the path reads what was decoded, and cannot change it */
         assert_int_equal(stat(f->cfg.client_key_file, &st), 0);
-        assert_int_equal(st.st_mode & 0777, 0600);
-        tmp = xstrdup(f->cfg.tmp_dir);
+        assert_int_equal(st.st_size, 4);
+        assert_int_equal(open(f->cfg.client_key_file, O_WRONLY | O_TRUNC), -1);
+        key_path = xstrdup(f->cfg.client_key_file);
         kube_config_release(&f->cfg);
-        assert_int_not_equal(access(tmp, F_OK), 0); /* removed with its files */
+        assert_int_not_equal(access(key_path, F_OK), 0); /* closed with the config */
         assert_null(f->cfg.server);
-        free(tmp);
+        assert_int_equal(f->cfg.n_data, 0);
+        free(key_path);
         free(ca);
         free(crt);
         free(key);
@@ -325,8 +337,8 @@ int main(void)
                         teardown),
                 cmocka_unit_test_setup_teardown(
                         test_kubeconfig__named_context_insecure_and_token_file, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_kubeconfig__data_fields_become_private_files,
-                                                setup, teardown),
+                cmocka_unit_test_setup_teardown(test_kubeconfig__data_fields_stay_in_memory, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(
                         test_kubeconfig__malformed_yaml_is_a_parse_error_with_position, setup,
                         teardown),

@@ -13,10 +13,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "../../reconcile/kube_priv.h"
 #include "buf.h"
 #include "err.h"
 #include "kube_client.h"
-#include "../../reconcile/kube_priv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

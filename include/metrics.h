@@ -157,6 +157,8 @@ struct webhook_metrics {
         struct metric_series *panics;           /* webhook_panics_total counter */
         struct metric_series *cert_reads;       /* certwatcher_read_certificate_total */
         struct metric_series *cert_read_errors; /* certwatcher_read_certificate_errors_total */
+        struct metric_series
+                *cert_expiry; /* capmaas_webhook_certificate_expiry_timestamp_seconds */
 };
 
 /* Registers the families above (idempotent) and fills *ret. Thread-safe. */

@@ -1,7 +1,8 @@
 /*
  * http_metrics: registers the webhook and certwatcher series that controller-runtime's
  * webhook server exports (kubernetes.md §5.3), with its names, labels and help texts, so
- * dashboards written for controller-runtime providers work unchanged. The families belong
+ * dashboards written for controller-runtime providers work unchanged, and the serving
+ * certificate's expiry (beyond.md B9) for an alert before it runs out. The families belong
  * to the registry; struct webhook_metrics only caches pointers to them.
  */
 #include <stddef.h>
@@ -53,6 +54,7 @@ static int register_families(struct metrics *m, struct webhook_metrics *w)
 int webhook_metrics_register(struct metrics *m, struct webhook_metrics *ret)
 {
         struct webhook_metrics w = { 0 };
+        struct metric_family *f = NULL;
         int r;
 
         r = register_families(m, &w);
@@ -66,6 +68,13 @@ int webhook_metrics_register(struct metrics *m, struct webhook_metrics *ret)
                 r = register_series(m, "certwatcher_read_certificate_errors_total",
                                     "Total number of certificate read errors", &w.cert_read_errors);
         if (r == 0)
+                r = metrics_gauge(m, "capmaas_webhook_certificate_expiry_timestamp_seconds",
+                                  "Expiry (notAfter, Unix seconds) of the serving certificate in "
+                                  "use; 0 when none is loaded.",
+                                  NULL, &f);
+        if (r == 0) {
+                w.cert_expiry = metric_series(f, NULL);
                 *ret = w;
+        }
         return r;
 }

@@ -127,6 +127,7 @@ static void collect_cert_stats(struct metrics *m, void *ud)
         certstore_stats(app->certs, &st);
         metric_counter_set(app->wm.cert_reads, (double)st.reads);
         metric_counter_set(app->wm.cert_read_errors, (double)st.read_errors);
+        metric_gauge_set(app->wm.cert_expiry, st.loaded ? (double)st.not_after : 0);
 }
 
 static bool check_webhook_ready(void *ud, char **ret_reason)

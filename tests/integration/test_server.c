@@ -14,10 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <curl/curl.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 
 #include "testutil.h"
 #include "xalloc.h"
@@ -252,9 +255,26 @@ static void test_server__health_and_readiness_formats(void **state)
         free(b);
 }
 
+/* notAfter of the PEM certificate in path, Unix seconds. */
+static long long cert_not_after(const char *path)
+{
+        gnutls_datum_t pem = { 0 };
+        gnutls_x509_crt_t crt;
+        time_t t;
+
+        assert_int_equal(gnutls_load_file(path, &pem), 0);
+        assert_int_equal(gnutls_x509_crt_init(&crt), 0);
+        assert_int_equal(gnutls_x509_crt_import(crt, &pem, GNUTLS_X509_FMT_PEM), 0);
+        t = gnutls_x509_crt_get_expiration_time(crt);
+        gnutls_x509_crt_deinit(crt);
+        gnutls_free(pem.data);
+        return (long long)t;
+}
+
 static void test_server__metrics_count_webhook_requests(void **state)
 {
         struct fixture *f = *state;
+        char want[128], crt[320];
         long st;
         char *b;
 
@@ -266,6 +286,12 @@ static void test_server__metrics_count_webhook_requests(void **state)
         assert_non_null(strstr(b, "process_open_fds "));
         assert_non_null(strstr(b, "process_cpu_seconds_total "));
         assert_non_null(strstr(b, "process_start_time_seconds "));
+        /* the serving certificate's expiry, for an alert well before it runs out */
+        (void)snprintf(crt, sizeof(crt), "%s/tls.crt", f->proc.cert_dir);
+        (void)snprintf(want, sizeof(want),
+                       "\ncapmaas_webhook_certificate_expiry_timestamp_seconds %lld\n",
+                       cert_not_after(crt));
+        assert_non_null(strstr(b, want));
         assert_non_null(strstr(b, "controller_runtime_webhook_requests_total{webhook=\"" VALIDATE_MM
                                   "\",code=\"200\"} "));
         assert_non_null(

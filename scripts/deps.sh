@@ -5,6 +5,8 @@
 CAPMAAS_PACKAGES=(build-essential cmake pkg-config openssl
   libmicrohttpd-dev libgnutls28-dev libcjson-dev libcurl4-gnutls-dev libyaml-dev libcmocka-dev
   clang libclang-rt-14-dev curl nghttp2-client python3-kubernetes python3-yaml)
+# scripts/test only: promtool checks and unit-tests config/prometheus's alert rules.
+CAPMAAS_TEST_PACKAGES=(prometheus)
 
 capmaas_missing_packages() {
   local p missing=()

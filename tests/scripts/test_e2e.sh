@@ -15,7 +15,7 @@ BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
 . "$SRC/scripts/stack.sh"
 STACK_DEPLOY_SECONDS=0.5
 STACK_RELEASE_SECONDS=0.3
-STACK_CAPMAAS_ARGS="--machine-refresh-interval 2s --maas-inventory-interval 1h"
+STACK_CAPMAAS_ARGS="--machine-refresh-interval 2s --maas-inventory-interval 1h --leader-elect --leader-election-namespace default"
 trap 'stack_down; ks_cleanup' EXIT
 PY=/usr/bin/python3
 
@@ -146,6 +146,23 @@ bad_free() {
   maas_state | $PY -c "import json,sys; sys.exit(0 if any(m['system_id']=='$BAD' and m['status_name']=='Ready' for m in json.load(sys.stdin)['machines']) else 1)"
 }
 check "the failed machine went back to MAAS" 0 '' -- wait_until 20 bad_free
+
+# config/prometheus/rules.yaml alerts only on series this capmaas exports
+rule_series_exported() {
+  curl -sS "http://127.0.0.1:$STACK_METRICS_PORT/metrics" >"$KS_WORK/metrics.txt" &&
+    $PY - "$SRC/config/prometheus/rules.yaml" "$KS_WORK/metrics.txt" <<'PY'
+import re, sys, yaml
+rule = yaml.safe_load(open(sys.argv[1]))
+names = set()
+for g in rule["spec"]["groups"]:
+    for r in g["rules"]:
+        names |= set(re.findall(r"\b((?:capmaas|controller_runtime|leader_election|workqueue)_[a-z0-9_]+)", r["expr"]))
+types = set(re.findall(r"^# TYPE (\S+)", open(sys.argv[2]).read(), re.M))
+missing = sorted(n for n in names if re.sub(r"_(bucket|sum|count)$", "", n) not in types)
+print(len(names), "series; missing:", " ".join(missing) if missing else "none")
+PY
+}
+check "the alert rules use only series capmaas exports" 0 'missing: none' -- rule_series_exported
 
 cat >"$KS_WORK/bad.yaml" <<'YAML'
 apiVersion: infrastructure.cluster.x-k8s.io/v1beta1

@@ -642,11 +642,15 @@ static char *first_control_plane(void)
 
         node = deploy(name);
         check_kubeconfig_secret();
+        /* status and spec are separate writes, in either order over two passes: wait for
+         * each */
+        m = wait_obj(&KUBE_RES_MACHINES, name, pred_field, "spec.providerID=maas:///az1/sys1");
+        cJSON_Delete(m);
         m = wait_obj(&KUBE_RES_MACHINES, name, pred_field, "status.phase=Provisioned");
+        assert_str(at_str(m, "spec.providerID"), "maas:///az1/sys1");
         assert_true(cJSON_IsTrue(at(m, "status.infrastructureReady")));
         assert_str(at_str(cJSON_GetArrayItem(at(m, "status.addresses"), 0), "address"),
                    "10.20.0.1");
-        assert_str(at_str(m, "spec.providerID"), "maas:///az1/sys1");
         cJSON_Delete(m);
         m = wait_obj(&KUBE_RES_NODES, node, pred_exists, NULL);
         assert_str(annotation(m, "cluster.x-k8s.io/machine"), name);

@@ -95,7 +95,15 @@ static void fleet_ids(struct provider *p, char ***ret, size_t *ret_n)
         *ret_n = k;
 }
 
-static int fleet_refresh(struct rc_worker *w)
+static int cmp_node_id(const void *a, const void *b)
+{
+        return strcmp(((const struct maas_node *)a)->system_id,
+                      ((const struct maas_node *)b)->system_id);
+}
+
+/* Lists every Deployed machine we hold, 100 ids a call, sorted by system_id. Runs without
+ * the fleet lock: lookups go on against the previous list meanwhile. */
+static int fleet_fetch(struct rc_worker *w, struct maas_node_list *ret)
 {
         struct provider *p = w->p;
         struct maas_node_list all = { 0 };
@@ -112,39 +120,73 @@ static int fleet_refresh(struct rc_worker *w)
 
                 err = maas_list_machines(w->maas, &f, &part, &me);
                 rc_maas_count(p, "list_machines", err, &me);
+                maas_error_release(&me);
                 if (err == 0)
                         maas_node_list_append(&all, &part);
-        }
-        if (err == 0) {
-                maas_node_list_release(&p->fleet.nodes);
-                p->fleet.nodes = all;
-                p->fleet.fetched_ms = clock_now_ms(p->clock);
-                p->fleet.valid = true;
-        } else {
-                maas_node_list_release(&all);
         }
         for (size_t i = 0; i < n; i++)
                 free(ids[i]);
         free(ids);
-        maas_error_release(&me);
-        return err;
+        if (err) {
+                maas_node_list_release(&all);
+                return err;
+        }
+        if (all.n > 1)
+                qsort(all.items, all.n, sizeof(*all.items), cmp_node_id);
+        *ret = all;
+        return 0;
+}
+
+/* Whether this caller should fetch the next list: the list is due and nobody else is
+ * fetching it. Lock held. */
+static bool fleet_claim(struct provider *p, uint64_t now)
+{
+        if (p->fleet.refreshing ||
+            (p->fleet.fetched_ms && now - p->fleet.fetched_ms < p->cfg->machine_refresh_ms))
+                return false;
+        p->fleet.refreshing = true;
+        return true;
+}
+
+static void fleet_refresh(struct rc_worker *w)
+{
+        struct provider *p = w->p;
+        struct maas_node_list all = { 0 };
+        int err = fleet_fetch(w, &all);
+
+        pthread_mutex_lock(&p->fleet_lock);
+        if (err == 0) {
+                maas_node_list_release(&p->fleet.nodes);
+                p->fleet.nodes = all;
+                p->fleet.valid = true;
+        }
+        /* after a failure too: the next attempt waits an interval, lookups fall back to a
+         * GET per machine meanwhile only if no list was ever fetched */
+        p->fleet.fetched_ms = clock_now_ms(p->clock);
+        p->fleet.refreshing = false;
+        pthread_mutex_unlock(&p->fleet_lock);
 }
 
 int rc_fleet_lookup(struct rc_worker *w, const char *system_id, struct maas_node *ret)
 {
         struct provider *p = w->p;
-        uint64_t now = clock_now_ms(p->clock);
+        struct maas_node key = { .system_id = (char *)(uintptr_t)system_id };
+        const struct maas_node *hit;
+        bool fetch;
         int err = CM_ENOTFOUND;
 
         pthread_mutex_lock(&p->fleet_lock);
-        if (!p->fleet.valid || now - p->fleet.fetched_ms >= p->cfg->machine_refresh_ms)
-                (void)fleet_refresh(w);
-        for (size_t i = 0; p->fleet.valid && i < p->fleet.nodes.n; i++) {
-                if (strcmp(p->fleet.nodes.items[i].system_id, system_id) == 0) {
-                        mm_node_copy(&p->fleet.nodes.items[i], ret);
-                        err = 0;
-                        break;
-                }
+        fetch = fleet_claim(p, clock_now_ms(p->clock));
+        pthread_mutex_unlock(&p->fleet_lock);
+        if (fetch)
+                fleet_refresh(w);
+        pthread_mutex_lock(&p->fleet_lock);
+        hit = p->fleet.valid ? bsearch(&key, p->fleet.nodes.items, p->fleet.nodes.n,
+                                       sizeof(*p->fleet.nodes.items), cmp_node_id)
+                             : NULL;
+        if (hit) {
+                mm_node_copy(hit, ret);
+                err = 0;
         }
         pthread_mutex_unlock(&p->fleet_lock);
         return err;

@@ -53,9 +53,10 @@ struct rc_table {
 };
 
 struct rc_fleet {
-        struct maas_node_list nodes; /* last list of every machine we hold */
-        uint64_t fetched_ms;         /* clock_now_ms at fetch; 0 = never */
+        struct maas_node_list nodes; /* last list of every machine we hold, by system_id */
+        uint64_t fetched_ms;         /* clock_now_ms at the last attempt; 0 = never */
         bool valid;
+        bool refreshing; /* a worker is fetching the next list (without the lock) */
 };
 
 struct provider {

@@ -130,5 +130,15 @@ size_t informer_each_key(struct informer *inf,
                          const char *cluster,
                          void (*fn)(void *arg, const char *ns, const char *name),
                          void *arg);
+/* Calls fn(arg, obj) for the same objects informer_list would return (unsorted), parsing
+ * one at a time and dropping each when fn returns: a pass over thousands of objects holds
+ * one tree, not thousands (informer_list of 3 000 MaasMachines is about 40 MiB of trees).
+ * obj is borrowed (kobj_ref to keep it); objects deleted during the pass are skipped. fn
+ * runs with no lock held. Returns the number of calls. */
+size_t informer_each(struct informer *inf,
+                     const char *ns,
+                     const char *cluster,
+                     void (*fn)(void *arg, struct kobj *obj),
+                     void *arg);
 /* Number of cached objects. */
 size_t informer_len(struct informer *inf);

@@ -1018,6 +1018,37 @@ struct informer *informer_free(struct informer *inf)
         return NULL;
 }
 
+struct each {
+        struct informer *inf;
+        void (*fn)(void *arg, struct kobj *obj);
+        void *arg;
+        size_t calls;
+};
+
+static void each_one(void *arg, const char *ns, const char *name)
+{
+        struct each *e = arg;
+        struct kobj *o = informer_get(e->inf, ns, name);
+
+        if (!o)
+                return; /* deleted since the keys were taken */
+        e->fn(e->arg, o);
+        e->calls++;
+        kobj_unref(o);
+}
+
+size_t informer_each(struct informer *inf,
+                     const char *ns,
+                     const char *cluster,
+                     void (*fn)(void *arg, struct kobj *obj),
+                     void *arg)
+{
+        struct each e = { .inf = inf, .fn = fn, .arg = arg };
+
+        (void)informer_each_key(inf, ns, cluster, each_one, &e);
+        return e.calls;
+}
+
 struct kobj *informer_get(struct informer *inf, const char *ns, const char *name)
 {
         struct entry *e;

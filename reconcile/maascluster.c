@@ -233,23 +233,42 @@ static bool same_set(const char *const *want, size_t n, const struct maas_strv *
         return true;
 }
 
+/* The control-plane MaasMachines of a cluster (owned references). */
+struct cps {
+        struct kobj **v;
+        size_t n, cap;
+};
+
+/* informer_each: keeps the control planes, so a pass over a cluster of thousands of
+ * workers holds a handful of trees. */
+static void keep_control_plane(void *arg, struct kobj *obj)
+{
+        struct cps *cps = arg;
+
+        if (!kube_label(kobj_json(obj), SCHEMA_LABEL_CONTROL_PLANE))
+                return;
+        if (cps->n == cps->cap) {
+                cps->cap = cps->cap ? cps->cap * 2 : 8;
+                cps->v = xrealloc(cps->v, cps->cap * sizeof(*cps->v));
+        }
+        cps->v[cps->n++] = kobj_ref(obj);
+}
+
 static int sync_record(struct mc_ctx *c, const char *fqdn)
 {
         struct maas_dns_resource rec = { 0 };
         struct maas_error me = { 0 };
-        struct kobj **objs = NULL;
+        struct cps cps = { 0 };
         const char *want[MAX_CP_IPS];
-        size_t n = 0, k;
+        size_t k;
         bool found = false;
         int err;
 
         err = find_record(c, fqdn, &rec, &found);
         if (err)
                 return err;
-        err = informer_list(c->p->maasmachines, c->ns, c->cluster_name, &objs, &n);
-        if (err)
-                goto out;
-        k = desired_ips(c, objs, n, &rec.ips, want);
+        (void)informer_each(c->p->maasmachines, c->ns, c->cluster_name, keep_control_plane, &cps);
+        k = desired_ips(c, cps.v, cps.n, &rec.ips, want);
         if (!found) {
                 err = maas_create_dns_resource(c->w->maas, fqdn, DNS_TTL, want, k, NULL, &me);
                 rc_maas_count(c->p, "create_dns_resource", err, &me);
@@ -268,8 +287,7 @@ static int sync_record(struct mc_ctx *c, const char *fqdn)
                 mc_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
                         SCHEMA_REASON_LOAD_BALANCER_FAILED, "%s",
                         me.message ? me.message : maas_strerror(err));
-out:
-        kobj_list_free(objs, n);
+        kobj_list_free(cps.v, cps.n);
         maas_dns_resource_release(&rec);
         maas_error_release(&me);
         return err;
@@ -466,20 +484,22 @@ static int reconcile_normal(struct mc_ctx *c, struct reconcile_result *res)
         return api_server(c, res);
 }
 
+static void count_key(void *arg, const char *ns, const char *name)
+{
+        (void)arg;
+        (void)ns;
+        (void)name;
+}
+
 static int reconcile_delete(struct mc_ctx *c, struct reconcile_result *res)
 {
-        struct kobj **objs = NULL;
         size_t n = 0;
         int err;
 
         if (!schema_meta_has_finalizer(&c->mc.meta, SCHEMA_FINALIZER_CLUSTER))
                 return 0;
-        if (c->cluster_name) {
-                err = informer_list(c->p->maasmachines, c->ns, c->cluster_name, &objs, &n);
-                kobj_list_free(objs, n);
-                if (err)
-                        return err;
-        }
+        if (c->cluster_name) /* a count: nothing parsed */
+                n = informer_each_key(c->p->maasmachines, c->ns, c->cluster_name, count_key, NULL);
         if (n > 0 && c->mc.status.network && c->mc.status.network->dns_name && !user_endpoint(c)) {
                 /* Deleting control planes wait for their address to leave the record. */
                 err = sync_record(c, c->mc.status.network->dns_name);

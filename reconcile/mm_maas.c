@@ -73,26 +73,36 @@ static void drop_node(struct mm_ctx *c)
 
 #define FLEET_CHUNK 100
 
+struct fleet_ids {
+        char **ids;
+        size_t n, cap;
+};
+
+/* informer_each: keeps the systemID of a Deployed MaasMachine. */
+static void fleet_id_of(void *arg, struct kobj *obj)
+{
+        struct fleet_ids *f = arg;
+        const cJSON *o = kobj_json(obj);
+        const char *sid = rc_str(o, "spec", "systemID", NULL);
+        const char *st = rc_str(o, "status", "machineState", NULL);
+
+        if (!sid || !st || strcmp(st, "Deployed") != 0)
+                return;
+        if (f->n == f->cap) {
+                f->cap = f->cap ? f->cap * 2 : 64;
+                f->ids = xrealloc(f->ids, f->cap * sizeof(*f->ids));
+        }
+        f->ids[f->n++] = xstrdup(sid);
+}
+
+/* The systemIDs of every Deployed MaasMachine, reading the cache one object at a time. */
 static void fleet_ids(struct provider *p, char ***ret, size_t *ret_n)
 {
-        struct kobj **objs = NULL;
-        size_t n = 0, k = 0;
-        char **ids;
+        struct fleet_ids f = { 0 };
 
-        if (informer_list(p->maasmachines, NULL, NULL, &objs, &n) != 0)
-                n = 0;
-        ids = xcalloc(n + 1, sizeof(char *));
-        for (size_t i = 0; i < n; i++) {
-                const cJSON *o = kobj_json(objs[i]);
-                const char *sid = rc_str(o, "spec", "systemID", NULL);
-                const char *st = rc_str(o, "status", "machineState", NULL);
-
-                if (sid && st && strcmp(st, "Deployed") == 0)
-                        ids[k++] = xstrdup(sid);
-        }
-        kobj_list_free(objs, n);
-        *ret = ids;
-        *ret_n = k;
+        (void)informer_each(p->maasmachines, NULL, NULL, fleet_id_of, &f);
+        *ret = f.ids;
+        *ret_n = f.n;
 }
 
 static int cmp_node_id(const void *a, const void *b)

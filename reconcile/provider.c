@@ -142,17 +142,12 @@ static void map_to_cluster_mms(void *arg, const struct kobj *obj, add_fn *add, v
 {
         struct provider *p = arg;
         const char *cluster = kobj_cluster_name(obj);
-        struct kobj **objs = NULL;
-        size_t n = 0;
         const char *kind = rc_str(kobj_json(obj), "kind", NULL);
 
         if (!cluster && kind && strcmp(kind, "Cluster") == 0)
                 cluster = kobj_name(obj);
-        if (!cluster || informer_list(p->maasmachines, kobj_namespace(obj), cluster, &objs, &n))
-                return;
-        for (size_t i = 0; i < n; i++)
-                add(ctl, kobj_namespace(objs[i]), kobj_name(objs[i]));
-        kobj_list_free(objs, n);
+        if (cluster) /* keys only: nothing parsed */
+                (void)informer_each_key(p->maasmachines, kobj_namespace(obj), cluster, add, ctl);
 }
 
 /* A control-plane MaasMachine → its cluster's MaasCluster. */

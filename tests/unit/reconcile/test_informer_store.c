@@ -514,6 +514,53 @@ static void test_informer__each_key_filters_like_list_without_parsing(void **sta
         assert_true(k.get_ok);
 }
 
+/* What informer_each handed over: "ns/name@rv " per object, and whether each was a
+ * snapshot that could be kept. */
+struct seen_objs {
+        struct informer *inf;
+        char text[1024];
+        size_t len;
+        struct kobj *kept;
+        bool delete_next; /* deletes an object during the pass: it must be skipped */
+};
+
+static void obj_cb(void *arg, struct kobj *obj)
+{
+        struct seen_objs *s = arg;
+
+        s->len += (size_t)snprintf(s->text + s->len, sizeof(s->text) - s->len, "%s/%s@%s ",
+                                   kobj_namespace(obj), kobj_name(obj), kobj_resource_version(obj));
+        if (!s->kept)
+                s->kept = kobj_ref(obj); /* a borrowed snapshot may be kept */
+        if (s->delete_next) { /* deletes the other of ns1/m1 and ns1/x, not visited yet */
+                s->delete_next = false;
+                if (strcmp(kobj_name(obj), "x") == 0)
+                        feed(s->inf, KUBE_WATCH_DELETED, "ns1", "m1", "9", "c1");
+                else
+                        feed(s->inf, KUBE_WATCH_DELETED, "ns1", "x", "9", "c2");
+        }
+}
+
+static void test_informer__each_hands_over_one_parsed_snapshot_at_a_time(void **state)
+{
+        struct tctx *t = *state;
+        struct seen_objs s = { .inf = t->inf };
+
+        feed(t->inf, KUBE_WATCH_ADDED, "ns2", "m2", "1", "c1");
+        feed(t->inf, KUBE_WATCH_ADDED, "ns1", "m1", "2", "c1");
+        feed(t->inf, KUBE_WATCH_ADDED, "ns1", "x", "3", "c2");
+        assert_int_equal(informer_each(t->inf, NULL, "c1", obj_cb, &s), 2);
+        sort_words(s.text);
+        assert_string_equal(s.text, "ns1/m1@2 ns2/m2@1 ");
+        assert_non_null(s.kept);
+        kobj_unref(s.kept);
+        /* an object deleted while the pass runs is skipped, not handed over stale */
+        s = (struct seen_objs){ .inf = t->inf, .delete_next = true };
+        assert_int_equal(informer_each(t->inf, "ns1", NULL, obj_cb, &s), 1);
+        kobj_unref(s.kept);
+        assert_int_equal(informer_len(t->inf), 2);
+}
+
 static void test_informer__thousands_of_objects_survive_table_growth(void **state)
 {
         struct tctx *t = *state;
@@ -786,6 +833,9 @@ int main(void)
                                                 teardown),
                 cmocka_unit_test_setup_teardown(
                         test_informer__each_key_filters_like_list_without_parsing, setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_informer__each_hands_over_one_parsed_snapshot_at_a_time, setup,
+                        teardown),
                 cmocka_unit_test_setup_teardown(
                         test_informer__thousands_of_objects_survive_table_growth, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_informer__maasmachine_costs_under_3_kib_cached,

@@ -569,13 +569,15 @@ static void relist_begin(struct informer *inf)
 
 int informer_feed_list(struct informer *inf, cJSON *list)
 {
+        const char *list_rv;
         char *rv;
 
         if (!cJSON_IsObject(list)) {
                 cJSON_Delete(list);
                 return CM_EINVAL;
         }
-        rv = meta_rv(list) ? xstrdup(meta_rv(list)) : NULL;
+        list_rv = meta_rv(list);
+        rv = list_rv ? xstrdup(list_rv) : NULL;
         relist_begin(inf);
         relist_page(inf, list);
         relist_end(inf, rv);

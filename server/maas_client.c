@@ -293,8 +293,6 @@ static int parse_body(const struct transport_response *resp,
 {
         cJSON *doc;
 
-        if (!ret_doc)
-                return 0;
         *ret_doc = NULL;
         if (resp->status == 204 || resp->body_len == 0)
                 return 0;

@@ -213,7 +213,7 @@ static int state_deployed(struct mm_ctx *c, struct reconcile_result *res)
         set_ready(c, true);
         mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_TRUE,
                 SCHEMA_REASON_MACHINE_DEPLOYED, NULL);
-        requeue(res, c->p->cfg->machine_refresh_ms);
+        requeue(res, c->p->settings.machine_refresh_ms);
         if (c->control_plane) {
                 err = dns_attachment(c, res);
                 if (err)
@@ -238,7 +238,7 @@ static int state_deploying(struct mm_ctx *c, struct reconcile_result *res)
         const char *started =
                 schema_strmap_get(&c->mm.meta.annotations, RC_ANNOTATION_DEPLOY_STARTED);
         int64_t t0 = started ? strtoll(started, NULL, 10) : 0;
-        uint64_t limit_s = c->p->cfg->deploy_timeout_ms / 1000;
+        uint64_t limit_s = c->p->settings.deploy_timeout_ms / 1000;
 
         set_ready(c, false);
         if (t0 > 0 && c->now - t0 > (int64_t)limit_s)

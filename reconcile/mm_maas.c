@@ -152,7 +152,7 @@ static int fleet_fetch(struct rc_worker *w, struct maas_node_list *ret)
 static bool fleet_claim(struct provider *p, uint64_t now)
 {
         if (p->fleet.refreshing ||
-            (p->fleet.fetched_ms && now - p->fleet.fetched_ms < p->cfg->machine_refresh_ms))
+            (p->fleet.fetched_ms && now - p->fleet.fetched_ms < p->settings.machine_refresh_ms))
                 return false;
         p->fleet.refreshing = true;
         return true;
@@ -508,10 +508,9 @@ int mm_deploy(struct mm_ctx *c)
 
 int mm_release(struct mm_ctx *c, const char *system_id)
 {
-        enum release_erase mode = c->p->cfg->release_erase;
         struct maas_release_opts o = {
-                .erase = mode != RELEASE_ERASE_NONE,
-                .quick_erase = mode == RELEASE_ERASE_QUICK,
+                .erase = c->p->settings.release_erase,
+                .quick_erase = c->p->settings.release_quick_erase,
                 .comment = "released by capmaas",
         };
         struct maas_error me = { 0 };

@@ -53,7 +53,7 @@ static void *worker_new(void *arg, unsigned idx)
         struct http_transport_opts to = {
                 .ca_file = p->maas_ca_file,
                 .insecure_skip_verify = p->maas_insecure,
-                .timeout_ms = (uint32_t)(p->cfg ? p->cfg->maas_timeout_ms : 0),
+                .timeout_ms = (uint32_t)p->settings.maas_timeout_ms,
         };
         int err;
 
@@ -201,10 +201,10 @@ int provider_new(const struct provider_opts *o, struct provider **ret)
         struct provider *p;
         int err;
 
-        if (!o || !o->cfg || !o->kube || !o->maas)
+        if (!o || !o->kube || !o->maas)
                 return CM_EINVAL;
         p = xcalloc(1, sizeof(*p));
-        p->cfg = o->cfg;
+        p->settings = o->settings;
         p->kube = o->kube;
         p->limiter = o->limiter;
         p->maas = o->maas;
@@ -228,14 +228,14 @@ static int new_informer(struct provider *p, const struct kube_resource *r, struc
         char *selector = NULL;
         int err;
 
-        if (p->cfg->watch_filter && *p->cfg->watch_filter)
-                selector = xasprintf("%s=%s", SCHEMA_LABEL_WATCH_FILTER, p->cfg->watch_filter);
+        if (p->settings.watch_filter && *p->settings.watch_filter)
+                selector = xasprintf("%s=%s", SCHEMA_LABEL_WATCH_FILTER, p->settings.watch_filter);
         err = informer_new(&(struct informer_opts){ .resource = r,
                                                     .config = p->kube,
                                                     .limiter = p->limiter,
-                                                    .namespace = p->cfg->namespace,
+                                                    .namespace = p->settings.namespace,
                                                     .label_selector = selector,
-                                                    .resync_ms = p->cfg->sync_period_ms,
+                                                    .resync_ms = p->settings.sync_period_ms,
                                                     .clock = p->clock,
                                                     .metrics = p->metrics },
                            ret);
@@ -277,11 +277,11 @@ static int build(struct provider *p)
                                                                         .metrics = p->metrics },
                                          &p->events);
         if (err == 0)
-                err = new_controller(p, "maasmachine", p->cfg->machine_concurrency, &machine_ops,
-                                     &p->machine_ctl);
+                err = new_controller(p, "maasmachine", p->settings.machine_concurrency,
+                                     &machine_ops, &p->machine_ctl);
         if (err == 0)
-                err = new_controller(p, "maascluster", p->cfg->cluster_concurrency, &cluster_ops,
-                                     &p->cluster_ctl);
+                err = new_controller(p, "maascluster", p->settings.cluster_concurrency,
+                                     &cluster_ops, &p->cluster_ctl);
         return err;
 }
 
@@ -339,7 +339,7 @@ int provider_start(struct provider *p)
         }
         p->started = true;
         log_info(LOGGER, "controllers started", "machine_workers=%u cluster_workers=%u",
-                 p->cfg->machine_concurrency, p->cfg->cluster_concurrency);
+                 p->settings.machine_concurrency, p->settings.cluster_concurrency);
         return 0;
 }
 

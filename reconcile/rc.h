@@ -20,7 +20,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "config.h"
 #include "controller.h"
 #include "http_transport.h"
 #include "informer.h"
@@ -60,7 +59,7 @@ struct rc_fleet {
 };
 
 struct provider {
-        const struct config *cfg;
+        struct provider_settings settings;
         const struct kube_config *kube;
         struct kube_ratelimit *limiter;
         const struct maas_config *maas;

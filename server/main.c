@@ -35,6 +35,7 @@
 #include "process_metrics.h"
 #include "provider.h"
 #include "router.h"
+#include "webhook_metrics.h"
 #include "webhooks.h"
 #include "xalloc.h"
 
@@ -394,6 +395,22 @@ static void on_lost(void *arg)
         (void)kill(getpid(), SIGTERM);
 }
 
+static struct provider_settings provider_settings_of(const struct config *cfg)
+{
+        return (struct provider_settings){
+                .namespace = cfg->namespace,
+                .watch_filter = cfg->watch_filter,
+                .sync_period_ms = cfg->sync_period_ms,
+                .machine_concurrency = cfg->machine_concurrency,
+                .cluster_concurrency = cfg->cluster_concurrency,
+                .deploy_timeout_ms = cfg->deploy_timeout_ms,
+                .machine_refresh_ms = cfg->machine_refresh_ms,
+                .maas_timeout_ms = cfg->maas_timeout_ms,
+                .release_erase = cfg->release_erase != RELEASE_ERASE_NONE,
+                .release_quick_erase = cfg->release_erase == RELEASE_ERASE_QUICK,
+        };
+}
+
 static int controllers_new(const struct config *cfg,
                            struct metrics *m,
                            struct controllers **ret,
@@ -409,7 +426,7 @@ static int controllers_new(const struct config *cfg,
         if (r == 0)
                 r = kube_ratelimit_new(cfg->kube_api_qps, cfg->kube_api_burst, NULL, &c->limiter);
         if (r == 0)
-                r = provider_new(&(struct provider_opts){ .cfg = cfg,
+                r = provider_new(&(struct provider_opts){ .settings = provider_settings_of(cfg),
                                                           .kube = &c->kube,
                                                           .limiter = c->limiter,
                                                           .maas = &c->maas,

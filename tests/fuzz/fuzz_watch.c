@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../../reconcile/kube_priv.h"
+#include "../../kube/kube_priv.h"
 #include "buf.h"
 #include "err.h"
 #include "kube_client.h"

@@ -144,22 +144,3 @@ MUST_CHECK int metrics_render(struct metrics *m, struct buf *out);
  * exactly. out must hold METRICS_DOUBLE_LEN bytes. */
 #define METRICS_DOUBLE_LEN 32
 void metrics_format_double(double v, char out[METRICS_DOUBLE_LEN]);
-
-/*
- * The controller-runtime webhook and certwatcher series served by the HTTPS server
- * (kubernetes.md §5.3), registered by webhook_metrics_register() (server/http_metrics.c).
- * Families are owned by the registry; the caller keeps this struct for fast access.
- */
-struct webhook_metrics {
-        struct metric_family *requests;         /* requests_total{webhook,code} counter */
-        struct metric_family *latency;          /* latency_seconds{webhook} histogram */
-        struct metric_family *in_flight;        /* requests_in_flight{webhook} gauge */
-        struct metric_series *panics;           /* webhook_panics_total counter */
-        struct metric_series *cert_reads;       /* certwatcher_read_certificate_total */
-        struct metric_series *cert_read_errors; /* certwatcher_read_certificate_errors_total */
-        struct metric_series
-                *cert_expiry; /* capmaas_webhook_certificate_expiry_timestamp_seconds */
-};
-
-/* Registers the families above (idempotent) and fills *ret. Thread-safe. */
-MUST_CHECK int webhook_metrics_register(struct metrics *m, struct webhook_metrics *ret);

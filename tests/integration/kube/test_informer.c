@@ -22,7 +22,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
-#include "../../reconcile/informer_priv.h"
+#include "../../../kube/informer_priv.h"
 #include "clock.h"
 #include "err.h"
 #include "informer.h"

@@ -22,6 +22,7 @@
 #include "err.h"
 #include "metrics.h"
 #include "process_metrics.h"
+#include "webhook_metrics.h"
 
 /* math.h gives float constants; -Wdouble-promotion wants them widened explicitly. */
 #define DNAN       ((double)NAN)

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "../../../reconcile/informer_priv.h"
+#include "../../../kube/informer_priv.h"
 #include "clock.h"
 #include "err.h"
 #include "informer.h"

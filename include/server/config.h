@@ -24,12 +24,8 @@
 #include <stdio.h>
 
 #include "compiler.h"
+#include "http_server.h" /* enum tls_version */
 #include "log.h"
-
-enum tls_version {
-        TLS_VERSION_12, /* "VersionTLS12" (default) */
-        TLS_VERSION_13, /* "VersionTLS13" */
-};
 
 enum release_erase {
         RELEASE_ERASE_NONE,  /* "none" (default) */

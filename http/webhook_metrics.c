@@ -5,6 +5,8 @@
  * certificate's expiry (beyond.md B9) for an alert before it runs out. The families belong
  * to the registry; struct webhook_metrics only caches pointers to them.
  */
+#include "webhook_metrics.h"
+
 #include <stddef.h>
 
 #include "err.h"

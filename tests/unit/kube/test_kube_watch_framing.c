@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "../../../reconcile/kube_priv.h"
+#include "../../../kube/kube_priv.h"
 #include "err.h"
 #include "kube_client.h"
 #include "xalloc.h"

@@ -18,7 +18,6 @@
 
 #include "base64.h"
 #include "buf.h"
-#include "config.h"
 #include "err.h"
 #include "kube_client.h"
 #include "kubesim.h"
@@ -40,7 +39,6 @@ struct fx {
         struct maas_config mcfg;
         struct http_transport *mt;
         struct maas_client *maas;
-        struct config *cfg;
         struct provider *prov;
         struct metrics *metrics;
         char maas_root[256]; /* http://127.0.0.1:N */
@@ -249,22 +247,25 @@ static void create_workload_nodes(void)
         maas_node_list_release(&l);
 }
 
-static void start_provider(const char *const *extra)
+/* As capmaas --deploy-timeout 30s --sync-period 10m --machine-concurrency 4 --namespace NS,
+ * the rest at their defaults. */
+static struct provider_settings test_settings(void)
 {
-        const char *argv[32] = { "capmaas", "--deploy-timeout",      "30s", "--sync-period",
-                                 "10m",     "--machine-concurrency", "4",   "--namespace",
-                                 G->ns };
-        char *env[] = { NULL };
-        char *msg = NULL;
-        size_t n = 9;
+        return (struct provider_settings){
+                .namespace = G->ns,
+                .sync_period_ms = 600000,
+                .machine_concurrency = 4,
+                .cluster_concurrency = 2,
+                .deploy_timeout_ms = 30000,
+                .machine_refresh_ms = 60000,
+                .maas_timeout_ms = 30000,
+        };
+}
 
-        for (; extra && *extra && n < 31; extra++)
-                argv[n++] = *extra;
-        assert_int_equal(config_load((int)n, (char *const *)(uintptr_t)argv, env, &G->cfg, &msg),
-                         0);
-        free(msg);
+static void start_provider(void)
+{
         assert_int_equal(metrics_new(&G->metrics), 0);
-        assert_int_equal(provider_new(&(struct provider_opts){ .cfg = G->cfg,
+        assert_int_equal(provider_new(&(struct provider_opts){ .settings = test_settings(),
                                                                .kube = &G->mgmt.cfg,
                                                                .maas = &G->mcfg,
                                                                .metrics = G->metrics },
@@ -290,7 +291,6 @@ static void stop_provider(void)
 {
         G->prov = provider_free(G->prov);
         G->metrics = metrics_free(G->metrics);
-        G->cfg = config_free(G->cfg);
 }
 
 static int group_setup(void **state)
@@ -334,7 +334,7 @@ static int setup(void **state)
                    G->ns);
         assert_int_equal(kube_create(G->kube, &KUBE_RES_NAMESPACES, NULL, ns, NULL, NULL), 0);
         cJSON_Delete(ns);
-        start_provider(NULL);
+        start_provider();
         return 0;
 }
 
@@ -867,7 +867,7 @@ static void test_machine__power_policy_and_record_kept(void **state)
         cJSON_Delete(maas_admin("POST", "faults", body));
         provider_free(G->prov); /* restart: the fleet snapshot must not hide the change */
         G->prov = NULL;
-        assert_int_equal(provider_new(&(struct provider_opts){ .cfg = G->cfg,
+        assert_int_equal(provider_new(&(struct provider_opts){ .settings = test_settings(),
                                                                .kube = &G->mgmt.cfg,
                                                                .maas = &G->mcfg },
                                       &G->prov),

@@ -23,8 +23,12 @@
 #include <stdint.h>
 
 #include "compiler.h"
-#include "config.h"
 #include "router.h"
+
+enum tls_version {
+        TLS_VERSION_12, /* "VersionTLS12" (default) */
+        TLS_VERSION_13, /* "VersionTLS13" */
+};
 
 struct certstore;
 struct http_server;

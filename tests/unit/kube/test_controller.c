@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "../../../reconcile/informer_priv.h"
+#include "../../../kube/informer_priv.h"
 #include "buf.h"
 #include "clock.h"
 #include "controller.h"

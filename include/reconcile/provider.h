@@ -1,0 +1,56 @@
+#pragma once
+/*
+ * provider: the infrastructure provider itself — the MaasCluster and MaasMachine
+ * controllers with the informers they read (MaasCluster, MaasMachine, CAPI Cluster and
+ * Machine) and the event recorder they write through. main.c creates one, starts it when
+ * this replica becomes the leader and stops it on shutdown.
+ *
+ * Threads: provider_start/stop/free from one thread (main or the leader elector's
+ * callback). Inside: one watch thread per informer, --machine-concurrency MaasMachine
+ * workers, --maascluster-concurrency MaasCluster workers, one event writer. Ownership:
+ * every option is borrowed and must outlive the provider.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "compiler.h"
+
+struct clock_ops;
+struct kube_config;
+struct kube_ratelimit;
+struct maas_config;
+struct metrics;
+struct provider;
+
+/* What the controllers do and over which objects (from the process's flags). */
+struct provider_settings {
+        const char *namespace;        /* "" or NULL = all namespaces */
+        const char *watch_filter;     /* cluster.x-k8s.io/watch-filter value; "" = none */
+        uint64_t sync_period_ms;      /* informer resync; 0 = never */
+        unsigned machine_concurrency; /* MaasMachine workers; 0 = 1 */
+        unsigned cluster_concurrency; /* MaasCluster workers; 0 = 1 */
+        uint64_t deploy_timeout_ms;   /* a deploy older than this is replaced */
+        uint64_t machine_refresh_ms;  /* Deployed machines are re-read this often */
+        uint64_t maas_timeout_ms;     /* total per MAAS call; 0 = the transport's default */
+        bool release_erase;           /* erase disks on release */
+        bool release_quick_erase;     /* ... with MAAS's quick erase */
+};
+
+struct provider_opts {
+        struct provider_settings settings; /* copied; its strings are borrowed */
+        const struct kube_config *kube;    /* management cluster */
+        struct kube_ratelimit *limiter;    /* NULL = unlimited */
+        const struct maas_config *maas;    /* MAAS region */
+        struct metrics *metrics;           /* NULL = none */
+        const struct clock_ops *clock;     /* NULL = system */
+        const char *maas_ca_file;          /* NULL = system CAs */
+        bool maas_insecure_skip_verify;
+};
+
+MUST_CHECK int provider_new(const struct provider_opts *o, struct provider **ret);
+/* Starts informers, waits for their first lists (up to 60 s), then the controllers. */
+MUST_CHECK int provider_start(struct provider *p);
+/* Stops controllers (each worker finishes its reconcile), informers and events. */
+void provider_stop(struct provider *p);
+struct provider *provider_free(struct provider *p);

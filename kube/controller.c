@@ -314,20 +314,20 @@ static void map_add(void *ctl, const char *ns, const char *name)
         controller_enqueue(ctl, ns, name);
 }
 
-static void watch_obj(struct ctl_watch *w, const struct kobj *o)
+static void watch_obj(struct ctl_watch *w, const struct kube_object *o)
 {
         if (w->map)
                 w->map(w->map_arg, o, map_add, w->c);
         else
-                controller_enqueue(w->c, kobj_namespace(o), kobj_name(o));
+                controller_enqueue(w->c, kube_object_namespace(o), kube_object_name(o));
 }
 
-static void on_add(void *arg, const struct kobj *o)
+static void on_add(void *arg, const struct kube_object *o)
 {
         watch_obj(arg, o);
 }
 
-static void on_update(void *arg, const struct kobj *old, const struct kobj *cur)
+static void on_update(void *arg, const struct kube_object *old, const struct kube_object *cur)
 {
         struct ctl_watch *w = arg;
 
@@ -337,7 +337,7 @@ static void on_update(void *arg, const struct kobj *old, const struct kobj *cur)
         watch_obj(w, cur);
 }
 
-static void on_delete(void *arg, const struct kobj *last)
+static void on_delete(void *arg, const struct kube_object *last)
 {
         watch_obj(arg, last);
 }

@@ -6,7 +6,7 @@
  * one allocation holding the object as compact JSON text (without managedFields) and the
  * namespace, name, resourceVersion and cluster label it is indexed by: about 2.3 KiB for a
  * typical MaasMachine, against ~14 KiB as a cJSON tree (64-byte nodes plus a malloc per key
- * and per string). Readers get a fresh kobj parsed from the text (informer_get/list, and
+ * and per string). Readers get a fresh kube_object parsed from the text (informer_get/list, and
  * the handlers' old objects and replays): a few microseconds per KiB, paid only for the
  * objects a reconcile actually reads. A second set of chains over the same entries,
  * keyed by the cluster-name label, is the cluster index (an entry is linked there only when
@@ -14,7 +14,7 @@
  * 1). One rwlock guards the table: the watch thread writes, any thread reads.
  *
  * Every change is applied under the write lock and produces events (add, update, delete)
- * that carry their own kobj references (the new object is the tree the API delivered, so
+ * that carry their own kube_object references (the new object is the tree the API delivered, so
  * it is never re-parsed); the lock is dropped before the handlers run, so a
  * handler may call informer_get/informer_list. A relist (start-up, 410 Gone) marks every
  * listed entry with a new epoch and then sweeps the unmarked ones out as deletes; it is
@@ -83,8 +83,8 @@ enum ev_type {
 
 struct ev {
         enum ev_type type;
-        struct kobj *old; /* owned reference; updates only */
-        struct kobj *cur; /* owned reference */
+        struct kube_object *old; /* owned reference; updates only */
+        struct kube_object *cur; /* owned reference */
 };
 
 struct evlist {
@@ -248,7 +248,10 @@ static void store_grow(struct store *s)
         free(old);
 }
 
-static void ev_push(struct evlist *l, enum ev_type type, struct kobj *old, struct kobj *cur)
+static void ev_push(struct evlist *l,
+                    enum ev_type type,
+                    struct kube_object *old,
+                    struct kube_object *cur)
 {
         if (l->n == l->cap) {
                 l->cap = l->cap ? l->cap * 2 : 16;
@@ -265,11 +268,11 @@ static char *put_str(char *p, const char *str, size_t len)
 }
 
 /* One allocation: o's JSON text and its index fields. */
-static struct entry *entry_new(const struct kobj *o, uint64_t epoch)
+static struct entry *entry_new(const struct kube_object *o, uint64_t epoch)
 {
-        char *text = cJSON_PrintUnformatted(kobj_json(o));
-        const char *ns = kobj_namespace(o), *name = kobj_name(o);
-        const char *rv = kobj_resource_version(o), *cl = kobj_cluster_name(o);
+        char *text = cJSON_PrintUnformatted(kube_object_json(o));
+        const char *ns = kube_object_namespace(o), *name = kube_object_name(o);
+        const char *rv = kube_object_resource_version(o), *cl = kube_object_cluster_name(o);
         size_t lt, ln = strlen(ns), lm = strlen(name), lr = strlen(rv);
         size_t lc = cl ? strlen(cl) : 0;
         size_t size;
@@ -302,21 +305,21 @@ static struct entry *entry_new(const struct kobj *o, uint64_t epoch)
 }
 
 /* A new snapshot parsed from the entry's text (NULL only if memory ran out). */
-static struct kobj *entry_kobj(const struct entry *e)
+static struct kube_object *entry_object(const struct entry *e)
 {
         cJSON *tree = cJSON_ParseWithLengthOpts(e->data, e->text_len, NULL, false);
-        struct kobj *o = NULL;
+        struct kube_object *o = NULL;
 
-        if (tree && kobj_new(tree, &o) < 0)
+        if (tree && kube_object_new(tree, &o) < 0)
                 return NULL; /* cannot happen: the text was printed from a named object */
         return o;
 }
 
 /* Write lock held. Inserts or replaces o's entry with e (entry_new(o), made before taking
  * the lock); o's reference moves to the event. */
-static void store_put(struct store *s, struct kobj *o, struct entry *e, struct evlist *l)
+static void store_put(struct store *s, struct kube_object *o, struct entry *e, struct evlist *l)
 {
-        struct entry **link = find_link(s, kobj_namespace(o), kobj_name(o));
+        struct entry **link = find_link(s, kube_object_namespace(o), kube_object_name(o));
         struct entry *old = *link;
 
         e->epoch = s->epoch;
@@ -327,7 +330,7 @@ static void store_put(struct store *s, struct kobj *o, struct entry *e, struct e
                 *link = e;
                 cindex_unlink(s, old);
                 cindex_link(s, e);
-                ev_push(l, EV_UPDATE, entry_kobj(old), o);
+                ev_push(l, EV_UPDATE, entry_object(old), o);
                 s->bytes -= old->size;
                 free(old);
                 return;
@@ -341,7 +344,10 @@ static void store_put(struct store *s, struct kobj *o, struct entry *e, struct e
 
 /* Write lock held. Unlinks the entry at link and reports it deleted, as last (the final
  * state a watch reported; reference consumed) or else as the cached state. */
-static void store_unlink(struct store *s, struct entry **link, struct kobj *last, struct evlist *l)
+static void store_unlink(struct store *s,
+                         struct entry **link,
+                         struct kube_object *last,
+                         struct evlist *l)
 {
         struct entry *e = *link;
 
@@ -349,17 +355,17 @@ static void store_unlink(struct store *s, struct entry **link, struct kobj *last
         cindex_unlink(s, e);
         s->n--;
         s->bytes -= e->size;
-        ev_push(l, EV_DELETE, NULL, last ? last : entry_kobj(e));
+        ev_push(l, EV_DELETE, NULL, last ? last : entry_object(e));
         free(e);
 }
 
 /* Write lock held. o's reference is consumed. */
-static void store_del(struct store *s, struct kobj *o, struct evlist *l)
+static void store_del(struct store *s, struct kube_object *o, struct evlist *l)
 {
-        struct entry **link = find_link(s, kobj_namespace(o), kobj_name(o));
+        struct entry **link = find_link(s, kube_object_namespace(o), kube_object_name(o));
 
         if (!*link) {
-                kobj_unref(o); /* never cached (or already gone): nothing to report */
+                kube_object_unref(o); /* never cached (or already gone): nothing to report */
                 return;
         }
         store_unlink(s, link, o, l);
@@ -367,14 +373,15 @@ static void store_del(struct store *s, struct kobj *o, struct evlist *l)
 
 /* Write lock held. Stores listed objects (references consumed) and marks them with the
  * current epoch: part of a relist, which store_sweep finishes. */
-static void store_mark(struct store *s, struct kobj **objs, size_t n, struct evlist *l)
+static void store_mark(struct store *s, struct kube_object **objs, size_t n, struct evlist *l)
 {
         for (size_t i = 0; i < n; i++) {
-                struct entry *e = *find_link(s, kobj_namespace(objs[i]), kobj_name(objs[i]));
+                struct entry *e =
+                        *find_link(s, kube_object_namespace(objs[i]), kube_object_name(objs[i]));
 
-                if (e && !strcmp(e->rv, kobj_resource_version(objs[i]))) {
+                if (e && !strcmp(e->rv, kube_object_resource_version(objs[i]))) {
                         e->epoch = s->epoch; /* unchanged: nothing to store or report */
-                        kobj_unref(objs[i]);
+                        kube_object_unref(objs[i]);
                         continue;
                 }
                 store_put(s, objs[i], entry_new(objs[i], s->epoch), l);
@@ -422,8 +429,8 @@ static void dispatch(struct informer *inf, struct evlist *l)
         for (size_t i = 0; i < l->n; i++) {
                 for (size_t j = 0; l->v[i].cur && j < inf->n_handlers; j++)
                         call_handler(&inf->handlers[j], &l->v[i]);
-                kobj_unref(l->v[i].old);
-                kobj_unref(l->v[i].cur);
+                kube_object_unref(l->v[i].old);
+                kube_object_unref(l->v[i].cur);
         }
         free(l->v);
         *l = (struct evlist){ 0 };
@@ -461,7 +468,7 @@ int informer_feed_event(struct informer *inf, enum kube_watch_event type, cJSON 
 {
         struct evlist l = { 0 };
         struct entry *e = NULL;
-        struct kobj *o;
+        struct kube_object *o;
         int r;
 
         if (type == KUBE_WATCH_BOOKMARK) {
@@ -470,10 +477,10 @@ int informer_feed_event(struct informer *inf, enum kube_watch_event type, cJSON 
                 return 0;
         }
         strip(obj);
-        r = kobj_new(obj, &o);
+        r = kube_object_new(obj, &o);
         if (r < 0)
                 return r;
-        set_rv(inf, kobj_resource_version(o));
+        set_rv(inf, kube_object_resource_version(o));
         if (type != KUBE_WATCH_DELETED)
                 e = entry_new(o, 0); /* printing takes longer than the update: unlocked */
         (void)pthread_rwlock_wrlock(&inf->store.lock);
@@ -486,17 +493,17 @@ int informer_feed_event(struct informer *inf, enum kube_watch_event type, cJSON 
         return 0;
 }
 
-/* Detaches list.items into kobjs (items without a name are skipped). */
+/* Detaches list.items into kube_objects (items without a name are skipped). */
 /* One page of a list as snapshots (owned references); the page's tree is freed first. */
 struct gathered {
-        struct kobj **objs;
+        struct kube_object **objs;
         size_t n, cap;
 };
 
 static void gathered_release(struct gathered *g)
 {
         for (size_t i = 0; i < g->n; i++)
-                kobj_unref(g->objs[i]);
+                kube_object_unref(g->objs[i]);
         free(g->objs);
         *g = (struct gathered){ 0 };
 }
@@ -513,7 +520,7 @@ static void gather(struct gathered *g, cJSON *list)
                         g->objs = xrealloc(g->objs, g->cap * sizeof(*g->objs));
                 }
                 strip(it);
-                if (kobj_new(it, &g->objs[g->n]) == 0)
+                if (kube_object_new(it, &g->objs[g->n]) == 0)
                         g->n++;
         }
         cJSON_Delete(list);
@@ -587,11 +594,11 @@ int informer_feed_list(struct informer *inf, cJSON *list)
 
 /* What informer_list, informer_each_key and resync gather under the read lock. */
 struct collect {
-        const char *ns;      /* NULL = any */
-        const char *cluster; /* NULL = any */
-        bool keys;           /* gather keys, else snapshots */
-        char **key;          /* owned array of owned keys */
-        struct kobj **obj;   /* owned array of owned references */
+        const char *ns;           /* NULL = any */
+        const char *cluster;      /* NULL = any */
+        bool keys;                /* gather keys, else snapshots */
+        char **key;               /* owned array of owned keys */
+        struct kube_object **obj; /* owned array of owned references */
         size_t n;
         size_t cap;
 };
@@ -613,14 +620,14 @@ static const char *key_name(const char *key)
 
 static void collect_one(struct collect *c, const struct entry *e)
 {
-        struct kobj *o = NULL;
+        struct kube_object *o = NULL;
 
         if (c->ns && strcmp(e->ns, c->ns) != 0)
                 return;
         if (c->cluster && (!e->cluster || strcmp(e->cluster, c->cluster) != 0))
                 return;
         if (!c->keys) {
-                o = entry_kobj(e);
+                o = entry_object(e);
                 if (!o)
                         return;
         }
@@ -668,7 +675,7 @@ size_t informer_resync_if_due(struct informer *inf)
         collect_all(&inf->store, &c);
         for (size_t i = 0; i < c.n; i++) {
                 struct evlist l = { 0 };
-                struct kobj *o = informer_get(inf, c.key[i], key_name(c.key[i]));
+                struct kube_object *o = informer_get(inf, c.key[i], key_name(c.key[i]));
 
                 free(c.key[i]);
                 if (!o)
@@ -1022,7 +1029,7 @@ struct informer *informer_free(struct informer *inf)
 
 struct each {
         struct informer *inf;
-        void (*fn)(void *arg, struct kobj *obj);
+        void (*fn)(void *arg, struct kube_object *obj);
         void *arg;
         size_t calls;
 };
@@ -1030,19 +1037,19 @@ struct each {
 static void each_one(void *arg, const char *ns, const char *name)
 {
         struct each *e = arg;
-        struct kobj *o = informer_get(e->inf, ns, name);
+        struct kube_object *o = informer_get(e->inf, ns, name);
 
         if (!o)
                 return; /* deleted since the keys were taken */
         e->fn(e->arg, o);
         e->calls++;
-        kobj_unref(o);
+        kube_object_unref(o);
 }
 
 size_t informer_each(struct informer *inf,
                      const char *ns,
                      const char *cluster,
-                     void (*fn)(void *arg, struct kobj *obj),
+                     void (*fn)(void *arg, struct kube_object *obj),
                      void *arg)
 {
         struct each e = { .inf = inf, .fn = fn, .arg = arg };
@@ -1051,39 +1058,39 @@ size_t informer_each(struct informer *inf,
         return e.calls;
 }
 
-struct kobj *informer_get(struct informer *inf, const char *ns, const char *name)
+struct kube_object *informer_get(struct informer *inf, const char *ns, const char *name)
 {
         struct entry *e;
-        struct kobj *o = NULL;
+        struct kube_object *o = NULL;
 
         (void)pthread_rwlock_rdlock(&inf->store.lock);
         e = *find_link(&inf->store, ns ? ns : "", name);
         if (e)
-                o = entry_kobj(e);
+                o = entry_object(e);
         (void)pthread_rwlock_unlock(&inf->store.lock);
         return o;
 }
 
-static int cmp_kobj(const void *a, const void *b)
+static int cmp_object(const void *a, const void *b)
 {
-        const struct kobj *x = *(const struct kobj *const *)a;
-        const struct kobj *y = *(const struct kobj *const *)b;
-        int c = strcmp(kobj_namespace(x), kobj_namespace(y));
+        const struct kube_object *x = *(const struct kube_object *const *)a;
+        const struct kube_object *y = *(const struct kube_object *const *)b;
+        int c = strcmp(kube_object_namespace(x), kube_object_namespace(y));
 
-        return c ? c : strcmp(kobj_name(x), kobj_name(y));
+        return c ? c : strcmp(kube_object_name(x), kube_object_name(y));
 }
 
 int informer_list(struct informer *inf,
                   const char *ns,
                   const char *cluster,
-                  struct kobj ***ret,
+                  struct kube_object ***ret,
                   size_t *ret_n)
 {
         struct collect c = { .ns = ns, .cluster = cluster };
 
         collect_all(&inf->store, &c);
         if (c.n > 1)
-                qsort(c.obj, c.n, sizeof(*c.obj), cmp_kobj);
+                qsort(c.obj, c.n, sizeof(*c.obj), cmp_object);
         *ret = c.obj;
         *ret_n = c.n;
         return 0;

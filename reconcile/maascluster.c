@@ -17,7 +17,7 @@
 #include "kube_events.h"
 #include "log.h"
 #include "patch_helper.h"
-#include "rc.h"
+#include "reconciler.h"
 #include "xalloc.h"
 
 #define LOGGER          "maascluster"
@@ -25,64 +25,68 @@
 #define MAX_CP_IPS      64
 #define API_PROBE_MAX_S 60
 
-struct mc_ctx {
-        struct rc_worker *w;
+struct maascluster_ctx {
+        struct reconciler_worker *w;
         struct provider *p;
         const char *ns, *name;
-        struct kobj *obj, *cluster;
+        struct kube_object *obj, *cluster;
         struct maas_cluster mc;
         cJSON *cur;
         const char *cluster_name;
         time_t now;
 };
 
-static void mc_cond(struct mc_ctx *c,
-                    const char *type,
-                    const char *status,
-                    const char *reason,
-                    const char *fmt,
-                    ...) PRINTF_LIKE(5, 6);
+static void maascluster_cond(struct maascluster_ctx *c,
+                             const char *type,
+                             const char *status,
+                             const char *reason,
+                             const char *fmt,
+                             ...) PRINTF_LIKE(5, 6);
 
-static void mc_cond(struct mc_ctx *c,
-                    const char *type,
-                    const char *status,
-                    const char *reason,
-                    const char *fmt,
-                    ...)
+static void maascluster_cond(struct maascluster_ctx *c,
+                             const char *type,
+                             const char *status,
+                             const char *reason,
+                             const char *fmt,
+                             ...)
 {
         va_list ap;
 
         va_start(ap, fmt);
         c->mc.status.present = true;
-        rc_cond_v(&c->mc.status.conditions, c->mc.meta.generation, c->now, type, status, reason,
-                  fmt, ap);
+        reconciler_cond_v(&c->mc.status.conditions, c->mc.meta.generation, c->now, type, status,
+                          reason, fmt, ap);
         va_end(ap);
 }
 
-static void mc_event(struct mc_ctx *c, const char *type, const char *reason, const char *fmt, ...)
-        PRINTF_LIKE(4, 5);
+static void maascluster_event(struct maascluster_ctx *c,
+                              const char *type,
+                              const char *reason,
+                              const char *fmt,
+                              ...) PRINTF_LIKE(4, 5);
 
-static void mc_event(struct mc_ctx *c, const char *type, const char *reason, const char *fmt, ...)
+static void maascluster_event(
+        struct maascluster_ctx *c, const char *type, const char *reason, const char *fmt, ...)
 {
         va_list ap;
 
         va_start(ap, fmt);
-        rc_event_v(c->p, c->cur, type, reason, fmt, ap);
+        reconciler_event_v(c->p, c->cur, type, reason, fmt, ap);
         va_end(ap);
 }
 
 /* Ready from LoadBalancerReady and APIServerAvailable. */
-static void summary(struct mc_ctx *c)
+static void summary(struct maascluster_ctx *c)
 {
         static const char *const types[] = { SCHEMA_COND_LOAD_BALANCER_READY,
                                              SCHEMA_COND_API_SERVER_AVAILABLE };
 
-        rc_ready_summary(&c->mc.status.conditions, types, 2, c->mc.meta.generation, c->now);
+        reconciler_ready_summary(&c->mc.status.conditions, types, 2, c->mc.meta.generation, c->now);
 }
 
-/* As mm_flush: the diff is against what this pass read and wrote, so other clients'
+/* As maasmachine_flush: the diff is against what this pass read and wrote, so other clients'
  * concurrent changes are never reverted. */
-static int flush(struct mc_ctx *c, bool metadata_only)
+static int flush(struct maascluster_ctx *c, bool metadata_only)
 {
         cJSON *after = NULL;
         int err;
@@ -93,7 +97,7 @@ static int flush(struct mc_ctx *c, bool metadata_only)
         if (err)
                 return err;
         if (metadata_only)
-                rc_keep_status(after, c->cur);
+                reconciler_keep_status(after, c->cur);
         err = patch_helper_write(c->w->kube, &KUBE_RES_MAASCLUSTERS, c->cur, after, NULL, NULL,
                                  NULL);
         if (err == 0) {
@@ -106,7 +110,7 @@ static int flush(struct mc_ctx *c, bool metadata_only)
 }
 
 /* status.failureDomains mirrors spec.failureDomains, every zone eligible for control planes. */
-static void failure_domains(struct mc_ctx *c)
+static void failure_domains(struct maascluster_ctx *c)
 {
         struct schema_failure_domains *fd = &c->mc.status.failure_domains;
         const struct schema_strv *zones = &c->mc.spec.failure_domains;
@@ -129,7 +133,7 @@ static void failure_domains(struct mc_ctx *c)
 
 /* --- the DNS record ---------------------------------------------------------------------- */
 
-static int find_record(struct mc_ctx *c,
+static int find_record(struct maascluster_ctx *c,
                        const char *fqdn,
                        struct maas_dns_resource *ret,
                        bool *ret_found)
@@ -140,7 +144,7 @@ static int find_record(struct mc_ctx *c,
 
         *ret_found = false;
         err = maas_list_dns_resources(c->w->maas, fqdn, &l, &me);
-        rc_maas_count(c->p, "list_dns_resources", err, &me);
+        reconciler_maas_count(c->p, "list_dns_resources", err, &me);
         if (err == 0 && l.n > 1)
                 err = CM_ECONFLICT;
         if (err == 0 && l.n == 1) {
@@ -168,12 +172,12 @@ static bool in_list(const char *const *v, size_t n, const char *s)
 
 static const char *first_external_ip(const cJSON *mm)
 {
-        const cJSON *addrs = rc_item(mm, "status", "addresses", NULL);
+        const cJSON *addrs = reconciler_item(mm, "status", "addresses", NULL);
         const cJSON *a;
 
         cJSON_ArrayForEach (a, addrs) {
-                const char *type = rc_str(a, "type", NULL);
-                const char *ip = rc_str(a, "address", NULL);
+                const char *type = reconciler_str(a, "type", NULL);
+                const char *ip = reconciler_str(a, "address", NULL);
 
                 if (type && ip && *ip && strcmp(type, "ExternalIP") == 0)
                         return ip;
@@ -183,17 +187,17 @@ static const char *first_external_ip(const cJSON *mm)
 
 static bool healthy(const cJSON *mm)
 {
-        const char *st = rc_str(mm, "status", "machineState", NULL);
+        const char *st = reconciler_str(mm, "status", "machineState", NULL);
 
-        return cJSON_IsTrue(rc_item(mm, "status", "machinePowered", NULL)) && st &&
+        return cJSON_IsTrue(reconciler_item(mm, "status", "machinePowered", NULL)) && st &&
                strcmp(st, "Deployed") == 0;
 }
 
 /* The addresses the record should hold (borrowed pointers into the cached objects, valid
  * while objs is held). Machines being deleted are dropped; machines that merely look down
  * keep their address when nothing healthy is left (B5). */
-static size_t desired_ips(struct mc_ctx *c,
-                          struct kobj **objs,
+static size_t desired_ips(struct maascluster_ctx *c,
+                          struct kube_object **objs,
                           size_t n,
                           const struct maas_strv *current,
                           const char **out)
@@ -202,7 +206,7 @@ static size_t desired_ips(struct mc_ctx *c,
         size_t k = 0, h = 0;
 
         for (size_t i = 0; i < n; i++) {
-                const cJSON *mm = kobj_json(objs[i]);
+                const cJSON *mm = kube_object_json(objs[i]);
                 const char *ip = first_external_ip(mm);
 
                 if (!kube_label(mm, SCHEMA_LABEL_CONTROL_PLANE) || !ip ||
@@ -235,26 +239,26 @@ static bool same_set(const char *const *want, size_t n, const struct maas_strv *
 
 /* The control-plane MaasMachines of a cluster (owned references). */
 struct cps {
-        struct kobj **v;
+        struct kube_object **v;
         size_t n, cap;
 };
 
 /* informer_each: keeps the control planes, so a pass over a cluster of thousands of
  * workers holds a handful of trees. */
-static void keep_control_plane(void *arg, struct kobj *obj)
+static void keep_control_plane(void *arg, struct kube_object *obj)
 {
         struct cps *cps = arg;
 
-        if (!kube_label(kobj_json(obj), SCHEMA_LABEL_CONTROL_PLANE))
+        if (!kube_label(kube_object_json(obj), SCHEMA_LABEL_CONTROL_PLANE))
                 return;
         if (cps->n == cps->cap) {
                 cps->cap = cps->cap ? cps->cap * 2 : 8;
                 cps->v = xrealloc(cps->v, cps->cap * sizeof(*cps->v));
         }
-        cps->v[cps->n++] = kobj_ref(obj);
+        cps->v[cps->n++] = kube_object_ref(obj);
 }
 
-static int sync_record(struct mc_ctx *c, const char *fqdn)
+static int sync_record(struct maascluster_ctx *c, const char *fqdn)
 {
         struct maas_dns_resource rec = { 0 };
         struct maas_error me = { 0 };
@@ -271,29 +275,30 @@ static int sync_record(struct mc_ctx *c, const char *fqdn)
         k = desired_ips(c, cps.v, cps.n, &rec.ips, want);
         if (!found) {
                 err = maas_create_dns_resource(c->w->maas, fqdn, DNS_TTL, want, k, NULL, &me);
-                rc_maas_count(c->p, "create_dns_resource", err, &me);
+                reconciler_maas_count(c->p, "create_dns_resource", err, &me);
                 if (err == 0)
-                        mc_event(c, "Normal", "DNSRecordCreated",
-                                 "Created MAAS DNS record %s with %zu addresses", fqdn, k);
+                        maascluster_event(c, "Normal", "DNSRecordCreated",
+                                          "Created MAAS DNS record %s with %zu addresses", fqdn, k);
         } else if (!same_set(want, k, &rec.ips)) {
                 err = maas_update_dns_resource_ips(c->w->maas, rec.id, want, k, NULL, &me);
-                rc_maas_count(c->p, "update_dns_resource", err, &me);
+                reconciler_maas_count(c->p, "update_dns_resource", err, &me);
                 if (err == 0)
-                        mc_event(c, "Normal", "DNSRecordUpdated",
-                                 "MAAS DNS record %s now holds %zu control-plane addresses", fqdn,
-                                 k);
+                        maascluster_event(
+                                c, "Normal", "DNSRecordUpdated",
+                                "MAAS DNS record %s now holds %zu control-plane addresses", fqdn,
+                                k);
         }
         if (err)
-                mc_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
-                        SCHEMA_REASON_LOAD_BALANCER_FAILED, "%s",
-                        me.message ? me.message : maas_strerror(err));
-        kobj_list_free(cps.v, cps.n);
+                maascluster_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
+                                 SCHEMA_REASON_LOAD_BALANCER_FAILED, "%s",
+                                 me.message ? me.message : maas_strerror(err));
+        kube_object_list_free(cps.v, cps.n);
         maas_dns_resource_release(&rec);
         maas_error_release(&me);
         return err;
 }
 
-static int delete_record(struct mc_ctx *c, const char *fqdn)
+static int delete_record(struct maascluster_ctx *c, const char *fqdn)
 {
         struct maas_dns_resource rec = { 0 };
         struct maas_error me = { 0 };
@@ -303,12 +308,12 @@ static int delete_record(struct mc_ctx *c, const char *fqdn)
         err = find_record(c, fqdn, &rec, &found);
         if (err == 0 && found) {
                 err = maas_delete_dns_resource(c->w->maas, rec.id, &me);
-                rc_maas_count(c->p, "delete_dns_resource", err, &me);
+                reconciler_maas_count(c->p, "delete_dns_resource", err, &me);
                 if (err == CM_ENOTFOUND)
                         err = 0;
                 if (err == 0)
-                        mc_event(c, "Normal", "DNSRecordDeleted", "Deleted MAAS DNS record %s",
-                                 fqdn);
+                        maascluster_event(c, "Normal", "DNSRecordDeleted",
+                                          "Deleted MAAS DNS record %s", fqdn);
         }
         maas_dns_resource_release(&rec);
         maas_error_release(&me);
@@ -317,7 +322,7 @@ static int delete_record(struct mc_ctx *c, const char *fqdn)
 
 /* --- endpoint and API server ---------------------------------------------------------------- */
 
-static char *generate_dns_name(struct mc_ctx *c)
+static char *generate_dns_name(struct maascluster_ctx *c)
 {
         unsigned char r[3];
         FILE *f = fopen("/dev/urandom", "rb");
@@ -338,7 +343,8 @@ static char *generate_dns_name(struct mc_ctx *c)
 
 static int64_t api_port(const cJSON *cluster)
 {
-        const cJSON *port = rc_item(cluster, "spec", "clusterNetwork", "apiServerPort", NULL);
+        const cJSON *port =
+                reconciler_item(cluster, "spec", "clusterNetwork", "apiServerPort", NULL);
 
         /* a port, or 6443 (a value out of range must not reach the integer conversion) */
         return cJSON_IsNumber(port) && port->valuedouble >= 1 && port->valuedouble <= 65535
@@ -346,7 +352,7 @@ static int64_t api_port(const cJSON *cluster)
                        : 6443;
 }
 
-static void set_endpoint(struct mc_ctx *c, const char *host, int64_t port)
+static void set_endpoint(struct maascluster_ctx *c, const char *host, int64_t port)
 {
         struct schema_api_endpoint *ep = c->mc.spec.control_plane_endpoint;
 
@@ -364,23 +370,23 @@ static void set_endpoint(struct mc_ctx *c, const char *host, int64_t port)
 
 static uint64_t probe_delay(struct provider *p, const char *key, bool ok)
 {
-        struct rc_entry *e;
+        struct reconciler_entry *e;
         uint64_t d;
 
         pthread_mutex_lock(&p->lock);
         if (ok) {
-                rc_table_del(&p->api_probe, key);
+                reconciler_table_del(&p->api_probe, key);
                 pthread_mutex_unlock(&p->lock);
                 return 0;
         }
-        e = rc_table_put(&p->api_probe, key);
+        e = reconciler_table_put(&p->api_probe, key);
         d = 2000ull << (e->a < 5 ? e->a : 5);
         e->a++;
         pthread_mutex_unlock(&p->lock);
         return d > API_PROBE_MAX_S * 1000ull ? API_PROBE_MAX_S * 1000ull : d;
 }
 
-static int api_server(struct mc_ctx *c, struct reconcile_result *res)
+static int api_server(struct maascluster_ctx *c, struct reconcile_result *res)
 {
         struct kube_config cfg = { 0 };
         struct kube_client *wl = NULL;
@@ -392,20 +398,20 @@ static int api_server(struct mc_ctx *c, struct reconcile_result *res)
         if (schema_conditions_is_true(&c->mc.status.conditions, SCHEMA_COND_API_SERVER_AVAILABLE))
                 return 0;
         (void)snprintf(key, sizeof(key), "%s/%s", c->ns, c->name);
-        err = rc_workload_client(c->w, c->ns, c->cluster_name, &cfg, &wl);
+        err = reconciler_workload_client(c->w, c->ns, c->cluster_name, &cfg, &wl);
         if (err == 0)
                 err = kube_get(wl, &KUBE_RES_NAMESPACES, NULL, "kube-system", &ns, NULL);
         if (err == CM_ENOTFOUND && wl)
                 err = 0; /* the API answered */
         delay = probe_delay(c->p, key, err == 0);
         if (err == 0)
-                mc_cond(c, SCHEMA_COND_API_SERVER_AVAILABLE, SCHEMA_CONDITION_TRUE,
-                        SCHEMA_REASON_API_SERVER_AVAILABLE, NULL);
+                maascluster_cond(c, SCHEMA_COND_API_SERVER_AVAILABLE, SCHEMA_CONDITION_TRUE,
+                                 SCHEMA_REASON_API_SERVER_AVAILABLE, NULL);
         else {
-                mc_cond(c, SCHEMA_COND_API_SERVER_AVAILABLE, SCHEMA_CONDITION_FALSE,
-                        SCHEMA_REASON_API_SERVER_NOT_READY, "%s",
-                        wl ? "the workload API server does not answer yet"
-                           : "waiting for the cluster's kubeconfig secret");
+                maascluster_cond(c, SCHEMA_COND_API_SERVER_AVAILABLE, SCHEMA_CONDITION_FALSE,
+                                 SCHEMA_REASON_API_SERVER_NOT_READY, "%s",
+                                 wl ? "the workload API server does not answer yet"
+                                    : "waiting for the cluster's kubeconfig secret");
                 res->outcome = RECONCILE_REQUEUE_AFTER;
                 res->after_ms = delay;
         }
@@ -416,10 +422,10 @@ static int api_server(struct mc_ctx *c, struct reconcile_result *res)
 }
 
 /* A Cluster.spec.controlPlaneEndpoint host the user set (not one we published). */
-static const char *user_endpoint(struct mc_ctx *c)
+static const char *user_endpoint(struct maascluster_ctx *c)
 {
-        const char *host =
-                rc_str(kobj_json(c->cluster), "spec", "controlPlaneEndpoint", "host", NULL);
+        const char *host = reconciler_str(kube_object_json(c->cluster), "spec",
+                                          "controlPlaneEndpoint", "host", NULL);
         const char *ours = c->mc.status.network ? c->mc.status.network->dns_name : NULL;
 
         if (!host || !*host || (ours && strcmp(host, ours) == 0))
@@ -427,19 +433,20 @@ static const char *user_endpoint(struct mc_ctx *c)
         return host;
 }
 
-static int reconcile_endpoint(struct mc_ctx *c, struct reconcile_result *res, bool *ret_go)
+static int reconcile_endpoint(struct maascluster_ctx *c, struct reconcile_result *res, bool *ret_go)
 {
         const char *host = user_endpoint(c);
         int err;
 
         *ret_go = false;
         if (host) {
-                set_endpoint(c, host, api_port(kobj_json(c->cluster)));
+                set_endpoint(c, host, api_port(kube_object_json(c->cluster)));
                 err = flush(c, true);
                 if (err)
                         return err;
-                mc_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_TRUE,
-                        SCHEMA_REASON_LOAD_BALANCER_READY, "using the endpoint set on the Cluster");
+                maascluster_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_TRUE,
+                                 SCHEMA_REASON_LOAD_BALANCER_READY,
+                                 "using the endpoint set on the Cluster");
                 *ret_go = true;
                 return 0;
         }
@@ -447,9 +454,9 @@ static int reconcile_endpoint(struct mc_ctx *c, struct reconcile_result *res, bo
                 if (!c->mc.status.network)
                         c->mc.status.network = xcalloc(1, sizeof(*c->mc.status.network));
                 c->mc.status.network->dns_name = generate_dns_name(c);
-                mc_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
-                        SCHEMA_REASON_WAIT_FOR_DNS_NAME, "creating DNS record %s",
-                        c->mc.status.network->dns_name);
+                maascluster_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
+                                 SCHEMA_REASON_WAIT_FOR_DNS_NAME, "creating DNS record %s",
+                                 c->mc.status.network->dns_name);
                 /* Persist the name before the record exists in MAAS. */
                 res->outcome = RECONCILE_REQUEUE_AFTER;
                 res->after_ms = 1;
@@ -458,18 +465,18 @@ static int reconcile_endpoint(struct mc_ctx *c, struct reconcile_result *res, bo
         err = sync_record(c, c->mc.status.network->dns_name);
         if (err)
                 return err;
-        set_endpoint(c, c->mc.status.network->dns_name, api_port(kobj_json(c->cluster)));
+        set_endpoint(c, c->mc.status.network->dns_name, api_port(kube_object_json(c->cluster)));
         /* The endpoint (spec) lands before ready (status): whoever sees ready sees it. */
         err = flush(c, true);
         if (err)
                 return err;
-        mc_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_TRUE,
-                SCHEMA_REASON_LOAD_BALANCER_READY, NULL);
+        maascluster_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_TRUE,
+                         SCHEMA_REASON_LOAD_BALANCER_READY, NULL);
         *ret_go = true;
         return 0;
 }
 
-static int reconcile_normal(struct mc_ctx *c, struct reconcile_result *res)
+static int reconcile_normal(struct maascluster_ctx *c, struct reconcile_result *res)
 {
         bool go = false;
         int err;
@@ -491,7 +498,7 @@ static void count_key(void *arg, const char *ns, const char *name)
         (void)name;
 }
 
-static int reconcile_delete(struct mc_ctx *c, struct reconcile_result *res)
+static int reconcile_delete(struct maascluster_ctx *c, struct reconcile_result *res)
 {
         size_t n = 0;
         int err;
@@ -522,13 +529,14 @@ static int reconcile_delete(struct mc_ctx *c, struct reconcile_result *res)
         return flush(c, true);
 }
 
-static int pass(struct mc_ctx *c, struct reconcile_result *res)
+static int pass(struct maascluster_ctx *c, struct reconcile_result *res)
 {
-        const struct schema_owner_ref *o = schema_meta_owner(&c->mc.meta, RC_CAPI_GROUP, "Cluster");
+        const struct schema_owner_ref *o =
+                schema_meta_owner(&c->mc.meta, RECONCILER_CAPI_GROUP, "Cluster");
         int err, ferr;
 
         c->cluster_name = o ? o->name : NULL;
-        c->cluster = rc_owner(c->p, &c->mc.meta, "Cluster");
+        c->cluster = reconciler_owner(c->p, &c->mc.meta, "Cluster");
         if (c->mc.meta.deletion_timestamp)
                 return reconcile_delete(c, res);
         if (!c->cluster) {
@@ -536,21 +544,26 @@ static int pass(struct mc_ctx *c, struct reconcile_result *res)
                           c->name);
                 return 0;
         }
-        if (rc_paused(kobj_json(c->cluster), kobj_json(c->obj))) {
-                mc_cond(c, SCHEMA_COND_PAUSED, SCHEMA_CONDITION_TRUE, SCHEMA_REASON_PAUSED, NULL);
+        if (reconciler_paused(kube_object_json(c->cluster), kube_object_json(c->obj))) {
+                maascluster_cond(c, SCHEMA_COND_PAUSED, SCHEMA_CONDITION_TRUE, SCHEMA_REASON_PAUSED,
+                                 NULL);
                 return flush(c, false);
         }
-        mc_cond(c, SCHEMA_COND_PAUSED, SCHEMA_CONDITION_FALSE, SCHEMA_REASON_NOT_PAUSED, NULL);
+        maascluster_cond(c, SCHEMA_COND_PAUSED, SCHEMA_CONDITION_FALSE, SCHEMA_REASON_NOT_PAUSED,
+                         NULL);
         failure_domains(c);
         err = reconcile_normal(c, res);
         ferr = flush(c, false);
         return err ? err : ferr;
 }
 
-int rc_cluster_reconcile(void *wctx, const char *ns, const char *name, struct reconcile_result *res)
+int maascluster_reconcile(void *wctx,
+                          const char *ns,
+                          const char *name,
+                          struct reconcile_result *res)
 {
-        struct rc_worker *w = wctx;
-        struct mc_ctx c = { .w = w, .p = w->p, .ns = ns, .name = name };
+        struct reconciler_worker *w = wctx;
+        struct maascluster_ctx c = { .w = w, .p = w->p, .ns = ns, .name = name };
         int err = 0;
 
         maas_cluster_init(&c.mc);
@@ -558,18 +571,18 @@ int rc_cluster_reconcile(void *wctx, const char *ns, const char *name, struct re
         c.obj = informer_get(w->p->maasclusters, ns, name);
         if (!c.obj)
                 return 0;
-        if (maas_cluster_decode(kobj_json(c.obj), &c.mc, NULL) != 0) {
+        if (maas_cluster_decode(kube_object_json(c.obj), &c.mc, NULL) != 0) {
                 log_warn(LOGGER, "cannot decode the MaasCluster", "object=%s/%s", ns, name);
                 goto out;
         }
-        c.cur = cJSON_Duplicate(kobj_json(c.obj), true);
+        c.cur = cJSON_Duplicate(kube_object_json(c.obj), true);
         err = pass(&c, res);
         if (err)
                 log_info(LOGGER, "reconcile failed", "object=%s/%s error=%s", ns, name,
                          maas_strerror(err));
 out:
-        kobj_unref(c.obj);
-        kobj_unref(c.cluster);
+        kube_object_unref(c.obj);
+        kube_object_unref(c.cluster);
         maas_cluster_release(&c.mc);
         cJSON_Delete(c.cur);
         return err;

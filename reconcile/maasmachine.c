@@ -1,8 +1,10 @@
 /*
  * maasmachine: the MaasMachine reconciler (upstream-capmaas.md §3.5, improved per
  * beyond.md B2–B6). One pass reads the cached objects, compares with MAAS, acts, and
- * writes only what changed. The MAAS calls live in mm_maas.c.
+ * writes only what changed. The MAAS calls live in maasmachine_maas.c.
  */
+#include "maasmachine.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +15,6 @@
 #include "kube_events.h"
 #include "log.h"
 #include "metrics.h"
-#include "mm.h"
 #include "patch_helper.h"
 #include "xalloc.h"
 
@@ -21,32 +22,33 @@
 /* Status of a pass that requeues within this many milliseconds is written by the next. */
 #define STATUS_DEBOUNCE_MS 1000
 
-void mm_cond(struct mm_ctx *c,
-             const char *type,
-             const char *status,
-             const char *reason,
-             const char *fmt,
-             ...)
+void maasmachine_cond(struct maasmachine_ctx *c,
+                      const char *type,
+                      const char *status,
+                      const char *reason,
+                      const char *fmt,
+                      ...)
 {
         va_list ap;
 
         va_start(ap, fmt);
         c->mm.status.present = true;
-        rc_cond_v(&c->mm.status.conditions, c->mm.meta.generation, c->now, type, status, reason,
-                  fmt, ap);
+        reconciler_cond_v(&c->mm.status.conditions, c->mm.meta.generation, c->now, type, status,
+                          reason, fmt, ap);
         va_end(ap);
 }
 
-void mm_event(struct mm_ctx *c, const char *type, const char *reason, const char *fmt, ...)
+void maasmachine_event(
+        struct maasmachine_ctx *c, const char *type, const char *reason, const char *fmt, ...)
 {
         va_list ap;
 
         va_start(ap, fmt);
-        rc_event_v(c->p, c->cur, type, reason, fmt, ap);
+        reconciler_event_v(c->p, c->cur, type, reason, fmt, ap);
         va_end(ap);
 }
 
-void mm_set_annotation(struct mm_ctx *c, const char *key, const char *value)
+void maasmachine_set_annotation(struct maasmachine_ctx *c, const char *key, const char *value)
 {
         if (value)
                 schema_strmap_set(&c->mm.meta.annotations, key, value);
@@ -54,7 +56,7 @@ void mm_set_annotation(struct mm_ctx *c, const char *key, const char *value)
                 (void)schema_strmap_remove(&c->mm.meta.annotations, key);
 }
 
-void mm_set_ids(struct mm_ctx *c, const char *zone, const char *system_id)
+void maasmachine_set_ids(struct maasmachine_ctx *c, const char *zone, const char *system_id)
 {
         struct maas_machine_spec *s = &c->mm.spec;
 
@@ -67,13 +69,13 @@ void mm_set_ids(struct mm_ctx *c, const char *zone, const char *system_id)
 }
 
 /* The Ready summary: MachineDeployed, plus DNSAttached for control planes. */
-static void mm_summary(struct mm_ctx *c)
+static void maasmachine_summary(struct maasmachine_ctx *c)
 {
         static const char *const types[] = { SCHEMA_COND_MACHINE_DEPLOYED,
                                              SCHEMA_COND_DNS_ATTACHED };
 
-        rc_ready_summary(&c->mm.status.conditions, types, c->control_plane ? 2 : 1,
-                         c->mm.meta.generation, c->now);
+        reconciler_ready_summary(&c->mm.status.conditions, types, c->control_plane ? 2 : 1,
+                                 c->mm.meta.generation, c->now);
 }
 
 /*
@@ -82,19 +84,19 @@ static void mm_summary(struct mm_ctx *c)
  * carries only our changes, and whatever another client (capi-sim, CAPI, a user) changed
  * meanwhile is left as they wrote it.
  */
-int mm_flush(struct mm_ctx *c, bool metadata_only)
+int maasmachine_flush(struct maasmachine_ctx *c, bool metadata_only)
 {
         cJSON *after = NULL;
         unsigned writes = 0;
         int err;
 
         if (!metadata_only && c->mm.status.present)
-                mm_summary(c);
+                maasmachine_summary(c);
         err = maas_machine_encode(&c->mm, &after);
         if (err)
                 return err;
         if (metadata_only)
-                rc_keep_status(after, c->cur);
+                reconciler_keep_status(after, c->cur);
         err = patch_helper_write(c->w->kube, &KUBE_RES_MAASMACHINES, c->cur, after, NULL, &writes,
                                  NULL);
         c->writes += writes;
@@ -109,10 +111,10 @@ int mm_flush(struct mm_ctx *c, bool metadata_only)
 
 static bool has_label(const cJSON *obj, const char *key)
 {
-        return rc_item(obj, "metadata", "labels", key, NULL) != NULL;
+        return reconciler_item(obj, "metadata", "labels", key, NULL) != NULL;
 }
 
-static void status_from_node(struct mm_ctx *c)
+static void status_from_node(struct maasmachine_ctx *c)
 {
         struct maas_machine_status *st = &c->mm.status;
         const struct maas_node *n = &c->node;
@@ -127,7 +129,7 @@ static void status_from_node(struct mm_ctx *c)
 }
 
 /* Hostname, then each MAAS address as ExternalIP and InternalIP (the reference's shape). */
-static void addresses_from_node(struct mm_ctx *c)
+static void addresses_from_node(struct maasmachine_ctx *c)
 {
         struct schema_addresses *a = &c->mm.status.addresses;
         const struct maas_node *n = &c->node;
@@ -152,7 +154,7 @@ static void addresses_from_node(struct mm_ctx *c)
         a->n = k;
 }
 
-static void set_ready(struct mm_ctx *c, bool ready)
+static void set_ready(struct maasmachine_ctx *c, bool ready)
 {
         c->mm.status.present = true;
         c->mm.status.ready = ready;
@@ -171,7 +173,7 @@ static void requeue(struct reconcile_result *res, uint64_t ms)
         }
 }
 
-static int dns_attachment(struct mm_ctx *c, struct reconcile_result *res)
+static int dns_attachment(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         const struct schema_condition *k =
                 schema_conditions_find(&c->mm.status.conditions, SCHEMA_COND_DNS_ATTACHED);
@@ -180,106 +182,108 @@ static int dns_attachment(struct mm_ctx *c, struct reconcile_result *res)
 
         if (k && strcmp(k->status, SCHEMA_CONDITION_TRUE) == 0 && c->mm.status.ready)
                 return 0; /* attached and steady: no MAAS read per interval */
-        err = mm_dns_registered(c, &registered);
+        err = maasmachine_dns_registered(c, &registered);
         if (err)
                 return err;
         c->mm.status.dns_attached = registered;
         c->mm.status.has_dns_attached = true;
         if (registered) {
-                mm_cond(c, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_TRUE,
-                        SCHEMA_REASON_DNS_ATTACHED, NULL);
+                maasmachine_cond(c, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_TRUE,
+                                 SCHEMA_REASON_DNS_ATTACHED, NULL);
                 return 0;
         }
-        mm_cond(c, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_FALSE,
-                SCHEMA_REASON_DNS_ATTACH_PENDING, "waiting for the API endpoint record");
+        maasmachine_cond(c, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_FALSE,
+                         SCHEMA_REASON_DNS_ATTACH_PENDING, "waiting for the API endpoint record");
         requeue(res, 5000);
         return 0;
 }
 
-static int state_deployed(struct mm_ctx *c, struct reconcile_result *res)
+static int state_deployed(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         int err;
 
         addresses_from_node(c);
         if (!c->mm.status.machine_powered)
-                return mm_power(c, res);
+                return maasmachine_power(c, res);
         if (!c->mm.status.ready) {
-                rc_observe_phase(
-                        c->p, "deploying",
-                        schema_strmap_get(&c->mm.meta.annotations, RC_ANNOTATION_DEPLOY_STARTED),
-                        c->now);
-                rc_observe_phase(c->p, "provisioning", c->mm.meta.creation_timestamp, c->now);
+                reconciler_observe_phase(c->p, "deploying",
+                                         schema_strmap_get(&c->mm.meta.annotations,
+                                                           RECONCILER_ANNOTATION_DEPLOY_STARTED),
+                                         c->now);
+                reconciler_observe_phase(c->p, "provisioning", c->mm.meta.creation_timestamp,
+                                         c->now);
         }
         set_ready(c, true);
-        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_TRUE,
-                SCHEMA_REASON_MACHINE_DEPLOYED, NULL);
+        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_TRUE,
+                         SCHEMA_REASON_MACHINE_DEPLOYED, NULL);
         requeue(res, c->p->settings.machine_refresh_ms);
         if (c->control_plane) {
                 err = dns_attachment(c, res);
                 if (err)
                         return err;
         }
-        return mm_node_provider_id(c, res);
+        return maasmachine_node_provider_id(c, res);
 }
 
 /* Deploying machines are polled at a quarter of the time they have been deploying, between
- * 1 s and RC_DEPLOY_POLL_MS: a fast deploy is seen quickly, a slow one costs few reads. */
+ * 1 s and RECONCILER_DEPLOY_POLL_MS: a fast deploy is seen quickly, a slow one costs few reads. */
 static uint64_t deploy_poll_ms(int64_t elapsed_s)
 {
         uint64_t ms = elapsed_s > 0 ? (uint64_t)elapsed_s * 250u : 0;
 
         if (ms < 1000)
                 return 1000;
-        return ms > RC_DEPLOY_POLL_MS ? RC_DEPLOY_POLL_MS : ms;
+        return ms > RECONCILER_DEPLOY_POLL_MS ? RECONCILER_DEPLOY_POLL_MS : ms;
 }
 
-static int state_deploying(struct mm_ctx *c, struct reconcile_result *res)
+static int state_deploying(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         const char *started =
-                schema_strmap_get(&c->mm.meta.annotations, RC_ANNOTATION_DEPLOY_STARTED);
+                schema_strmap_get(&c->mm.meta.annotations, RECONCILER_ANNOTATION_DEPLOY_STARTED);
         int64_t t0 = started ? strtoll(started, NULL, 10) : 0;
         uint64_t limit_s = c->p->settings.deploy_timeout_ms / 1000;
 
         set_ready(c, false);
         if (t0 > 0 && c->now - t0 > (int64_t)limit_s)
-                return mm_replace(c, "DeployTimeout", res);
-        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                SCHEMA_REASON_MACHINE_DEPLOYING, "MAAS machine %s is deploying", c->node.system_id);
+                return maasmachine_replace(c, "DeployTimeout", res);
+        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                         SCHEMA_REASON_MACHINE_DEPLOYING, "MAAS machine %s is deploying",
+                         c->node.system_id);
         requeue(res, deploy_poll_ms(t0 > 0 ? c->now - t0 : 0));
         return 0;
 }
 
 /* The machine left our hands (released, recommissioned): forget it and allocate anew. */
-static int state_lost(struct mm_ctx *c, struct reconcile_result *res)
+static int state_lost(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
-        mm_event(c, "Warning", "MachineUnexpectedTermination",
-                 "MAAS machine %s is %s and no longer deployed for this MaasMachine; "
-                 "allocating another",
-                 c->node.system_id, c->node.status_name);
-        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                SCHEMA_REASON_MACHINE_TERMINATED, "MAAS machine %s is %s", c->node.system_id,
-                c->node.status_name);
+        maasmachine_event(c, "Warning", "MachineUnexpectedTermination",
+                          "MAAS machine %s is %s and no longer deployed for this MaasMachine; "
+                          "allocating another",
+                          c->node.system_id, c->node.status_name);
+        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                         SCHEMA_REASON_MACHINE_TERMINATED, "MAAS machine %s is %s",
+                         c->node.system_id, c->node.status_name);
         set_ready(c, false);
-        mm_set_ids(c, NULL, NULL);
+        maasmachine_set_ids(c, NULL, NULL);
         requeue(res, 1000);
         return 0;
 }
 
-static int state_undefined(struct mm_ctx *c, struct reconcile_result *res)
+static int state_undefined(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
-        mm_event(c, "Warning", "MachineUnhandledState", "MAAS machine %s is in state %s",
-                 c->node.system_id, c->node.status_name);
-        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_UNKNOWN,
-                SCHEMA_REASON_MACHINE_STATE_UNDEFINED, "MAAS machine %s is in state %s",
-                c->node.system_id, c->node.status_name);
+        maasmachine_event(c, "Warning", "MachineUnhandledState", "MAAS machine %s is in state %s",
+                          c->node.system_id, c->node.status_name);
+        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_UNKNOWN,
+                         SCHEMA_REASON_MACHINE_STATE_UNDEFINED, "MAAS machine %s is in state %s",
+                         c->node.system_id, c->node.status_name);
         set_ready(c, false);
         requeue(res, 60000);
         return 0;
 }
 
-static int state_allocated(struct mm_ctx *c, struct reconcile_result *res)
+static int state_allocated(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
-        int err = mm_deploy(c);
+        int err = maasmachine_deploy(c);
 
         if (err)
                 return err;
@@ -287,14 +291,14 @@ static int state_allocated(struct mm_ctx *c, struct reconcile_result *res)
         return state_deploying(c, res);
 }
 
-static int state_failed(struct mm_ctx *c, struct reconcile_result *res)
+static int state_failed(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
-        return mm_replace(c, "DeployFailed", res);
+        return maasmachine_replace(c, "DeployFailed", res);
 }
 
 struct state_row {
         const char *name;
-        int (*fn)(struct mm_ctx *c, struct reconcile_result *res);
+        int (*fn)(struct maasmachine_ctx *c, struct reconcile_result *res);
 };
 
 static const struct state_row state_table[] = {
@@ -305,7 +309,7 @@ static const struct state_row state_table[] = {
         { "Commissioning", state_lost },
 };
 
-static int drive(struct mm_ctx *c, struct reconcile_result *res)
+static int drive(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         const char *st = c->node.status_name ? c->node.status_name : "";
 
@@ -316,105 +320,106 @@ static int drive(struct mm_ctx *c, struct reconcile_result *res)
         return state_undefined(c, res);
 }
 
-static int normal_prereqs(struct mm_ctx *c, bool *ret_go)
+static int normal_prereqs(struct maasmachine_ctx *c, bool *ret_go)
 {
-        const cJSON *cluster = kobj_json(c->cluster);
+        const cJSON *cluster = kube_object_json(c->cluster);
 
         *ret_go = false;
-        if (!rc_cluster_infra_ready(cluster)) {
-                mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                        SCHEMA_REASON_WAITING_FOR_CLUSTER_INFRA,
-                        "waiting for the cluster infrastructure to be provisioned");
+        if (!reconciler_cluster_infra_ready(cluster)) {
+                maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                                 SCHEMA_REASON_WAITING_FOR_CLUSTER_INFRA,
+                                 "waiting for the cluster infrastructure to be provisioned");
                 return 0;
         }
-        if (!rc_str(kobj_json(c->machine), "spec", "bootstrap", "dataSecretName", NULL)) {
-                mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                        SCHEMA_REASON_WAITING_FOR_BOOTSTRAP_DATA,
-                        "waiting for the bootstrap data secret");
+        if (!reconciler_str(kube_object_json(c->machine), "spec", "bootstrap", "dataSecretName",
+                            NULL)) {
+                maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                                 SCHEMA_REASON_WAITING_FOR_BOOTSTRAP_DATA,
+                                 "waiting for the bootstrap data secret");
                 return 0;
         }
         *ret_go = true;
         return 0;
 }
 
-static int reconcile_normal(struct mm_ctx *c, struct reconcile_result *res)
+static int reconcile_normal(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         bool go = false, got = false;
         int err;
 
         if (!schema_meta_has_finalizer(&c->mm.meta, SCHEMA_FINALIZER_MACHINE)) {
                 schema_strv_add(&c->mm.meta.finalizers, SCHEMA_FINALIZER_MACHINE);
-                err = mm_flush(c, true);
+                err = maasmachine_flush(c, true);
                 if (err)
                         return err;
         }
         err = normal_prereqs(c, &go);
         if (err || !go)
                 return err;
-        err = mm_find_node(c);
+        err = maasmachine_find_node(c);
         if (err) {
-                mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_UNKNOWN,
-                        SCHEMA_REASON_MACHINE_NOT_FOUND, "cannot read the MAAS machine: %s",
-                        cm_strerror(err));
+                maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_UNKNOWN,
+                                 SCHEMA_REASON_MACHINE_NOT_FOUND,
+                                 "cannot read the MAAS machine: %s", cm_strerror(err));
                 return err;
         }
         if (!c->have_node) {
-                err = mm_allocate(c, res, &got);
+                err = maasmachine_allocate(c, res, &got);
                 if (err || !got)
                         return err;
         }
         return drive(c, res);
 }
 
-static int lookup_owners(struct mm_ctx *c, bool *ret_go)
+static int lookup_owners(struct maasmachine_ctx *c, bool *ret_go)
 {
-        const cJSON *obj = kobj_json(c->obj);
+        const cJSON *obj = kube_object_json(c->obj);
 
         *ret_go = false;
-        c->machine = rc_owner(c->p, &c->mm.meta, "Machine");
+        c->machine = reconciler_owner(c->p, &c->mm.meta, "Machine");
         if (!c->machine) {
                 log_debug(LOGGER, "waiting for the Machine owner reference", "object=%s/%s", c->ns,
                           c->name);
                 return 0;
         }
-        c->cluster = rc_cluster_of(c->p, c->ns, kobj_json(c->machine));
+        c->cluster = reconciler_cluster_of(c->p, c->ns, kube_object_json(c->machine));
         if (!c->cluster) {
                 log_debug(LOGGER, "waiting for the Cluster", "object=%s/%s", c->ns, c->name);
                 return 0;
         }
-        if (rc_paused(kobj_json(c->cluster), obj))
+        if (reconciler_paused(kube_object_json(c->cluster), obj))
                 return 0;
-        c->control_plane = has_label(kobj_json(c->machine), SCHEMA_LABEL_CONTROL_PLANE) ||
+        c->control_plane = has_label(kube_object_json(c->machine), SCHEMA_LABEL_CONTROL_PLANE) ||
                            has_label(obj, SCHEMA_LABEL_CONTROL_PLANE);
         *ret_go = true;
         return 0;
 }
 
-static void ctx_release(struct mm_ctx *c)
+static void ctx_release(struct maasmachine_ctx *c)
 {
-        kobj_unref(c->obj);
-        kobj_unref(c->machine);
-        kobj_unref(c->cluster);
+        kube_object_unref(c->obj);
+        kube_object_unref(c->machine);
+        kube_object_unref(c->cluster);
         maas_machine_release(&c->mm);
         if (c->have_node)
                 maas_node_release(&c->node);
         cJSON_Delete(c->cur);
 }
 
-static int pass(struct mm_ctx *c, struct reconcile_result *res)
+static int pass(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         bool go = false;
         int err, ferr;
 
         if (c->mm.meta.deletion_timestamp) {
                 /* The owner may already be gone while we release: no lookups needed. */
-                c->control_plane = has_label(kobj_json(c->obj), SCHEMA_LABEL_CONTROL_PLANE);
-                c->machine = rc_owner(c->p, &c->mm.meta, "Machine");
+                c->control_plane = has_label(kube_object_json(c->obj), SCHEMA_LABEL_CONTROL_PLANE);
+                c->machine = reconciler_owner(c->p, &c->mm.meta, "Machine");
                 if (c->machine)
                         c->control_plane =
                                 c->control_plane ||
-                                has_label(kobj_json(c->machine), SCHEMA_LABEL_CONTROL_PLANE);
-                return mm_delete_pass(c, res);
+                                has_label(kube_object_json(c->machine), SCHEMA_LABEL_CONTROL_PLANE);
+                return maasmachine_delete_pass(c, res);
         }
         err = lookup_owners(c, &go);
         if (err || !go)
@@ -423,15 +428,18 @@ static int pass(struct mm_ctx *c, struct reconcile_result *res)
         /* A pass that comes back within a second (a deploy just started) leaves its status
          * to that next pass: status is rebuilt from MAAS every time, and a fast deploy then
          * costs one status write instead of two. */
-        ferr = mm_flush(c, err == 0 && res->outcome == RECONCILE_REQUEUE_AFTER &&
-                                   res->after_ms <= STATUS_DEBOUNCE_MS);
+        ferr = maasmachine_flush(c, err == 0 && res->outcome == RECONCILE_REQUEUE_AFTER &&
+                                            res->after_ms <= STATUS_DEBOUNCE_MS);
         return err ? err : ferr;
 }
 
-int rc_machine_reconcile(void *wctx, const char *ns, const char *name, struct reconcile_result *res)
+int maasmachine_reconcile(void *wctx,
+                          const char *ns,
+                          const char *name,
+                          struct reconcile_result *res)
 {
-        struct rc_worker *w = wctx;
-        struct mm_ctx c = { .w = w, .p = w->p, .ns = ns, .name = name };
+        struct reconciler_worker *w = wctx;
+        struct maasmachine_ctx c = { .w = w, .p = w->p, .ns = ns, .name = name };
         int err;
 
         maas_machine_init(&c.mm);
@@ -439,13 +447,13 @@ int rc_machine_reconcile(void *wctx, const char *ns, const char *name, struct re
         c.obj = informer_get(w->p->maasmachines, ns, name);
         if (!c.obj)
                 return 0;
-        err = maas_machine_decode(kobj_json(c.obj), &c.mm, NULL);
+        err = maas_machine_decode(kube_object_json(c.obj), &c.mm, NULL);
         if (err) {
                 log_warn(LOGGER, "cannot decode the MaasMachine", "object=%s/%s", ns, name);
                 err = 0;
                 goto out;
         }
-        c.cur = cJSON_Duplicate(kobj_json(c.obj), true);
+        c.cur = cJSON_Duplicate(kube_object_json(c.obj), true);
         err = pass(&c, res);
         if (err)
                 log_info(LOGGER, "reconcile failed", "object=%s/%s error=%s", ns, name,

@@ -10,7 +10,7 @@
 #include "kube_events.h"
 #include "log.h"
 #include "metrics.h"
-#include "rc.h"
+#include "reconciler.h"
 #include "xalloc.h"
 
 #define LOGGER          "provider"
@@ -35,7 +35,7 @@ static void retry_sleep(void *arg, uint64_t ms)
         }
 }
 
-static struct rc_worker *worker_free(struct rc_worker *w)
+static struct reconciler_worker *worker_free(struct reconciler_worker *w)
 {
         if (!w)
                 return NULL;
@@ -49,7 +49,7 @@ static struct rc_worker *worker_free(struct rc_worker *w)
 static void *worker_new(void *arg, unsigned idx)
 {
         struct provider *p = arg;
-        struct rc_worker *w = xcalloc(1, sizeof(*w));
+        struct reconciler_worker *w = xcalloc(1, sizeof(*w));
         struct http_transport_opts to = {
                 .ca_file = p->maas_ca_file,
                 .insecure_skip_verify = p->maas_insecure,
@@ -86,7 +86,7 @@ static int machine_reconcile(void *wctx,
                              const char *name,
                              struct reconcile_result *res)
 {
-        return wctx ? rc_machine_reconcile(wctx, ns, name, res) : CM_EINVAL;
+        return wctx ? maasmachine_reconcile(wctx, ns, name, res) : CM_EINVAL;
 }
 
 static int cluster_reconcile(void *wctx,
@@ -94,7 +94,7 @@ static int cluster_reconcile(void *wctx,
                              const char *name,
                              struct reconcile_result *res)
 {
-        return wctx ? rc_cluster_reconcile(wctx, ns, name, res) : CM_EINVAL;
+        return wctx ? maascluster_reconcile(wctx, ns, name, res) : CM_EINVAL;
 }
 
 static const struct controller_ops machine_ops = {
@@ -114,23 +114,23 @@ static const struct controller_ops cluster_ops = {
 typedef void add_fn(void *ctl, const char *ns, const char *name);
 
 /* An object's spec.infrastructureRef when it names a `kind`. */
-static void map_infra_ref(const struct kobj *obj, const char *kind, add_fn *add, void *ctl)
+static void map_infra_ref(const struct kube_object *obj, const char *kind, add_fn *add, void *ctl)
 {
-        const cJSON *o = kobj_json(obj);
-        const char *k = rc_str(o, "spec", "infrastructureRef", "kind", NULL);
-        const char *name = rc_str(o, "spec", "infrastructureRef", "name", NULL);
+        const cJSON *o = kube_object_json(obj);
+        const char *k = reconciler_str(o, "spec", "infrastructureRef", "kind", NULL);
+        const char *name = reconciler_str(o, "spec", "infrastructureRef", "name", NULL);
 
         if (k && name && strcmp(k, kind) == 0)
-                add(ctl, kobj_namespace(obj), name);
+                add(ctl, kube_object_namespace(obj), name);
 }
 
-static void map_machine_to_mm(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
+static void map_machine_to_mm(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
         (void)arg;
         map_infra_ref(obj, SCHEMA_KIND_MACHINE, add, ctl);
 }
 
-static void map_cluster_to_mc(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
+static void map_cluster_to_mc(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
         (void)arg;
         map_infra_ref(obj, SCHEMA_KIND_CLUSTER, add, ctl);
@@ -138,30 +138,31 @@ static void map_cluster_to_mc(void *arg, const struct kobj *obj, add_fn *add, vo
 
 /* Every MaasMachine of the cluster an object belongs to (by label or, for a Cluster, by
  * name). */
-static void map_to_cluster_mms(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
+static void map_to_cluster_mms(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
         struct provider *p = arg;
-        const char *cluster = kobj_cluster_name(obj);
-        const char *kind = rc_str(kobj_json(obj), "kind", NULL);
+        const char *cluster = kube_object_cluster_name(obj);
+        const char *kind = reconciler_str(kube_object_json(obj), "kind", NULL);
 
         if (!cluster && kind && strcmp(kind, "Cluster") == 0)
-                cluster = kobj_name(obj);
+                cluster = kube_object_name(obj);
         if (cluster) /* keys only: nothing parsed */
-                (void)informer_each_key(p->maasmachines, kobj_namespace(obj), cluster, add, ctl);
+                (void)informer_each_key(p->maasmachines, kube_object_namespace(obj), cluster, add,
+                                        ctl);
 }
 
 /* A control-plane MaasMachine → its cluster's MaasCluster. */
-static void map_cp_mm_to_mc(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
+static void map_cp_mm_to_mc(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
         struct provider *p = arg;
-        struct kobj *cluster;
+        struct kube_object *cluster;
 
-        if (!kube_label(kobj_json(obj), SCHEMA_LABEL_CONTROL_PLANE))
+        if (!kube_label(kube_object_json(obj), SCHEMA_LABEL_CONTROL_PLANE))
                 return;
-        cluster = rc_cluster_of(p, kobj_namespace(obj), kobj_json(obj));
+        cluster = reconciler_cluster_of(p, kube_object_namespace(obj), kube_object_json(obj));
         if (cluster)
                 map_infra_ref(cluster, SCHEMA_KIND_CLUSTER, add, ctl);
-        kobj_unref(cluster);
+        kube_object_unref(cluster);
 }
 
 /* --- lifecycle ------------------------------------------------------------------------------ */
@@ -375,9 +376,9 @@ struct provider *provider_free(struct provider *p)
         if (!p)
                 return NULL;
         provider_stop(p);
-        rc_table_release(&p->power_off_reads);
-        rc_table_release(&p->node_done);
-        rc_table_release(&p->api_probe);
+        reconciler_table_release(&p->power_off_reads);
+        reconciler_table_release(&p->node_done);
+        reconciler_table_release(&p->api_probe);
         maas_node_list_release(&p->fleet.nodes);
         pthread_mutex_destroy(&p->lock);
         pthread_mutex_destroy(&p->fleet_lock);

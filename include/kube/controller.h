@@ -38,7 +38,7 @@
 
 struct clock_ops;
 struct informer;
-struct kobj;
+struct kube_object;
 struct metrics;
 struct controller;
 struct workqueue_stats;
@@ -79,7 +79,7 @@ struct controller_opts {
  * name) for each (any number; ns NULL or "" for cluster-scoped). Runs on the informer's
  * thread. */
 typedef void (*controller_map_fn)(void *map_arg,
-                                  const struct kobj *obj,
+                                  const struct kube_object *obj,
                                   void (*add)(void *ctl, const char *ns, const char *name),
                                   void *ctl);
 

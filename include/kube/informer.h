@@ -8,9 +8,9 @@
  * and on 410 Gone it relists and emits the differences. Every --sync-period it replays the
  * cache to the handlers as updates (old == new) without any API call.
  *
- * Objects are immutable, reference-counted snapshots (struct kobj): a reader takes a
+ * Objects are immutable, reference-counted snapshots (struct kube_object): a reader takes a
  * reference and may keep it as long as it likes while the informer moves on. Nobody ever
- * modifies a kobj's JSON; to change an object, copy it (cJSON_Duplicate) and write it.
+ * modifies a kube_object's JSON; to change an object, copy it (cJSON_Duplicate) and write it.
  *
  * Indexes: by namespace/name, and by the `cluster.x-k8s.io/cluster-name` label.
  *
@@ -18,7 +18,7 @@
  * (never read by a controller, often the largest part of an object): ~2.3 KiB per
  * MaasMachine against ~14 KiB as a cJSON tree, so 10 000 of them take ~22 MiB. Each
  * informer_get/informer_list therefore returns a snapshot parsed for that call (~20 us for
- * a MaasMachine at -O2): two gets of an unchanged object give equal, distinct kobjs. Take
+ * a MaasMachine at -O2): two gets of an unchanged object give equal, distinct kube_objects. Take
  * what a reconcile needs once and keep the reference, rather than getting it repeatedly.
  *
  * Events: a watch event's object reaches the handlers as delivered (no re-parse); an
@@ -28,9 +28,9 @@
  *
  * Threads: one watch thread per informer. Handlers run on that thread, in event order, and
  * must be quick (enqueue a key, nothing more). informer_get/informer_list/has_synced are
- * thread-safe (a read lock). Ownership: the informer owns its cache; kobj references
- * returned to callers belong to them (kobj_unref / kobj_list_free). The config, limiter,
- * clock and metrics are borrowed and must outlive the informer.
+ * thread-safe (a read lock). Ownership: the informer owns its cache; kube_object references
+ * returned to callers belong to them (kube_object_unref / kube_object_list_free). The config,
+ * limiter, clock and metrics are borrowed and must outlive the informer.
  */
 
 #include <stdbool.h>
@@ -49,36 +49,36 @@ struct metrics;
 
 /* ---- immutable object snapshots ---- */
 
-struct kobj;
+struct kube_object;
 
 /* The object (never modify it). Valid while the reference is held. */
-const cJSON *kobj_json(const struct kobj *o);
-const char *kobj_namespace(const struct kobj *o); /* "" for cluster-scoped */
-const char *kobj_name(const struct kobj *o);
-const char *kobj_uid(const struct kobj *o);
-const char *kobj_resource_version(const struct kobj *o);
+const cJSON *kube_object_json(const struct kube_object *o);
+const char *kube_object_namespace(const struct kube_object *o); /* "" for cluster-scoped */
+const char *kube_object_name(const struct kube_object *o);
+const char *kube_object_uid(const struct kube_object *o);
+const char *kube_object_resource_version(const struct kube_object *o);
 /* The cluster.x-k8s.io/cluster-name label, or NULL. */
-const char *kobj_cluster_name(const struct kobj *o);
+const char *kube_object_cluster_name(const struct kube_object *o);
 /* Takes a reference (thread-safe); returns o. */
-struct kobj *kobj_ref(struct kobj *o);
+struct kube_object *kube_object_ref(struct kube_object *o);
 /* Drops a reference; the last one frees. Accepts NULL. */
-void kobj_unref(struct kobj *o);
+void kube_object_unref(struct kube_object *o);
 /* Wraps obj (taking ownership) in a new snapshot with one reference. CM_EINVAL if it has
  * no metadata.name; obj is consumed (freed) then too. For tests and for handing freshly
  * written objects around. */
-MUST_CHECK int kobj_new(cJSON *obj, struct kobj **ret);
+MUST_CHECK int kube_object_new(cJSON *obj, struct kube_object **ret);
 /* Unrefs n objects and frees the array. Accepts NULL. */
-void kobj_list_free(struct kobj **objs, size_t n);
+void kube_object_list_free(struct kube_object **objs, size_t n);
 
 /* ---- informer ---- */
 
 struct informer;
 
 struct informer_handler {
-        /* Any may be NULL. Objects are borrowed for the call (kobj_ref to keep one). */
-        void (*on_add)(void *arg, const struct kobj *obj);
-        void (*on_update)(void *arg, const struct kobj *old, const struct kobj *cur);
-        void (*on_delete)(void *arg, const struct kobj *last);
+        /* Any may be NULL. Objects are borrowed for the call (kube_object_ref to keep one). */
+        void (*on_add)(void *arg, const struct kube_object *obj);
+        void (*on_update)(void *arg, const struct kube_object *old, const struct kube_object *cur);
+        void (*on_delete)(void *arg, const struct kube_object *last);
         void *arg;
 };
 
@@ -112,14 +112,14 @@ struct informer *informer_free(struct informer *inf);
 
 /* A new snapshot of ns/name (one reference, the caller's), or NULL when not cached. ns ""
  * or NULL for cluster-scoped. */
-struct kobj *informer_get(struct informer *inf, const char *ns, const char *name);
+struct kube_object *informer_get(struct informer *inf, const char *ns, const char *name);
 /* Snapshots of every cached object in ns (NULL = all) whose cluster-name label equals
  * cluster (NULL = any; uses the index), sorted by namespace/name. *ret is NULL when n is 0.
  * Only matching objects are parsed; prefer a filter to listing everything. */
 MUST_CHECK int informer_list(struct informer *inf,
                              const char *ns,
                              const char *cluster,
-                             struct kobj ***ret,
+                             struct kube_object ***ret,
                              size_t *ret_n);
 /* Calls fn(arg, ns, name) for the same objects informer_list would return (unsorted),
  * without parsing any: for controller map functions that only need keys (fn may be the
@@ -133,12 +133,12 @@ size_t informer_each_key(struct informer *inf,
 /* Calls fn(arg, obj) for the same objects informer_list would return (unsorted), parsing
  * one at a time and dropping each when fn returns: a pass over thousands of objects holds
  * one tree, not thousands (informer_list of 3 000 MaasMachines is about 40 MiB of trees).
- * obj is borrowed (kobj_ref to keep it); objects deleted during the pass are skipped. fn
+ * obj is borrowed (kube_object_ref to keep it); objects deleted during the pass are skipped. fn
  * runs with no lock held. Returns the number of calls. */
 size_t informer_each(struct informer *inf,
                      const char *ns,
                      const char *cluster,
-                     void (*fn)(void *arg, struct kobj *obj),
+                     void (*fn)(void *arg, struct kube_object *obj),
                      void *arg);
 /* Number of cached objects. */
 size_t informer_len(struct informer *inf);

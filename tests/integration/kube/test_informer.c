@@ -45,16 +45,16 @@ struct shadow {
         unsigned bad;     /* add of a present object, update/delete of an absent one */
 };
 
-static int name_idx(const struct kobj *o)
+static int name_idx(const struct kube_object *o)
 {
         int i = -1;
 
-        if (sscanf(kobj_name(o), "cm-%d", &i) != 1 || i < 0 || i >= N_OBJS)
+        if (sscanf(kube_object_name(o), "cm-%d", &i) != 1 || i < 0 || i >= N_OBJS)
                 return -1;
         return i;
 }
 
-static void sh_set(struct shadow *s, const struct kobj *o, bool want_present, const char *rv)
+static void sh_set(struct shadow *s, const struct kube_object *o, bool want_present, const char *rv)
 {
         int i = name_idx(o);
 
@@ -67,30 +67,30 @@ static void sh_set(struct shadow *s, const struct kobj *o, bool want_present, co
         snprintf(s->rv[i], sizeof(s->rv[i]), "%s", rv);
 }
 
-static void sh_add(void *arg, const struct kobj *o)
+static void sh_add(void *arg, const struct kube_object *o)
 {
         struct shadow *s = arg;
 
         pthread_mutex_lock(&s->mu);
         s->adds++;
-        sh_set(s, o, false, kobj_resource_version(o));
+        sh_set(s, o, false, kube_object_resource_version(o));
         pthread_mutex_unlock(&s->mu);
 }
 
-static void sh_update(void *arg, const struct kobj *old, const struct kobj *cur)
+static void sh_update(void *arg, const struct kube_object *old, const struct kube_object *cur)
 {
         struct shadow *s = arg;
 
         pthread_mutex_lock(&s->mu);
         s->updates++;
         s->replays += old == cur;
-        if (strcmp(kobj_name(old), kobj_name(cur)) != 0)
+        if (strcmp(kube_object_name(old), kube_object_name(cur)) != 0)
                 s->bad++;
-        sh_set(s, cur, true, kobj_resource_version(cur));
+        sh_set(s, cur, true, kube_object_resource_version(cur));
         pthread_mutex_unlock(&s->mu);
 }
 
-static void sh_delete(void *arg, const struct kobj *last)
+static void sh_delete(void *arg, const struct kube_object *last)
 {
         struct shadow *s = arg;
 
@@ -243,18 +243,18 @@ static bool expected_in(const struct watcher *wt, const struct written *w)
 static const char *diff_item(struct fx *f, struct watcher *wt, const cJSON *it)
 {
         const char *rv = kube_meta_str(it, "resourceVersion");
-        struct kobj *o =
+        struct kube_object *o =
                 informer_get(wt->inf, kube_meta_str(it, "namespace"), kube_meta_str(it, "name"));
         int i = o ? name_idx(o) : -1;
         const char *why = NULL;
 
-        if (!o || !rv || strcmp(kobj_resource_version(o), rv) != 0)
+        if (!o || !rv || strcmp(kube_object_resource_version(o), rv) != 0)
                 why = "cache differs from the API";
         else if (i < 0 || !expected_in(wt, &f->w[i]))
                 why = "API holds an object the test did not expect";
         else if (strcmp(wt->sh.rv[i], rv) != 0)
                 why = "handler events do not rebuild the API state";
-        kobj_unref(o);
+        kube_object_unref(o);
         return why;
 }
 
@@ -379,7 +379,7 @@ static void test_informer__exact_cache_through_1000_writes_drop_and_410(void **s
 static void test_informer__relist_after_410_diffs_changes_made_while_away(void **state)
 {
         struct fx *f = *state;
-        struct kobj **v = NULL;
+        struct kube_object **v = NULL;
         size_t n = 0;
 
         for (int i = 0; i < 40; i++)
@@ -400,9 +400,9 @@ static void test_informer__relist_after_410_diffs_changes_made_while_away(void *
         expect_counts(&f->all, 50, 10, 10);
         assert_int_equal(informer_list(f->all.inf, "inf-b", NULL, &v, &n), 0);
         for (size_t i = 0; i < n; i++)
-                assert_string_equal(kobj_namespace(v[i]), "inf-b");
+                assert_string_equal(kube_object_namespace(v[i]), "inf-b");
         assert_true(n > 0);
-        kobj_list_free(v, n);
+        kube_object_list_free(v, n);
 }
 
 static void test_informer__backs_off_while_the_server_fails_then_syncs(void **state)

@@ -403,13 +403,13 @@ static void make_kubeconfig_secret(const char *cluster)
         free(text);
 }
 
-struct mm_spec {
+struct machine_spec {
         const char *extra_spec; /* JSON members for the MaasMachine spec, or NULL */
         bool control_plane;
         bool bootstrap;
 };
 
-static void make_machine(const char *cluster, const char *name, const struct mm_spec *s)
+static void make_machine(const char *cluster, const char *name, const struct machine_spec *s)
 {
         char uid[64], *b64 = base64_encode("#cloud-config\nruncmd: [echo hi]\n", 32);
         const char *cp = s->control_plane ? ",\"cluster.x-k8s.io/control-plane\":\"\"" : "";
@@ -557,7 +557,7 @@ static char *ready_cluster(const char *name)
         return host;
 }
 
-static char *ready_machine(const char *cluster, const char *name, const struct mm_spec *s)
+static char *ready_machine(const char *cluster, const char *name, const struct machine_spec *s)
 {
         cJSON *mm;
         char *sid;
@@ -618,8 +618,8 @@ static void test_cluster__endpoint_record_and_ready(void **state)
 static void test_cluster__record_follows_control_planes_and_is_deleted(void **state)
 {
         char *host = ready_cluster("c2");
-        char *sid = ready_machine("c2", "cp0",
-                                  &(struct mm_spec){ .control_plane = true, .bootstrap = true });
+        char *sid = ready_machine(
+                "c2", "cp0", &(struct machine_spec){ .control_plane = true, .bootstrap = true });
         cJSON *node = maas_machine(sid), *mm;
         const char *ip = at_str(cJSON_GetArrayItem(at(node, "ips"), 0), "");
         const char *tr[] = { "DNSAttached", "True", "DNSAttached" };
@@ -661,7 +661,7 @@ static void test_machine__waits_for_infrastructure_and_bootstrap_data(void **sta
         (void)state;
         make_cluster("c3", false);
         make_kubeconfig_secret("c3");
-        make_machine("c3", "w0", &(struct mm_spec){ .bootstrap = false });
+        make_machine("c3", "w0", &(struct machine_spec){ .bootstrap = false });
         cJSON_Delete(wait_obj(&KUBE_RES_MAASMACHINES, "w0", pred_cond_reason, infra));
         patch_status(&KUBE_RES_CLUSTERS, "c3",
                      "{\"status\":{\"infrastructureReady\":true,\"initialization\":"
@@ -709,11 +709,11 @@ static void test_machine__deploys_with_constraints_and_sets_node_provider_id(voi
 
         (void)state;
         free(ready_cluster("c4"));
-        sid = ready_machine("c4", "w1",
-                            &(struct mm_spec){ .bootstrap = true,
-                                               .extra_spec =
-                                                       "\"resourcePool\":\"capi\","
-                                                       "\"tags\":[\"ssd\",\"control-plane\"]" });
+        sid = ready_machine(
+                "c4", "w1",
+                &(struct machine_spec){ .bootstrap = true,
+                                        .extra_spec = "\"resourcePool\":\"capi\","
+                                                      "\"tags\":[\"ssd\",\"control-plane\"]" });
         mm = get(&KUBE_RES_MAASMACHINES, "w1");
         node = maas_machine(sid);
         /* every tag counts: the only capi machine with ssd AND control-plane */
@@ -769,7 +769,7 @@ static void test_machine__node_keeps_its_own_zone_label(void **state)
                                  0);
         maas_node_list_release(&l);
         free(ready_cluster("c12"));
-        sid = ready_machine("c12", "w1", &(struct mm_spec){ .bootstrap = true });
+        sid = ready_machine("c12", "w1", &(struct machine_spec){ .bootstrap = true });
         node = maas_machine(sid);
         snprintf(pid, sizeof(pid), "maas:///%s/%s", at_str(node, "zone"), sid);
         wnode = wait_node_provider_id(at_str(node, "hostname"));
@@ -790,7 +790,7 @@ static void test_machine__adopts_stamped_machine_after_lost_write(void **state)
 
         (void)state;
         free(ready_cluster("c5"));
-        make_machine("c5", "w2", &(struct mm_spec){ .bootstrap = false });
+        make_machine("c5", "w2", &(struct machine_spec){ .bootstrap = false });
         cJSON_Delete(wait_obj(&KUBE_RES_MAASMACHINES, "w2", pred_cond_reason, boot));
         kubesim_faults(&G->mgmt,
                        "{\"failNext\":{\"method\":\"PATCH\",\"pathContains\":\"/maasmachines/w2\","
@@ -831,9 +831,9 @@ static void test_machine__failed_deployment_is_replaced(void **state)
         snprintf(body, sizeof(body), "{\"fail_deploy\":[\"%s\"]}", bad);
         cJSON_Delete(maas_admin("POST", "faults", body));
         free(ready_cluster("c6"));
-        sid = ready_machine(
-                "c6", "w3",
-                &(struct mm_spec){ .bootstrap = true, .extra_spec = "\"resourcePool\":\"capi\"" });
+        sid = ready_machine("c6", "w3",
+                            &(struct machine_spec){ .bootstrap = true,
+                                                    .extra_spec = "\"resourcePool\":\"capi\"" });
         assert_string_not_equal(sid, bad);
         wait_event("MachineReplaced");
         node = maas_machine(bad);
@@ -851,8 +851,8 @@ static void test_machine__failed_deployment_is_replaced(void **state)
 static void test_machine__power_policy_and_record_kept(void **state)
 {
         char *host = ready_cluster("c7");
-        char *sid = ready_machine("c7", "cp1",
-                                  &(struct mm_spec){ .control_plane = true, .bootstrap = true });
+        char *sid = ready_machine(
+                "c7", "cp1", &(struct machine_spec){ .control_plane = true, .bootstrap = true });
         const char *attached[] = { "DNSAttached", "True", "DNSAttached" };
         char body[256];
         cJSON *mm;
@@ -901,7 +901,7 @@ static void test_machine__delete_for_move_releases_nothing(void **state)
 
         (void)state;
         free(ready_cluster("c8"));
-        sid = ready_machine("c8", "w4", &(struct mm_spec){ .bootstrap = true });
+        sid = ready_machine("c8", "w4", &(struct machine_spec){ .bootstrap = true });
         patch_main(&KUBE_RES_MAASMACHINES, "w4",
                    "{\"metadata\":{\"annotations\":{\"clusterctl.cluster.x-k8s.io/"
                    "delete-for-move\":\"\"}}}");
@@ -923,7 +923,7 @@ static void test_machine__paused_cluster_is_left_alone(void **state)
         free(ready_cluster("c9"));
         patch_main(&KUBE_RES_CLUSTERS, "c9", "{\"spec\":{\"paused\":true}}");
         sleep_ms(200);
-        make_machine("c9", "w5", &(struct mm_spec){ .bootstrap = true });
+        make_machine("c9", "w5", &(struct machine_spec){ .bootstrap = true });
         sleep_ms(1500); /* a negative check: nothing may happen */
         mm = get(&KUBE_RES_MAASMACHINES, "w5");
         assert_null(at(mm, "metadata.finalizers"));
@@ -943,9 +943,9 @@ static void test_machine__vanished_machine_is_replaced(void **state)
         (void)state;
         free(ready_cluster("c10"));
         make_machine("c10", "w6",
-                     &(struct mm_spec){ .bootstrap = true,
-                                        .extra_spec = "\"providerID\":\"maas:///az1/gone00\","
-                                                      "\"systemID\":\"gone00\"" });
+                     &(struct machine_spec){ .bootstrap = true,
+                                             .extra_spec = "\"providerID\":\"maas:///az1/gone00\","
+                                                           "\"systemID\":\"gone00\"" });
         mm = wait_obj(&KUBE_RES_MAASMACHINES, "w6", pred_ready, NULL);
         assert_string_not_equal(at_str(mm, "spec.systemID"), "gone00");
         assert_true(events_with("MachineNotFound") >= 1);

@@ -16,18 +16,19 @@
 /* Makes obj controller-owned by the Cluster and labelled with its name. */
 static int adopt(struct capi_worker *w,
                  const struct kube_resource *r,
-                 const struct kobj *obj,
-                 const struct kobj *cluster)
+                 const struct kube_object *obj,
+                 const struct kube_object *cluster)
 {
-        cJSON *after = cJSON_Duplicate(kobj_json(obj), true);
+        cJSON *after = cJSON_Duplicate(kube_object_json(obj), true);
         bool changed;
         int err = 0;
 
-        changed = capi_set_owner(after, CAPI_API_VERSION, "Cluster", kobj_name(cluster),
-                                 kobj_uid(cluster), true);
-        changed = capi_set_label(after, SCHEMA_LABEL_CLUSTER_NAME, kobj_name(cluster)) || changed;
+        changed = capi_set_owner(after, CAPI_API_VERSION, "Cluster", kube_object_name(cluster),
+                                 kube_object_uid(cluster), true);
+        changed = capi_set_label(after, SCHEMA_LABEL_CLUSTER_NAME, kube_object_name(cluster)) ||
+                  changed;
         if (changed)
-                err = capi_write(w, r, kobj_json(obj), after);
+                err = capi_write(w, r, kube_object_json(obj), after);
         cJSON_Delete(after);
         return err;
 }
@@ -61,33 +62,33 @@ static void cp_status(cJSON *after, const cJSON *kcp)
                       ready);
 }
 
-static int cluster_normal(struct capi_worker *w, const struct kobj *cl)
+static int cluster_normal(struct capi_worker *w, const struct kube_object *cl)
 {
         struct capi *s = w->s;
-        const cJSON *o = kobj_json(cl);
-        const char *ns = kobj_namespace(cl);
+        const cJSON *o = kube_object_json(cl);
+        const char *ns = kube_object_namespace(cl);
         const char *mcname = capi_str(o, "spec", "infrastructureRef", "name", NULL);
         const char *kcpname = capi_str(o, "spec", "controlPlaneRef", "name", NULL);
-        struct kobj *mc = mcname ? informer_get(s->maasclusters, ns, mcname) : NULL;
-        struct kobj *kcp = kcpname ? informer_get(s->kcps, ns, kcpname) : NULL;
+        struct kube_object *mc = mcname ? informer_get(s->maasclusters, ns, mcname) : NULL;
+        struct kube_object *kcp = kcpname ? informer_get(s->kcps, ns, kcpname) : NULL;
         cJSON *after = cJSON_Duplicate(o, true);
         int err = 0;
 
         capi_add_finalizer(after, CAPI_FINALIZER_CLUSTER);
         if (mc) {
                 err = adopt(w, &KUBE_RES_MAASCLUSTERS, mc, cl);
-                infra_status(after, kobj_json(mc));
+                infra_status(after, kube_object_json(mc));
         }
         if (kcp) {
                 if (err == 0)
                         err = adopt(w, &CAPI_RES_KCPS, kcp, cl);
-                cp_status(after, kobj_json(kcp));
+                cp_status(after, kube_object_json(kcp));
         }
         if (err == 0)
                 err = capi_write(w, &KUBE_RES_CLUSTERS, o, after);
         cJSON_Delete(after);
-        kobj_unref(mc);
-        kobj_unref(kcp);
+        kube_object_unref(mc);
+        kube_object_unref(kcp);
         return err;
 }
 
@@ -99,48 +100,49 @@ static int delete_labelled(struct capi_worker *w,
                            const char *cluster,
                            size_t *ret_n)
 {
-        struct kobj **objs = NULL;
+        struct kube_object **objs = NULL;
         size_t n = 0;
         int err = informer_list(inf, ns, cluster, &objs, &n);
 
         for (size_t i = 0; i < n && err == 0; i++)
-                if (!capi_deleting(kobj_json(objs[i])))
-                        err = capi_delete(w->kube, r, ns, kobj_name(objs[i]));
-        kobj_list_free(objs, n);
+                if (!capi_deleting(kube_object_json(objs[i])))
+                        err = capi_delete(w->kube, r, ns, kube_object_name(objs[i]));
+        kube_object_list_free(objs, n);
         if (err == 0)
                 *ret_n = n;
         return err;
 }
 
 static int cluster_delete(struct capi_worker *w,
-                          const struct kobj *cl,
+                          const struct kube_object *cl,
                           struct reconcile_result *res)
 {
         struct capi *s = w->s;
-        const cJSON *o = kobj_json(cl);
-        const char *ns = kobj_namespace(cl);
+        const cJSON *o = kube_object_json(cl);
+        const char *ns = kube_object_namespace(cl);
         const char *mcname = capi_str(o, "spec", "infrastructureRef", "name", NULL);
         const char *kcpname = capi_str(o, "spec", "controlPlaneRef", "name", NULL);
         size_t n_md = 0, n_m = 0;
-        struct kobj *mc = NULL;
+        struct kube_object *mc = NULL;
         cJSON *after;
         int err = 0;
 
         if (kcpname)
                 err = capi_delete(w->kube, &CAPI_RES_KCPS, ns, kcpname);
         if (err == 0)
-                err = delete_labelled(w, s->mds, &CAPI_RES_MDS, ns, kobj_name(cl), &n_md);
+                err = delete_labelled(w, s->mds, &CAPI_RES_MDS, ns, kube_object_name(cl), &n_md);
         if (err == 0)
-                err = delete_labelled(w, s->machines, &KUBE_RES_MACHINES, ns, kobj_name(cl), &n_m);
+                err = delete_labelled(w, s->machines, &KUBE_RES_MACHINES, ns, kube_object_name(cl),
+                                      &n_m);
         if (err || n_m) {
                 *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, DELETE_POLL_MS };
                 return err;
         }
         mc = mcname ? informer_get(s->maasclusters, ns, mcname) : NULL;
         if (mc) {
-                if (!capi_deleting(kobj_json(mc)))
+                if (!capi_deleting(kube_object_json(mc)))
                         err = capi_delete(w->kube, &KUBE_RES_MAASCLUSTERS, ns, mcname);
-                kobj_unref(mc);
+                kube_object_unref(mc);
                 *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, DELETE_POLL_MS };
                 return err;
         }
@@ -156,15 +158,15 @@ int capi_cluster_reconcile(struct capi_worker *w,
                            const char *name,
                            struct reconcile_result *res)
 {
-        struct kobj *cl = informer_get(w->s->clusters, ns, name);
+        struct kube_object *cl = informer_get(w->s->clusters, ns, name);
         int err;
 
         if (!cl)
                 return 0;
-        if (capi_deleting(kobj_json(cl)))
+        if (capi_deleting(kube_object_json(cl)))
                 err = cluster_delete(w, cl, res);
         else
                 err = cluster_normal(w, cl);
-        kobj_unref(cl);
+        kube_object_unref(cl);
         return err;
 }

@@ -127,10 +127,10 @@ static enum capi_owner_kind owner_kind(const cJSON *m, const char **ret_owner)
         return CAPI_OWNER_KINDS;
 }
 
-static void upsert(void *arg, const struct kobj *obj)
+static void upsert(void *arg, const struct kube_object *obj)
 {
         struct capi_index *x = arg;
-        const cJSON *m = kobj_json(obj);
+        const cJSON *m = kube_object_json(obj);
         const char *owner = NULL, *created;
         enum capi_owner_kind k = owner_kind(m, &owner);
         struct capi_member *mem;
@@ -139,32 +139,33 @@ static void upsert(void *arg, const struct kobj *obj)
                 return;
         created = capi_str(m, "metadata", "creationTimestamp", NULL);
         pthread_mutex_lock(&x->lock);
-        mem = member_of(x, group_of(x, k, kobj_namespace(obj), owner, true), kobj_name(obj), true);
+        mem = member_of(x, group_of(x, k, kube_object_namespace(obj), owner, true),
+                        kube_object_name(obj), true);
         snprintf(mem->created, sizeof(mem->created), "%s", created ? created : "");
         mem->ready = capi_true(m, "status", "infrastructureReady", NULL);
         mem->deleting = mem->deleting || capi_deleting(m);
         pthread_mutex_unlock(&x->lock);
 }
 
-static void on_update(void *arg, const struct kobj *old, const struct kobj *cur)
+static void on_update(void *arg, const struct kube_object *old, const struct kube_object *cur)
 {
         (void)old;
         upsert(arg, cur);
 }
 
-static void on_delete(void *arg, const struct kobj *last)
+static void on_delete(void *arg, const struct kube_object *last)
 {
         struct capi_index *x = arg;
         const char *owner = NULL;
-        enum capi_owner_kind k = owner_kind(kobj_json(last), &owner);
+        enum capi_owner_kind k = owner_kind(kube_object_json(last), &owner);
         struct group *g;
         struct capi_member *mem;
 
         if (k == CAPI_OWNER_KINDS)
                 return;
         pthread_mutex_lock(&x->lock);
-        g = group_of(x, k, kobj_namespace(last), owner, false);
-        mem = g ? member_of(x, g, kobj_name(last), false) : NULL;
+        g = group_of(x, k, kube_object_namespace(last), owner, false);
+        mem = g ? member_of(x, g, kube_object_name(last), false) : NULL;
         if (mem)
                 *mem = g->m[--g->n];
         pthread_mutex_unlock(&x->lock);

@@ -22,7 +22,7 @@
 
 struct mctx {
         struct capi_worker *w;
-        const struct kobj *m;
+        const struct kube_object *m;
         const char *ns, *cluster, *mm_name;
         cJSON *after, *status;
 };
@@ -66,18 +66,20 @@ static cJSON *new_obj(const struct mctx *c,
 
 static int bootstrap_secret(struct mctx *c)
 {
-        const char *name = capi_str(kobj_json(c->m), "spec", "bootstrap", "dataSecretName", NULL);
+        const char *name =
+                capi_str(kube_object_json(c->m), "spec", "bootstrap", "dataSecretName", NULL);
         char *cfg, *b64;
         cJSON *sec, *data;
         int err;
 
-        if (!name || capi_true(kobj_json(c->m), "status", "bootstrapReady", NULL))
+        if (!name || capi_true(kube_object_json(c->m), "status", "bootstrapReady", NULL))
                 return 0;
         cfg = xasprintf("#cloud-config\n# capi-sim bootstrap data for Machine %s/%s\n"
                         "runcmd:\n  - echo 'joining cluster %s'\n",
-                        c->ns, kobj_name(c->m), c->cluster ? c->cluster : "");
+                        c->ns, kube_object_name(c->m), c->cluster ? c->cluster : "");
         sec = new_obj(c, "v1", "Secret", name);
-        capi_set_owner(sec, CAPI_API_VERSION, "Machine", kobj_name(c->m), kobj_uid(c->m), false);
+        capi_set_owner(sec, CAPI_API_VERSION, "Machine", kube_object_name(c->m),
+                       kube_object_uid(c->m), false);
         json_set_string(sec, "type", CAPI_SECRET_TYPE);
         data = json_child_object(sec, "data", NULL);
         b64 = base64_encode(cfg, strlen(cfg));
@@ -99,26 +101,28 @@ static int bootstrap_secret(struct mctx *c)
 
 static int create_maasmachine(struct mctx *c, struct reconcile_result *res)
 {
-        const char *tname =
-                capi_str(kobj_json(c->m), "metadata", "annotations", CAPI_ANN_TEMPLATE, NULL);
-        struct kobj *t = tname ? informer_get(c->w->s->templates, c->ns, tname) : NULL;
-        const cJSON *spec = t ? capi_get(kobj_json(t), "spec", "template", "spec", NULL) : NULL;
+        const char *tname = capi_str(kube_object_json(c->m), "metadata", "annotations",
+                                     CAPI_ANN_TEMPLATE, NULL);
+        struct kube_object *t = tname ? informer_get(c->w->s->templates, c->ns, tname) : NULL;
+        const cJSON *spec =
+                t ? capi_get(kube_object_json(t), "spec", "template", "spec", NULL) : NULL;
         cJSON *mm;
         int err;
 
         if (!spec) {
                 *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, TEMPLATE_POLL_MS };
-                kobj_unref(t);
+                kube_object_unref(t);
                 return 0;
         }
         mm = new_obj(c, SCHEMA_API_VERSION, SCHEMA_KIND_MACHINE, c->mm_name);
-        if (is_control_plane(kobj_json(c->m)))
+        if (is_control_plane(kube_object_json(c->m)))
                 capi_set_label(mm, SCHEMA_LABEL_CONTROL_PLANE, "");
-        capi_set_owner(mm, CAPI_API_VERSION, "Machine", kobj_name(c->m), kobj_uid(c->m), true);
+        capi_set_owner(mm, CAPI_API_VERSION, "Machine", kube_object_name(c->m),
+                       kube_object_uid(c->m), true);
         json_set_item(mm, "spec", cJSON_Duplicate(spec, true));
         err = capi_create(c->w->kube, &KUBE_RES_MAASMACHINES, c->ns, mm, NULL);
         cJSON_Delete(mm);
-        kobj_unref(t);
+        kube_object_unref(t);
         return err;
 }
 
@@ -142,9 +146,10 @@ static void node_status(cJSON *n, const cJSON *machine)
 
 static int ensure_node(struct mctx *c, const cJSON *mm, const char *name)
 {
-        struct kobj *node = informer_get(c->w->s->nodes, NULL, name);
+        struct kube_object *node = informer_get(c->w->s->nodes, NULL, name);
         const char *want = capi_str(mm, "spec", "providerID", NULL);
-        const char *have = node ? capi_str(kobj_json(node), "spec", "providerID", NULL) : NULL;
+        const char *have =
+                node ? capi_str(kube_object_json(node), "spec", "providerID", NULL) : NULL;
         cJSON *n, *ann;
         int err = 0;
 
@@ -154,25 +159,25 @@ static int ensure_node(struct mctx *c, const cJSON *mm, const char *name)
                 json_set_string(ref, "apiVersion", "v1");
                 json_set_string(ref, "kind", "Node");
                 json_set_string(ref, "name", name);
-                json_set_string(ref, "uid", kobj_uid(node));
+                json_set_string(ref, "uid", kube_object_uid(node));
         }
         if (!node) {
                 n = new_obj(&(struct mctx){ .cluster = c->cluster }, "v1", "Node", name);
                 ann = json_child_object(json_child_object(n, "metadata", NULL), "annotations",
                                         NULL);
-                json_set_string(ann, CAPI_ANN_MACHINE, kobj_name(c->m));
+                json_set_string(ann, CAPI_ANN_MACHINE, kube_object_name(c->m));
                 json_set_string(ann, CAPI_ANN_CLUSTER_NS, c->ns);
                 capi_set_label(n, "kubernetes.io/hostname", name);
-                if (is_control_plane(kobj_json(c->m)))
+                if (is_control_plane(kube_object_json(c->m)))
                         capi_set_label(n, "node-role.kubernetes.io/control-plane", "");
-                node_status(n, kobj_json(c->m));
+                node_status(n, kube_object_json(c->m));
                 err = capi_create(c->w->wl, &KUBE_RES_NODES, NULL, n, NULL);
                 if (err == 0)
                         log_info(LOGGER, "node joined", "node=%s machine=%s/%s", name, c->ns,
-                                 kobj_name(c->m));
+                                 kube_object_name(c->m));
                 cJSON_Delete(n);
         }
-        kobj_unref(node);
+        kube_object_unref(node);
         return err;
 }
 
@@ -204,30 +209,31 @@ static int mirror(struct mctx *c, const cJSON *mm)
 
 static int machine_normal(struct mctx *c, struct reconcile_result *res)
 {
-        struct kobj *mm = informer_get(c->w->s->maasmachines, c->ns, c->mm_name);
+        struct kube_object *mm = informer_get(c->w->s->maasmachines, c->ns, c->mm_name);
         int err = bootstrap_secret(c);
 
         if (err == 0 && mm)
-                err = mirror(c, kobj_json(mm));
-        else if (err == 0 && !capi_true(kobj_json(c->m), "status", "infrastructureReady", NULL))
+                err = mirror(c, kube_object_json(mm));
+        else if (err == 0 &&
+                 !capi_true(kube_object_json(c->m), "status", "infrastructureReady", NULL))
                 err = create_maasmachine(c, res);
         if (!mm && !capi_get(c->status, "phase", NULL))
                 json_set_string(c->status, "phase", "Provisioning");
         if (err == 0)
-                err = capi_write(c->w, &KUBE_RES_MACHINES, kobj_json(c->m), c->after);
-        kobj_unref(mm);
+                err = capi_write(c->w, &KUBE_RES_MACHINES, kube_object_json(c->m), c->after);
+        kube_object_unref(mm);
         return err;
 }
 
 /* The MaasMachine as cached, else as the API has it (the cache may lag a fresh create). */
 static int find_mm(struct mctx *c, cJSON **ret)
 {
-        struct kobj *mm = informer_get(c->w->s->maasmachines, c->ns, c->mm_name);
+        struct kube_object *mm = informer_get(c->w->s->maasmachines, c->ns, c->mm_name);
         int err;
 
         if (mm) {
-                *ret = cJSON_Duplicate(kobj_json(mm), true);
-                kobj_unref(mm);
+                *ret = cJSON_Duplicate(kube_object_json(mm), true);
+                kube_object_unref(mm);
                 return 0;
         }
         err = kube_get(c->w->kube, &KUBE_RES_MAASMACHINES, c->ns, c->mm_name, ret, NULL);
@@ -241,7 +247,8 @@ static int machine_delete(struct mctx *c, struct reconcile_result *res)
         cJSON *mm = NULL;
         char *node;
         const char *ref = capi_str(c->status, "nodeRef", "name", NULL);
-        const char *secret = capi_str(kobj_json(c->m), "spec", "bootstrap", "dataSecretName", NULL);
+        const char *secret =
+                capi_str(kube_object_json(c->m), "spec", "bootstrap", "dataSecretName", NULL);
         int err = find_mm(c, &mm);
 
         json_set_string(c->status, "phase", "Deleting");
@@ -258,7 +265,7 @@ static int machine_delete(struct mctx *c, struct reconcile_result *res)
                 capi_remove_finalizer(c->after, CAPI_FINALIZER_MACHINE);
         }
         if (err == 0)
-                err = capi_write(c->w, &KUBE_RES_MACHINES, kobj_json(c->m), c->after);
+                err = capi_write(c->w, &KUBE_RES_MACHINES, kube_object_json(c->m), c->after);
         free(node);
         cJSON_Delete(mm);
         return err == CM_ENOTFOUND ? 0 : err;
@@ -269,25 +276,25 @@ int capi_machine_reconcile(struct capi_worker *w,
                            const char *name,
                            struct reconcile_result *res)
 {
-        struct kobj *m = informer_get(w->s->machines, ns, name);
+        struct kube_object *m = informer_get(w->s->machines, ns, name);
         struct mctx c = { .w = w, .m = m, .ns = ns };
         int err;
 
         if (!m)
                 return 0;
-        c.cluster = capi_cluster_of(kobj_json(m));
-        c.mm_name = capi_str(kobj_json(m), "spec", "infrastructureRef", "name", NULL);
+        c.cluster = capi_cluster_of(kube_object_json(m));
+        c.mm_name = capi_str(kube_object_json(m), "spec", "infrastructureRef", "name", NULL);
         if (!c.mm_name) {
-                kobj_unref(m);
+                kube_object_unref(m);
                 return 0; /* nothing this simulator can do for it */
         }
-        c.after = cJSON_Duplicate(kobj_json(m), true);
+        c.after = cJSON_Duplicate(kube_object_json(m), true);
         c.status = json_child_object(c.after, "status", NULL);
-        if (capi_deleting(kobj_json(m)))
+        if (capi_deleting(kube_object_json(m)))
                 err = machine_delete(&c, res);
         else
                 err = machine_normal(&c, res);
         cJSON_Delete(c.after);
-        kobj_unref(m);
+        kube_object_unref(m);
         return err;
 }

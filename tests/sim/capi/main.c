@@ -111,53 +111,53 @@ static const struct controller_ops ops[] = {
  * KubeadmControlPlane created after its Cluster was last reconciled, so the reconcile did
  * not find it) carries no cluster name: with arg (the Clusters' informer) every Cluster of
  * its namespace is enqueued, and the one whose reference names it adopts it. */
-static void map_to_cluster(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
+static void map_to_cluster(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
-        const char *c = capi_cluster_of(kobj_json(obj));
+        const char *c = capi_cluster_of(kube_object_json(obj));
 
         if (c)
-                add(ctl, kobj_namespace(obj), c);
+                add(ctl, kube_object_namespace(obj), c);
         else if (arg)
-                (void)informer_each_key(arg, kobj_namespace(obj), NULL, add, ctl);
+                (void)informer_each_key(arg, kube_object_namespace(obj), NULL, add, ctl);
 }
 
-static void map_machine_to_kcp(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
+static void map_machine_to_kcp(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
-        const char *o = capi_owner_name(kobj_json(obj), CAPI_RES_KCPS.kind);
+        const char *o = capi_owner_name(kube_object_json(obj), CAPI_RES_KCPS.kind);
 
         (void)arg;
         if (o)
-                add(ctl, kobj_namespace(obj), o);
+                add(ctl, kube_object_namespace(obj), o);
 }
 
-static void map_machine_to_md(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
+static void map_machine_to_md(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
-        const char *o = capi_owner_name(kobj_json(obj), CAPI_RES_MDS.kind);
+        const char *o = capi_owner_name(kube_object_json(obj), CAPI_RES_MDS.kind);
 
         (void)arg;
         if (o)
-                add(ctl, kobj_namespace(obj), o);
+                add(ctl, kube_object_namespace(obj), o);
 }
 
 /* A Cluster → the KCPs or MDs (arg: their informer) of its namespace, keys only: an object
  * applied before its Cluster carries no cluster-name label yet. */
-static void map_cluster_to_owners(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
+static void map_cluster_to_owners(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
-        (void)informer_each_key(arg, kobj_namespace(obj), NULL, add, ctl);
+        (void)informer_each_key(arg, kube_object_namespace(obj), NULL, add, ctl);
 }
 
-static void map_mm_to_machine(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
+static void map_mm_to_machine(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
-        const char *m = capi_owner_name(kobj_json(obj), "Machine");
+        const char *m = capi_owner_name(kube_object_json(obj), "Machine");
 
         (void)arg;
         if (m)
-                add(ctl, kobj_namespace(obj), m);
+                add(ctl, kube_object_namespace(obj), m);
 }
 
-static void map_node_to_machine(void *arg, const struct kobj *obj, add_fn *add, void *ctl)
+static void map_node_to_machine(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
-        const cJSON *o = kobj_json(obj);
+        const cJSON *o = kube_object_json(obj);
         const char *m = capi_str(o, "metadata", "annotations", CAPI_ANN_MACHINE, NULL);
         const char *ns = capi_str(o, "metadata", "annotations", CAPI_ANN_CLUSTER_NS, NULL);
 

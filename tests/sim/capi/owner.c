@@ -41,7 +41,7 @@ struct owner_ctx {
         struct capi_worker *w;
         enum capi_owner_kind k;
         const struct owner_desc *d;
-        const struct kobj *owner;
+        const struct kube_object *owner;
         const char *ns, *cluster;
         struct capi_member *m;
         size_t n, active, ready;
@@ -59,7 +59,7 @@ static cJSON *machine_doc(const struct owner_ctx *c,
                           const char *secret,
                           const char *tmpl)
 {
-        const cJSON *o = kobj_json(c->owner);
+        const cJSON *o = kube_object_json(c->owner);
         const cJSON *ver = path4(o, c->d->version_path);
         cJSON *m = cJSON_CreateObject();
         cJSON *meta = json_child_object(m, "metadata", NULL);
@@ -72,11 +72,11 @@ static cJSON *machine_doc(const struct owner_ctx *c,
         json_set_string(meta, "namespace", c->ns);
         capi_set_label(m, SCHEMA_LABEL_CLUSTER_NAME, c->cluster);
         capi_set_label(m, c->d->control_plane ? SCHEMA_LABEL_CONTROL_PLANE : CAPI_LABEL_DEPLOYMENT,
-                       c->d->control_plane ? "" : kobj_name(c->owner));
+                       c->d->control_plane ? "" : kube_object_name(c->owner));
         json_set_string(json_child_object(meta, "annotations", NULL), CAPI_ANN_TEMPLATE, tmpl);
         capi_add_finalizer(m, CAPI_FINALIZER_MACHINE);
-        capi_set_owner(m, c->d->api_version, c->d->r->kind, kobj_name(c->owner), kobj_uid(c->owner),
-                       true);
+        capi_set_owner(m, c->d->api_version, c->d->r->kind, kube_object_name(c->owner),
+                       kube_object_uid(c->owner), true);
         json_set_string(spec, "clusterName", c->cluster);
         if (cJSON_IsString(ver))
                 json_set_string(spec, "version", ver->valuestring);
@@ -91,16 +91,16 @@ static cJSON *machine_doc(const struct owner_ctx *c,
 
 static int create_machine(struct owner_ctx *c, const char *tmpl)
 {
-        char *name = capi_random_name(c->w->s, kobj_name(c->owner));
+        char *name = capi_random_name(c->w->s, kube_object_name(c->owner));
         char *secret = xasprintf("%s-bootstrap", name);
         cJSON *m = machine_doc(c, name, secret, tmpl);
         int err;
 
         err = kube_create(c->w->kube, &KUBE_RES_MACHINES, c->ns, m, NULL, NULL);
         if (err == 0) {
-                capi_index_put_local(c->w->s->index, c->k, c->ns, kobj_name(c->owner), name);
+                capi_index_put_local(c->w->s->index, c->k, c->ns, kube_object_name(c->owner), name);
                 log_info(LOGGER, "created machine", "owner=%s/%s machine=%s", c->ns,
-                         kobj_name(c->owner), name);
+                         kube_object_name(c->owner), name);
         }
         cJSON_Delete(m);
         free(secret);
@@ -109,9 +109,9 @@ static int create_machine(struct owner_ctx *c, const char *tmpl)
 }
 
 /* How many Machines this reconcile may create (kubeadm: the first control plane alone). */
-static size_t to_create(const struct owner_ctx *c, const struct kobj *cl, size_t want)
+static size_t to_create(const struct owner_ctx *c, const struct kube_object *cl, size_t want)
 {
-        const cJSON *o = kobj_json(cl);
+        const cJSON *o = kube_object_json(cl);
 
         if (!capi_true(o, "status", "infrastructureReady", NULL) || c->active >= want)
                 return 0;
@@ -138,8 +138,8 @@ static int scale_down(struct owner_ctx *c, size_t want)
                 if (err)
                         break;
                 log_info(LOGGER, "deleted machine", "owner=%s/%s machine=%s", c->ns,
-                         kobj_name(c->owner), c->m[i].name);
-                capi_index_mark_deleting(c->w->s->index, c->k, c->ns, kobj_name(c->owner),
+                         kube_object_name(c->owner), c->m[i].name);
+                capi_index_mark_deleting(c->w->s->index, c->k, c->ns, kube_object_name(c->owner),
                                          c->m[i].name);
                 c->m[i].deleting = true;
                 c->active--;
@@ -150,7 +150,7 @@ static int scale_down(struct owner_ctx *c, size_t want)
 
 /* Owned by the KCP (as kubeadm's) and by the Cluster, so it outlives a KCP deleted before
  * the workers: GC removes an object once all its owners are gone. */
-static int kubeconfig_secret(struct owner_ctx *c, const struct kobj *cl)
+static int kubeconfig_secret(struct owner_ctx *c, const struct kube_object *cl)
 {
         cJSON *sec = cJSON_CreateObject();
         cJSON *meta = json_child_object(sec, "metadata", NULL);
@@ -162,9 +162,10 @@ static int kubeconfig_secret(struct owner_ctx *c, const struct kobj *cl)
         json_set_string(meta, "name", name);
         json_set_string(meta, "namespace", c->ns);
         capi_set_label(sec, SCHEMA_LABEL_CLUSTER_NAME, c->cluster);
-        capi_set_owner(sec, c->d->api_version, c->d->r->kind, kobj_name(c->owner),
-                       kobj_uid(c->owner), true);
-        capi_set_owner(sec, CAPI_API_VERSION, "Cluster", kobj_name(cl), kobj_uid(cl), false);
+        capi_set_owner(sec, c->d->api_version, c->d->r->kind, kube_object_name(c->owner),
+                       kube_object_uid(c->owner), true);
+        capi_set_owner(sec, CAPI_API_VERSION, "Cluster", kube_object_name(cl), kube_object_uid(cl),
+                       false);
         json_set_string(sec, "type", CAPI_SECRET_TYPE);
         json_set_string(json_child_object(sec, "data", NULL), "value", c->w->s->kubeconfig_b64);
         err = kube_create(c->w->kube, &KUBE_RES_SECRETS, c->ns, sec, NULL, NULL);
@@ -176,17 +177,17 @@ static int kubeconfig_secret(struct owner_ctx *c, const struct kobj *cl)
         return err;
 }
 
-static int write_status(struct owner_ctx *c, const struct kobj *cl, size_t want)
+static int write_status(struct owner_ctx *c, const struct kube_object *cl, size_t want)
 {
-        const cJSON *o = kobj_json(c->owner);
+        const cJSON *o = kube_object_json(c->owner);
         cJSON *after = cJSON_Duplicate(o, true);
         cJSON *st = json_child_object(after, "status", NULL);
         int err = 0;
 
         if (!c->d->control_plane) {
                 capi_set_label(after, SCHEMA_LABEL_CLUSTER_NAME, c->cluster);
-                capi_set_owner(after, CAPI_API_VERSION, "Cluster", kobj_name(cl), kobj_uid(cl),
-                               false);
+                capi_set_owner(after, CAPI_API_VERSION, "Cluster", kube_object_name(cl),
+                               kube_object_uid(cl), false);
         }
         json_set_int64(st, "replicas", (int64_t)c->active);
         json_set_int64(st, "readyReplicas", (int64_t)c->ready);
@@ -211,7 +212,7 @@ static int write_status(struct owner_ctx *c, const struct kobj *cl, size_t want)
 
 static void count(struct owner_ctx *c)
 {
-        c->n = capi_index_members(c->w->s->index, c->k, c->ns, kobj_name(c->owner), &c->m);
+        c->n = capi_index_members(c->w->s->index, c->k, c->ns, kube_object_name(c->owner), &c->m);
         for (size_t i = 0; i < c->n; i++) {
                 if (c->m[i].deleting)
                         continue;
@@ -221,10 +222,10 @@ static void count(struct owner_ctx *c)
 }
 
 static int reconcile_replicas(struct owner_ctx *c,
-                              const struct kobj *cl,
+                              const struct kube_object *cl,
                               struct reconcile_result *res)
 {
-        const cJSON *o = kobj_json(c->owner);
+        const cJSON *o = kube_object_json(c->owner);
         const cJSON *rep = capi_get(o, "spec", "replicas", NULL);
         size_t want = cJSON_IsNumber(rep) && rep->valuedouble >= 0 ? (size_t)rep->valuedouble : 1;
         const char *tmpl = capi_str(path4(o, c->d->ref_path), "name", NULL);
@@ -255,21 +256,22 @@ int capi_owner_reconcile(struct capi_worker *w,
                          struct reconcile_result *res)
 {
         struct owner_ctx c = { .w = w, .k = k, .d = &descs[k], .ns = ns };
-        struct kobj *owner = informer_get(k == CAPI_OWNER_KCP ? w->s->kcps : w->s->mds, ns, name);
-        struct kobj *cl = NULL;
+        struct kube_object *owner =
+                informer_get(k == CAPI_OWNER_KCP ? w->s->kcps : w->s->mds, ns, name);
+        struct kube_object *cl = NULL;
         int err = 0;
 
-        if (!owner || capi_deleting(kobj_json(owner)))
+        if (!owner || capi_deleting(kube_object_json(owner)))
                 goto out;
         c.owner = owner;
-        c.cluster = capi_cluster_of(kobj_json(owner));
+        c.cluster = capi_cluster_of(kube_object_json(owner));
         cl = c.cluster ? informer_get(w->s->clusters, ns, c.cluster) : NULL;
-        if (!cl || capi_deleting(kobj_json(cl)))
+        if (!cl || capi_deleting(kube_object_json(cl)))
                 goto out;
         err = reconcile_replicas(&c, cl, res);
 out:
         free(c.m);
-        kobj_unref(cl);
-        kobj_unref(owner);
+        kube_object_unref(cl);
+        kube_object_unref(owner);
         return err;
 }

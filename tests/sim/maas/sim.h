@@ -7,7 +7,7 @@
  *
  * Files: main.c (flags, daemon, signals), http.c (libmicrohttpd glue, bodies, OAuth, routing),
  * params.c (query/form/multipart/JSON parameter parsing), inventory.c (YAML/JSON inventory ->
- * state), machines.c (machine handlers and JSON), other.c (zones, pools, tags, domains, boot
+ * state), machines.c (machine handlers and JSON), catalogue.c (zones, pools, tags, domains, boot
  * resources, DNS, users, version), admin.c (/_sim/ endpoints, faults, request log).
  */
 

@@ -523,15 +523,15 @@ static cJSON *mkobj(const char *ns, const char *name, const char *rv, const char
 
 /* Maps an object to the key of its cluster ("<ns>/<cluster>"), if labelled. */
 static void map_cluster(void *map_arg,
-                        const struct kobj *o,
+                        const struct kube_object *o,
                         void (*add)(void *ctl, const char *ns, const char *name),
                         void *ctl)
 {
         atomic_uint *calls = map_arg;
 
         atomic_fetch_add(calls, 1);
-        if (kobj_cluster_name(o))
-                add(ctl, kobj_namespace(o), kobj_cluster_name(o));
+        if (kube_object_cluster_name(o))
+                add(ctl, kube_object_namespace(o), kube_object_cluster_name(o));
 }
 
 static void test_controller__watch_maps_informer_events_to_keys(void **state)

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the informer cache and kobj snapshots, fed with synthetic watch events and
+ * Unit tests for the informer cache and kube_object snapshots, fed with synthetic watch events and
  * list results through the informer's internal seam (reconcile/informer_priv.h): no API
  * server, no thread of the informer's own. Covers add/update/delete, relist diffing (as
  * after a 410), the cluster-name index, resync on a fake clock without API calls, snapshot
@@ -55,32 +55,33 @@ static void rec_printf(struct rec *r, const char *fmt, ...)
         r->len += (size_t)n;
 }
 
-static void h_add(void *arg, const struct kobj *o)
+static void h_add(void *arg, const struct kube_object *o)
 {
         struct rec *r = arg;
 
         r->adds++;
-        rec_printf(r, "A %s/%s@%s ", kobj_namespace(o), kobj_name(o), kobj_resource_version(o));
+        rec_printf(r, "A %s/%s@%s ", kube_object_namespace(o), kube_object_name(o),
+                   kube_object_resource_version(o));
 }
 
-static void h_update(void *arg, const struct kobj *old, const struct kobj *cur)
+static void h_update(void *arg, const struct kube_object *old, const struct kube_object *cur)
 {
         struct rec *r = arg;
 
         r->updates++;
         if (old == cur)
                 r->same++;
-        rec_printf(r, "U %s/%s@%s>%s ", kobj_namespace(cur), kobj_name(cur),
-                   kobj_resource_version(old), kobj_resource_version(cur));
+        rec_printf(r, "U %s/%s@%s>%s ", kube_object_namespace(cur), kube_object_name(cur),
+                   kube_object_resource_version(old), kube_object_resource_version(cur));
 }
 
-static void h_delete(void *arg, const struct kobj *last)
+static void h_delete(void *arg, const struct kube_object *last)
 {
         struct rec *r = arg;
 
         r->deletes++;
-        rec_printf(r, "D %s/%s@%s ", kobj_namespace(last), kobj_name(last),
-                   kobj_resource_version(last));
+        rec_printf(r, "D %s/%s@%s ", kube_object_namespace(last), kube_object_name(last),
+                   kube_object_resource_version(last));
 }
 
 static void rec_reset(struct rec *r)
@@ -167,80 +168,81 @@ static int teardown(void **state)
 
 static void expect_rv(struct informer *inf, const char *ns, const char *name, const char *rv)
 {
-        struct kobj *o = informer_get(inf, ns, name);
+        struct kube_object *o = informer_get(inf, ns, name);
 
         if (!rv) {
                 assert_null(o);
                 return;
         }
         assert_non_null(o);
-        assert_string_equal(kobj_resource_version(o), rv);
-        kobj_unref(o);
+        assert_string_equal(kube_object_resource_version(o), rv);
+        kube_object_unref(o);
 }
 
-/* ---- kobj ---- */
+/* ---- kube_object ---- */
 
 static void test_kobj__accessors_point_into_the_object(void **state)
 {
-        struct kobj *o = NULL;
+        struct kube_object *o = NULL;
 
         (void)state;
-        assert_int_equal(kobj_new(mkobj("ns1", "a", "7", "c1"), &o), 0);
-        assert_string_equal(kobj_namespace(o), "ns1");
-        assert_string_equal(kobj_name(o), "a");
-        assert_string_equal(kobj_uid(o), "u-1");
-        assert_string_equal(kobj_resource_version(o), "7");
-        assert_string_equal(kobj_cluster_name(o), "c1");
-        assert_ptr_equal(kobj_name(o),
-                         cJSON_GetObjectItemCaseSensitive(
-                                 cJSON_GetObjectItemCaseSensitive(kobj_json(o), "metadata"), "name")
-                                 ->valuestring);
-        assert_ptr_equal(kobj_ref(o), o);
-        kobj_unref(o);
-        kobj_unref(o);
-        kobj_unref(NULL);
+        assert_int_equal(kube_object_new(mkobj("ns1", "a", "7", "c1"), &o), 0);
+        assert_string_equal(kube_object_namespace(o), "ns1");
+        assert_string_equal(kube_object_name(o), "a");
+        assert_string_equal(kube_object_uid(o), "u-1");
+        assert_string_equal(kube_object_resource_version(o), "7");
+        assert_string_equal(kube_object_cluster_name(o), "c1");
+        assert_ptr_equal(
+                kube_object_name(o),
+                cJSON_GetObjectItemCaseSensitive(
+                        cJSON_GetObjectItemCaseSensitive(kube_object_json(o), "metadata"), "name")
+                        ->valuestring);
+        assert_ptr_equal(kube_object_ref(o), o);
+        kube_object_unref(o);
+        kube_object_unref(o);
+        kube_object_unref(NULL);
 }
 
 static void test_kobj__cluster_scoped_and_unlabelled_defaults(void **state)
 {
-        struct kobj *o = NULL;
+        struct kube_object *o = NULL;
 
         (void)state;
-        assert_int_equal(kobj_new(mkobj(NULL, "node-1", "3", NULL), &o), 0);
-        assert_string_equal(kobj_namespace(o), "");
-        assert_null(kobj_cluster_name(o));
-        kobj_unref(o);
+        assert_int_equal(kube_object_new(mkobj(NULL, "node-1", "3", NULL), &o), 0);
+        assert_string_equal(kube_object_namespace(o), "");
+        assert_null(kube_object_cluster_name(o));
+        kube_object_unref(o);
 }
 
 static void test_kobj__missing_name_is_rejected_and_consumed(void **state)
 {
-        struct kobj *o = NULL;
+        struct kube_object *o = NULL;
         cJSON *no_md = cJSON_CreateObject();
         cJSON *no_name = cJSON_Parse("{\"metadata\":{\"namespace\":\"x\"}}");
         cJSON *num_name = cJSON_Parse("{\"metadata\":{\"name\":5}}");
 
         (void)state;
-        assert_int_equal(kobj_new(no_md, &o), CM_EINVAL);
-        assert_int_equal(kobj_new(no_name, &o), CM_EINVAL);
-        assert_int_equal(kobj_new(num_name, &o), CM_EINVAL);
+        assert_int_equal(kube_object_new(no_md, &o), CM_EINVAL);
+        assert_int_equal(kube_object_new(no_name, &o), CM_EINVAL);
+        assert_int_equal(kube_object_new(num_name, &o), CM_EINVAL);
         assert_null(o); /* ret untouched; the objects were freed (ASan checks the leak) */
 }
 
 static void test_kobj__list_free_unrefs_each(void **state)
 {
-        struct kobj **v = calloc(3, sizeof(*v));
+        struct kube_object **v = calloc(3, sizeof(*v));
 
         (void)state;
         for (int i = 0; i < 3; i++)
-                assert_int_equal(kobj_new(mkobj("n",
-                                                i == 0   ? "a"
-                                                : i == 1 ? "b"
-                                                         : "c",
-                                                "1", NULL),
-                                          &v[i]),
+                assert_int_equal(kube_object_new(mkobj("n",
+                                                       i == 0   ? "a"
+                                                       : i == 1 ? "b"
+                                                                : "c",
+                                                       "1", NULL),
+                                                 &v[i]),
                                  0);
-        kobj_list_free(v, 3);
-        kobj_list_free(NULL, 0);
+        kube_object_list_free(v, 3);
+        kube_object_list_free(NULL, 0);
 }
 
 /* ---- watch events ---- */
@@ -318,16 +320,17 @@ static void test_informer__managed_fields_are_not_cached(void **state)
 {
         struct tctx *t = *state;
         cJSON *o = mkobj("ns1", "a", "1", NULL);
-        struct kobj *k;
+        struct kube_object *k;
 
         cJSON_AddArrayToObject(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "managedFields");
         assert_int_equal(informer_feed_event(t->inf, KUBE_WATCH_ADDED, o), 0);
         k = informer_get(t->inf, "ns1", "a");
         assert_non_null(k);
         assert_null(cJSON_GetObjectItemCaseSensitive(
-                cJSON_GetObjectItemCaseSensitive(kobj_json(k), "metadata"), "managedFields"));
-        assert_non_null(cJSON_GetObjectItemCaseSensitive(kobj_json(k), "kind"));
-        kobj_unref(k);
+                cJSON_GetObjectItemCaseSensitive(kube_object_json(k), "metadata"),
+                "managedFields"));
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(kube_object_json(k), "kind"));
+        kube_object_unref(k);
 }
 
 /* ---- relist (start-up and after 410 Gone) ---- */
@@ -353,7 +356,7 @@ static void test_informer__relist_diffs_against_cache(void **state)
                            mkobj("ns1", "c", "1", NULL) };
         cJSON *second[] = { mkobj("ns1", "a", "1", NULL), mkobj("ns1", "b", "2", NULL),
                             mkobj("ns1", "d", "3", NULL) };
-        struct kobj *a_before, *a_after;
+        struct kube_object *a_before, *a_after;
 
         assert_int_equal(informer_feed_list(t->inf, mklist("1", first, 3)), 0);
         a_before = informer_get(t->inf, "ns1", "a");
@@ -365,10 +368,11 @@ static void test_informer__relist_diffs_against_cache(void **state)
         expect_rv(t->inf, "ns1", "c", NULL);
         expect_rv(t->inf, "ns1", "d", "3");
         a_after = informer_get(t->inf, "ns1", "a");
-        assert_string_equal(kobj_resource_version(a_before), kobj_resource_version(a_after));
+        assert_string_equal(kube_object_resource_version(a_before),
+                            kube_object_resource_version(a_after));
         assert_ptr_not_equal(a_before, a_after); /* every get is a snapshot of its own */
-        kobj_unref(a_before);
-        kobj_unref(a_after);
+        kube_object_unref(a_before);
+        kube_object_unref(a_after);
 }
 
 static void test_informer__empty_relist_deletes_everything(void **state)
@@ -390,14 +394,14 @@ static void test_informer__empty_relist_deletes_everything(void **state)
 
 /* ---- indexes ---- */
 
-static void names_of(struct kobj **v, size_t n, char *out, size_t cap)
+static void names_of(struct kube_object **v, size_t n, char *out, size_t cap)
 {
         size_t len = 0;
 
         out[0] = '\0';
         for (size_t i = 0; i < n; i++) {
-                int w = snprintf(out + len, cap - len, "%s/%s ", kobj_namespace(v[i]),
-                                 kobj_name(v[i]));
+                int w = snprintf(out + len, cap - len, "%s/%s ", kube_object_namespace(v[i]),
+                                 kube_object_name(v[i]));
 
                 assert_true(w > 0 && (size_t)w < cap - len);
                 len += (size_t)w;
@@ -406,7 +410,7 @@ static void names_of(struct kobj **v, size_t n, char *out, size_t cap)
 
 static void expect_list(struct informer *inf, const char *ns, const char *cluster, const char *want)
 {
-        struct kobj **v = NULL;
+        struct kube_object **v = NULL;
         size_t n = 99;
         char got[1024];
 
@@ -415,7 +419,7 @@ static void expect_list(struct informer *inf, const char *ns, const char *cluste
                 assert_null(v);
         names_of(v, n, got, sizeof(got));
         assert_string_equal(got, want);
-        kobj_list_free(v, n);
+        kube_object_list_free(v, n);
 }
 
 static void test_informer__cluster_index_follows_labels(void **state)
@@ -452,13 +456,13 @@ struct keys {
 static void key_cb(void *arg, const char *ns, const char *name)
 {
         struct keys *k = arg;
-        struct kobj *o = informer_get(k->inf, ns, name);
+        struct kube_object *o = informer_get(k->inf, ns, name);
         int n = snprintf(k->text + k->len, sizeof(k->text) - k->len, "%s/%s ", ns, name);
 
         assert_true(n > 0 && (size_t)n < sizeof(k->text) - k->len);
         k->len += (size_t)n;
         k->get_ok = k->get_ok && o;
-        kobj_unref(o);
+        kube_object_unref(o);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -520,21 +524,22 @@ struct seen_objs {
         struct informer *inf;
         char text[1024];
         size_t len;
-        struct kobj *kept;
+        struct kube_object *kept;
         bool delete_next; /* deletes an object during the pass: it must be skipped */
 };
 
-static void obj_cb(void *arg, struct kobj *obj)
+static void obj_cb(void *arg, struct kube_object *obj)
 {
         struct seen_objs *s = arg;
 
         s->len += (size_t)snprintf(s->text + s->len, sizeof(s->text) - s->len, "%s/%s@%s ",
-                                   kobj_namespace(obj), kobj_name(obj), kobj_resource_version(obj));
+                                   kube_object_namespace(obj), kube_object_name(obj),
+                                   kube_object_resource_version(obj));
         if (!s->kept)
-                s->kept = kobj_ref(obj); /* a borrowed snapshot may be kept */
+                s->kept = kube_object_ref(obj); /* a borrowed snapshot may be kept */
         if (s->delete_next) { /* deletes the other of ns1/m1 and ns1/x, not visited yet */
                 s->delete_next = false;
-                if (strcmp(kobj_name(obj), "x") == 0)
+                if (strcmp(kube_object_name(obj), "x") == 0)
                         feed(s->inf, KUBE_WATCH_DELETED, "ns1", "m1", "9", "c1");
                 else
                         feed(s->inf, KUBE_WATCH_DELETED, "ns1", "x", "9", "c2");
@@ -553,11 +558,11 @@ static void test_informer__each_hands_over_one_parsed_snapshot_at_a_time(void **
         sort_words(s.text);
         assert_string_equal(s.text, "ns1/m1@2 ns2/m2@1 ");
         assert_non_null(s.kept);
-        kobj_unref(s.kept);
+        kube_object_unref(s.kept);
         /* an object deleted while the pass runs is skipped, not handed over stale */
         s = (struct seen_objs){ .inf = t->inf, .delete_next = true };
         assert_int_equal(informer_each(t->inf, "ns1", NULL, obj_cb, &s), 1);
-        kobj_unref(s.kept);
+        kube_object_unref(s.kept);
         assert_int_equal(informer_len(t->inf), 2);
 }
 
@@ -566,7 +571,7 @@ static void test_informer__thousands_of_objects_survive_table_growth(void **stat
         struct tctx *t = *state;
 
         enum { N = 5000 };
-        struct kobj **v = NULL;
+        struct kube_object **v = NULL;
         char name[32], cl[16], rv[16];
         size_t n = 0;
 
@@ -586,12 +591,13 @@ static void test_informer__thousands_of_objects_survive_table_growth(void **stat
         assert_int_equal(informer_list(t->inf, NULL, "c7", &v, &n), 0);
         assert_int_equal(n, N / 50);
         for (size_t i = 1; i < n; i++)
-                assert_true(strcmp(kobj_namespace(v[i - 1]), kobj_namespace(v[i])) < 0 ||
-                            (!strcmp(kobj_namespace(v[i - 1]), kobj_namespace(v[i])) &&
-                             strcmp(kobj_name(v[i - 1]), kobj_name(v[i])) < 0));
+                assert_true(
+                        strcmp(kube_object_namespace(v[i - 1]), kube_object_namespace(v[i])) < 0 ||
+                        (!strcmp(kube_object_namespace(v[i - 1]), kube_object_namespace(v[i])) &&
+                         strcmp(kube_object_name(v[i - 1]), kube_object_name(v[i])) < 0));
         for (size_t i = 0; i < n; i++)
-                assert_string_equal(kobj_cluster_name(v[i]), "c7");
-        kobj_list_free(v, n);
+                assert_string_equal(kube_object_cluster_name(v[i]), "c7");
+        kube_object_list_free(v, n);
 }
 
 /* ---- memory ---- */
@@ -685,8 +691,8 @@ static void test_informer__no_resync_when_period_is_zero(void **state)
 static void test_informer__held_snapshot_outlives_update_and_delete(void **state)
 {
         struct tctx *t = *state;
-        struct kobj *held;
-        struct kobj **all = NULL;
+        struct kube_object *held;
+        struct kube_object **all = NULL;
         size_t n = 0;
 
         feed(t->inf, KUBE_WATCH_ADDED, "ns1", "a", "1", "c1");
@@ -696,22 +702,24 @@ static void test_informer__held_snapshot_outlives_update_and_delete(void **state
         feed(t->inf, KUBE_WATCH_DELETED, "ns1", "a", "3", "c2");
         assert_int_equal(informer_feed_list(t->inf, mklist("4", NULL, 0)), 0);
         t->inf = informer_free(t->inf); /* even the informer is gone */
-        assert_string_equal(kobj_resource_version(held), "1");
-        assert_string_equal(kobj_cluster_name(held), "c1");
+        assert_string_equal(kube_object_resource_version(held), "1");
+        assert_string_equal(kube_object_cluster_name(held), "c1");
         assert_int_equal(n, 1);
-        assert_string_equal(kobj_resource_version(all[0]), "1");
-        kobj_unref(held);
-        kobj_list_free(all, n);
+        assert_string_equal(kube_object_resource_version(all[0]), "1");
+        kube_object_unref(held);
+        kube_object_list_free(all, n);
 }
 
-static void h_read_back(void *arg, const struct kobj *o)
+static void h_read_back(void *arg, const struct kube_object *o)
 {
         struct rec *r = arg;
-        struct kobj *again = informer_get(r->inf, kobj_namespace(o), kobj_name(o));
+        struct kube_object *again =
+                informer_get(r->inf, kube_object_namespace(o), kube_object_name(o));
 
         /* handlers run after the write lock is dropped: the cache already shows o */
-        r->read_back_ok = again && !strcmp(kobj_resource_version(again), kobj_resource_version(o));
-        kobj_unref(again);
+        r->read_back_ok = again && !strcmp(kube_object_resource_version(again),
+                                           kube_object_resource_version(o));
+        kube_object_unref(again);
 }
 
 static void test_informer__handler_may_read_the_cache(void **state)
@@ -756,20 +764,20 @@ static void *reader(void *arg)
         char name[16];
 
         for (unsigned i = 0; !atomic_load(&r->done) || i < 100; i++) {
-                struct kobj **v = NULL;
-                struct kobj *o;
+                struct kube_object **v = NULL;
+                struct kube_object *o;
                 size_t n = 0;
 
                 snprintf(name, sizeof(name), "o%u", i % 64);
                 o = informer_get(r->inf, "ns", name);
                 if (o) {
-                        assert_string_equal(kobj_name(o), name);
-                        kobj_unref(o);
+                        assert_string_equal(kube_object_name(o), name);
+                        kube_object_unref(o);
                 }
                 assert_int_equal(informer_list(r->inf, NULL, i % 2 ? "c1" : NULL, &v, &n), 0);
                 for (size_t j = 0; j < n; j++)
-                        assert_non_null(kobj_resource_version(v[j]));
-                kobj_list_free(v, n);
+                        assert_non_null(kube_object_resource_version(v[j]));
+                kube_object_list_free(v, n);
                 (void)informer_len(r->inf);
                 r->reads++;
         }

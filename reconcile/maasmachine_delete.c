@@ -1,5 +1,5 @@
 /*
- * mm_delete: a deleting MaasMachine. Wait until a control plane's IP has left the API
+ * maasmachine_delete: a deleting MaasMachine. Wait until a control plane's IP has left the API
  * endpoint record, release the machine (erase per --release-erase), record it, and remove
  * the finalizer. With clusterctl's delete-for-move annotation nothing is released: the
  * object is being moved to another management cluster that will own the machine.
@@ -9,7 +9,7 @@
 
 #include "err.h"
 #include "log.h"
-#include "mm.h"
+#include "maasmachine.h"
 
 #define LOGGER "maasmachine"
 
@@ -23,22 +23,22 @@ static bool releasable(const char *status)
         return true;
 }
 
-static int finish(struct mm_ctx *c)
+static int finish(struct maasmachine_ctx *c)
 {
         struct provider *p = c->p;
 
         (void)schema_strv_remove(&c->mm.meta.finalizers, SCHEMA_FINALIZER_MACHINE);
-        rc_observe_phase(p, "deleting", c->mm.meta.deletion_timestamp, c->now);
+        reconciler_observe_phase(p, "deleting", c->mm.meta.deletion_timestamp, c->now);
         if (c->have_node) {
                 pthread_mutex_lock(&p->lock);
-                rc_table_del(&p->power_off_reads, c->node.system_id);
-                rc_table_del(&p->node_done, c->node.system_id);
+                reconciler_table_del(&p->power_off_reads, c->node.system_id);
+                reconciler_table_del(&p->node_done, c->node.system_id);
                 pthread_mutex_unlock(&p->lock);
         }
-        return mm_flush(c, true);
+        return maasmachine_flush(c, true);
 }
 
-static int wait_dns_detach(struct mm_ctx *c, struct reconcile_result *res, bool *ret_wait)
+static int wait_dns_detach(struct maasmachine_ctx *c, struct reconcile_result *res, bool *ret_wait)
 {
         bool registered = false;
         int err;
@@ -46,25 +46,26 @@ static int wait_dns_detach(struct mm_ctx *c, struct reconcile_result *res, bool 
         *ret_wait = false;
         if (!c->control_plane || !c->have_node || c->node.ip_addresses.n == 0)
                 return 0;
-        c->cluster = c->machine ? rc_cluster_of(c->p, c->ns, kobj_json(c->machine))
-                                : rc_cluster_of(c->p, c->ns, kobj_json(c->obj));
+        c->cluster = c->machine ? reconciler_cluster_of(c->p, c->ns, kube_object_json(c->machine))
+                                : reconciler_cluster_of(c->p, c->ns, kube_object_json(c->obj));
         if (!c->cluster)
                 return 0;
-        err = mm_dns_registered(c, &registered);
+        err = maasmachine_dns_registered(c, &registered);
         if (err || !registered)
                 return err;
-        mm_cond(c, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_FALSE,
-                SCHEMA_REASON_DNS_DETACH_PENDING, "waiting for the API endpoint record to drop %s",
-                c->node.ip_addresses.v[0]);
+        maasmachine_cond(c, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_FALSE,
+                         SCHEMA_REASON_DNS_DETACH_PENDING,
+                         "waiting for the API endpoint record to drop %s",
+                         c->node.ip_addresses.v[0]);
         c->mm.status.dns_attached = true;
         c->mm.status.has_dns_attached = true;
         res->outcome = RECONCILE_REQUEUE_AFTER;
         res->after_ms = 2000;
         *ret_wait = true;
-        return mm_flush(c, false);
+        return maasmachine_flush(c, false);
 }
 
-int mm_delete_pass(struct mm_ctx *c, struct reconcile_result *res)
+int maasmachine_delete_pass(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         const char *sid;
         bool wait = false, had = c->mm.spec.system_id || c->mm.spec.provider_id;
@@ -72,12 +73,12 @@ int mm_delete_pass(struct mm_ctx *c, struct reconcile_result *res)
 
         if (!schema_meta_has_finalizer(&c->mm.meta, SCHEMA_FINALIZER_MACHINE))
                 return 0;
-        if (schema_strmap_get(&c->mm.meta.annotations, RC_ANNOTATION_DELETE_FOR_MOVE)) {
+        if (schema_strmap_get(&c->mm.meta.annotations, RECONCILER_ANNOTATION_DELETE_FOR_MOVE)) {
                 log_info(LOGGER, "delete for move: keeping the MAAS machine", "object=%s/%s", c->ns,
                          c->name);
                 return finish(c);
         }
-        err = mm_find_node(c);
+        err = maasmachine_find_node(c);
         if (err)
                 return err;
         err = wait_dns_detach(c, res, &wait);
@@ -85,17 +86,19 @@ int mm_delete_pass(struct mm_ctx *c, struct reconcile_result *res)
                 return err;
         sid = c->have_node ? c->node.system_id : NULL;
         if (sid && releasable(c->node.status_name)) {
-                err = mm_release(c, sid);
+                err = maasmachine_release(c, sid);
                 if (err)
                         return err;
-                mm_event(c, "Normal", "SuccessfulRelease", "Released instance \"%s\"", sid);
+                maasmachine_event(c, "Normal", "SuccessfulRelease", "Released instance \"%s\"",
+                                  sid);
         } else if (!sid && had) {
-                mm_event(c, "Warning", "NoMachineFound", "Unable to find matching MaaS machine");
+                maasmachine_event(c, "Warning", "NoMachineFound",
+                                  "Unable to find matching MaaS machine");
         }
-        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE, SCHEMA_REASON_DELETED,
-                NULL);
+        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                         SCHEMA_REASON_DELETED, NULL);
         /* Status first: once the finalizer is gone the object may vanish at once. */
-        err = mm_flush(c, false);
+        err = maasmachine_flush(c, false);
         if (err)
                 return err;
         return finish(c);

@@ -1,11 +1,11 @@
 /*
- * kobj: immutable, reference-counted snapshots of Kubernetes objects (informer.h).
+ * kube_object: immutable, reference-counted snapshots of Kubernetes objects (informer.h).
  *
- * A kobj is one allocation holding the atomic reference count, the owned cJSON tree and
+ * A kube_object is one allocation holding the atomic reference count, the owned cJSON tree and
  * pointers into that tree for the fields every cache lookup needs (namespace, name, uid,
  * resourceVersion, cluster-name label). No string is copied: the pointers stay valid as
- * long as the tree, which nobody modifies after kobj_new(). The last kobj_unref() frees
- * both. References may be taken and dropped on any thread (acq_rel on the final drop, so
+ * long as the tree, which nobody modifies after kube_object_new(). The last kube_object_unref()
+ * frees both. References may be taken and dropped on any thread (acq_rel on the final drop, so
  * every write another thread made before its unref is visible to the freeing thread).
  */
 #include <stdatomic.h>
@@ -17,7 +17,7 @@
 
 #define CLUSTER_NAME_LABEL "cluster.x-k8s.io/cluster-name"
 
-struct kobj {
+struct kube_object {
         _Atomic size_t refs;
         cJSON *json;         /* owned, never modified */
         const char *ns;      /* borrowed from json; "" when cluster-scoped */
@@ -40,12 +40,12 @@ static const char *or_empty(const char *s)
         return s ? s : "";
 }
 
-int kobj_new(cJSON *obj, struct kobj **ret)
+int kube_object_new(cJSON *obj, struct kube_object **ret)
 {
         const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
         const cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
         const char *name = str_item(md, "name");
-        struct kobj *o;
+        struct kube_object *o;
 
         if (!cJSON_IsObject(md) || !name || !*name) {
                 cJSON_Delete(obj);
@@ -63,43 +63,43 @@ int kobj_new(cJSON *obj, struct kobj **ret)
         return 0;
 }
 
-const cJSON *kobj_json(const struct kobj *o)
+const cJSON *kube_object_json(const struct kube_object *o)
 {
         return o->json;
 }
 
-const char *kobj_namespace(const struct kobj *o)
+const char *kube_object_namespace(const struct kube_object *o)
 {
         return o->ns;
 }
 
-const char *kobj_name(const struct kobj *o)
+const char *kube_object_name(const struct kube_object *o)
 {
         return o->name;
 }
 
-const char *kobj_uid(const struct kobj *o)
+const char *kube_object_uid(const struct kube_object *o)
 {
         return o->uid;
 }
 
-const char *kobj_resource_version(const struct kobj *o)
+const char *kube_object_resource_version(const struct kube_object *o)
 {
         return o->rv;
 }
 
-const char *kobj_cluster_name(const struct kobj *o)
+const char *kube_object_cluster_name(const struct kube_object *o)
 {
         return o->cluster;
 }
 
-struct kobj *kobj_ref(struct kobj *o)
+struct kube_object *kube_object_ref(struct kube_object *o)
 {
         atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed);
         return o;
 }
 
-void kobj_unref(struct kobj *o)
+void kube_object_unref(struct kube_object *o)
 {
         if (!o)
                 return;
@@ -109,11 +109,11 @@ void kobj_unref(struct kobj *o)
         free(o);
 }
 
-void kobj_list_free(struct kobj **objs, size_t n)
+void kube_object_list_free(struct kube_object **objs, size_t n)
 {
         if (!objs)
                 return;
         for (size_t i = 0; i < n; i++)
-                kobj_unref(objs[i]);
+                kube_object_unref(objs[i]);
         free(objs);
 }

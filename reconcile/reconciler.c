@@ -1,7 +1,9 @@
 /*
- * rc_util: small pieces shared by the reconcilers: in-memory tables, CAPI object lookups
+ * reconciler_util: small pieces shared by the reconcilers: in-memory tables, CAPI object lookups
  * in the informer caches, MAAS call accounting and the workload-cluster client.
  */
+#include "reconciler.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +16,9 @@
 #include "kube_events.h"
 #include "memfile.h"
 #include "metrics.h"
-#include "rc.h"
 #include "xalloc.h"
 
-struct rc_entry *rc_table_get(struct rc_table *t, const char *key)
+struct reconciler_entry *reconciler_table_get(struct reconciler_table *t, const char *key)
 {
         for (size_t i = 0; i < t->n; i++)
                 if (strcmp(t->items[i].key, key) == 0)
@@ -25,9 +26,9 @@ struct rc_entry *rc_table_get(struct rc_table *t, const char *key)
         return NULL;
 }
 
-struct rc_entry *rc_table_put(struct rc_table *t, const char *key)
+struct reconciler_entry *reconciler_table_put(struct reconciler_table *t, const char *key)
 {
-        struct rc_entry *e = rc_table_get(t, key);
+        struct reconciler_entry *e = reconciler_table_get(t, key);
 
         if (e)
                 return e;
@@ -36,13 +37,13 @@ struct rc_entry *rc_table_put(struct rc_table *t, const char *key)
                 t->items = xrealloc(t->items, t->cap * sizeof(*t->items));
         }
         e = &t->items[t->n++];
-        *e = (struct rc_entry){ .key = xstrdup(key) };
+        *e = (struct reconciler_entry){ .key = xstrdup(key) };
         return e;
 }
 
-void rc_table_del(struct rc_table *t, const char *key)
+void reconciler_table_del(struct reconciler_table *t, const char *key)
 {
-        struct rc_entry *e = rc_table_get(t, key);
+        struct reconciler_entry *e = reconciler_table_get(t, key);
 
         if (!e)
                 return;
@@ -50,12 +51,12 @@ void rc_table_del(struct rc_table *t, const char *key)
         *e = t->items[--t->n];
 }
 
-void rc_table_release(struct rc_table *t)
+void reconciler_table_release(struct reconciler_table *t)
 {
         for (size_t i = 0; i < t->n; i++)
                 free(t->items[i].key);
         free(t->items);
-        *t = (struct rc_table){ 0 };
+        *t = (struct reconciler_table){ 0 };
 }
 
 static const cJSON *item_va(const cJSON *obj, va_list ap)
@@ -67,7 +68,7 @@ static const cJSON *item_va(const cJSON *obj, va_list ap)
         return obj;
 }
 
-const cJSON *rc_item(const cJSON *obj, ...)
+const cJSON *reconciler_item(const cJSON *obj, ...)
 {
         va_list ap;
         const cJSON *it;
@@ -78,7 +79,7 @@ const cJSON *rc_item(const cJSON *obj, ...)
         return it;
 }
 
-const char *rc_str(const cJSON *obj, ...)
+const char *reconciler_str(const cJSON *obj, ...)
 {
         va_list ap;
         const cJSON *it;
@@ -94,9 +95,11 @@ static bool is_true(const cJSON *it)
         return cJSON_IsTrue(it);
 }
 
-struct kobj *rc_owner(struct provider *p, const struct schema_meta *meta, const char *kind)
+struct kube_object *reconciler_owner(struct provider *p,
+                                     const struct schema_meta *meta,
+                                     const char *kind)
 {
-        const struct schema_owner_ref *o = schema_meta_owner(meta, RC_CAPI_GROUP, kind);
+        const struct schema_owner_ref *o = schema_meta_owner(meta, RECONCILER_CAPI_GROUP, kind);
         struct informer *inf = strcmp(kind, "Cluster") == 0 ? p->clusters : p->machines;
 
         if (!o || !o->name)
@@ -104,32 +107,35 @@ struct kobj *rc_owner(struct provider *p, const struct schema_meta *meta, const 
         return informer_get(inf, meta->namespace ? meta->namespace : "", o->name);
 }
 
-struct kobj *rc_cluster_of(struct provider *p, const char *ns, const cJSON *obj)
+struct kube_object *reconciler_cluster_of(struct provider *p, const char *ns, const cJSON *obj)
 {
-        const char *name = rc_str(obj, "metadata", "labels", SCHEMA_LABEL_CLUSTER_NAME, NULL);
+        const char *name =
+                reconciler_str(obj, "metadata", "labels", SCHEMA_LABEL_CLUSTER_NAME, NULL);
 
         if (!name || !*name)
                 return NULL;
         return informer_get(p->clusters, ns, name);
 }
 
-bool rc_paused(const cJSON *cluster, const cJSON *obj)
+bool reconciler_paused(const cJSON *cluster, const cJSON *obj)
 {
-        if (cluster && is_true(rc_item(cluster, "spec", "paused", NULL)))
+        if (cluster && is_true(reconciler_item(cluster, "spec", "paused", NULL)))
                 return true;
-        if (cluster && rc_str(cluster, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL))
+        if (cluster &&
+            reconciler_str(cluster, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL))
                 return true;
-        return obj && rc_str(obj, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL);
+        return obj &&
+               reconciler_str(obj, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL);
 }
 
-bool rc_cluster_infra_ready(const cJSON *cluster)
+bool reconciler_cluster_infra_ready(const cJSON *cluster)
 {
-        return is_true(rc_item(cluster, "status", "initialization", "infrastructureProvisioned",
-                               NULL)) ||
-               is_true(rc_item(cluster, "status", "infrastructureReady", NULL));
+        return is_true(reconciler_item(cluster, "status", "initialization",
+                                       "infrastructureProvisioned", NULL)) ||
+               is_true(reconciler_item(cluster, "status", "infrastructureReady", NULL));
 }
 
-int64_t rc_parse_time(const char *s)
+int64_t reconciler_parse_time(const char *s)
 {
         struct tm tm = { 0 };
         char *end = NULL;
@@ -149,23 +155,23 @@ int64_t rc_parse_time(const char *s)
         return (int64_t)timegm(&tm);
 }
 
-void rc_observe_phase(struct provider *p, const char *phase, const char *since, time_t now)
+void reconciler_observe_phase(struct provider *p, const char *phase, const char *since, time_t now)
 {
-        int64_t t0 = rc_parse_time(since);
+        int64_t t0 = reconciler_parse_time(since);
 
         if (!p->phase_seconds || t0 < 0 || now < t0)
                 return;
         metric_histogram_observe(metric_series(p->phase_seconds, phase), (double)(now - t0));
 }
 
-void rc_cond_v(struct schema_conditions *l,
-               int64_t generation,
-               time_t now,
-               const char *type,
-               const char *status,
-               const char *reason,
-               const char *fmt,
-               va_list ap)
+void reconciler_cond_v(struct schema_conditions *l,
+                       int64_t generation,
+                       time_t now,
+                       const char *type,
+                       const char *status,
+                       const char *reason,
+                       const char *fmt,
+                       va_list ap)
 {
         char msg[512] = "";
 
@@ -178,12 +184,12 @@ void rc_cond_v(struct schema_conditions *l,
                 generation, now);
 }
 
-void rc_event_v(struct provider *p,
-                const cJSON *obj,
-                const char *type,
-                const char *reason,
-                const char *fmt,
-                va_list ap)
+void reconciler_event_v(struct provider *p,
+                        const cJSON *obj,
+                        const char *type,
+                        const char *reason,
+                        const char *fmt,
+                        va_list ap)
 {
         char msg[1024];
 
@@ -212,15 +218,15 @@ static void set_ready(struct schema_conditions *l,
         va_list ap;
 
         va_start(ap, fmt);
-        rc_cond_v(l, generation, now, SCHEMA_COND_READY, status, reason, fmt, ap);
+        reconciler_cond_v(l, generation, now, SCHEMA_COND_READY, status, reason, fmt, ap);
         va_end(ap);
 }
 
-void rc_ready_summary(struct schema_conditions *l,
-                      const char *const *types,
-                      size_t n,
-                      int64_t generation,
-                      time_t now)
+void reconciler_ready_summary(struct schema_conditions *l,
+                              const char *const *types,
+                              size_t n,
+                              int64_t generation,
+                              time_t now)
 {
         const struct schema_condition *bad = NULL;
         bool unknown = false;
@@ -243,7 +249,7 @@ void rc_ready_summary(struct schema_conditions *l,
                 set_ready(l, generation, now, SCHEMA_CONDITION_TRUE, "Ready", NULL);
 }
 
-void rc_keep_status(cJSON *after, const cJSON *cur)
+void reconciler_keep_status(cJSON *after, const cJSON *cur)
 {
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(cur, "status");
 
@@ -279,7 +285,7 @@ static const char *maas_code(int rc, const struct maas_error *e)
         }
 }
 
-void rc_maas_count(struct provider *p, const char *op, int rc, const struct maas_error *e)
+void reconciler_maas_count(struct provider *p, const char *op, int rc, const struct maas_error *e)
 {
         if (!p->maas_requests)
                 return;
@@ -287,8 +293,11 @@ void rc_maas_count(struct provider *p, const char *op, int rc, const struct maas
 }
 
 /* The kubeconfig bytes of the <cluster>-kubeconfig Secret (key "value", base64). */
-static int workload_kubeconfig(
-        struct rc_worker *w, const char *ns, const char *cluster, char **ret, size_t *ret_len)
+static int workload_kubeconfig(struct reconciler_worker *w,
+                               const char *ns,
+                               const char *cluster,
+                               char **ret,
+                               size_t *ret_len)
 {
         char *name = xasprintf("%s-kubeconfig", cluster);
         cJSON *secret = NULL;
@@ -298,7 +307,7 @@ static int workload_kubeconfig(
         err = kube_get(w->kube, &KUBE_RES_SECRETS, ns, name, &secret, NULL);
         if (err)
                 goto out;
-        b64 = rc_str(secret, "data", "value", NULL);
+        b64 = reconciler_str(secret, "data", "value", NULL);
         if (!b64) {
                 err = CM_ENOTFOUND;
                 goto out;
@@ -310,11 +319,11 @@ out:
         return err;
 }
 
-int rc_workload_client(struct rc_worker *w,
-                       const char *ns,
-                       const char *cluster,
-                       struct kube_config *ret_cfg,
-                       struct kube_client **ret)
+int reconciler_workload_client(struct reconciler_worker *w,
+                               const char *ns,
+                               const char *cluster,
+                               struct kube_config *ret_cfg,
+                               struct kube_client **ret)
 {
         struct memfile kubeconfig = { .fd = -1 };
         char *yaml = NULL, *msg = NULL;

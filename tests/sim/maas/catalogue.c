@@ -1,5 +1,5 @@
 /*
- * maas-sim handlers for everything but machines: version (anonymous), users (whoami),
+ * catalogue: maas-sim handlers for everything but machines: version (anonymous), users (whoami),
  * zones, resource pools (and the emulator-only pools/ alias, routed in http.c), tags (with
  * op=machines), domains, boot resources and DNS resources (maas-api.md §6.2–6.9, §7.1–7.2,
  * §7.8). sim.lock is held by the dispatcher.

@@ -1,5 +1,5 @@
 /*
- * mm_maas: the MAAS side of a MaasMachine reconcile — find or adopt the machine stamped
+ * maasmachine_maas: the MAAS side of a MaasMachine reconcile — find or adopt the machine stamped
  * with this MaasMachine, allocate with every constraint, deploy, replace a failed deploy,
  * power policy, release on delete (upstream-capmaas.md §3.5; beyond.md B2–B4).
  */
@@ -12,8 +12,8 @@
 #include "clock.h"
 #include "err.h"
 #include "log.h"
+#include "maasmachine.h"
 #include "metrics.h"
-#include "mm.h"
 #include "xalloc.h"
 
 #define NODE_ZONE_LABEL "topology.kubernetes.io/zone"
@@ -33,7 +33,7 @@ static char *dup_or_null(const char *s)
         return s ? xstrdup(s) : NULL;
 }
 
-void mm_node_copy(const struct maas_node *src, struct maas_node *dst)
+void maasmachine_node_copy(const struct maas_node *src, struct maas_node *dst)
 {
         *dst = *src;
         dst->system_id = dup_or_null(src->system_id);
@@ -52,7 +52,7 @@ void mm_node_copy(const struct maas_node *src, struct maas_node *dst)
         strv_copy(&src->ip_addresses, &dst->ip_addresses);
 }
 
-static void set_node(struct mm_ctx *c, struct maas_node *n)
+static void set_node(struct maasmachine_ctx *c, struct maas_node *n)
 {
         if (c->have_node)
                 maas_node_release(&c->node);
@@ -61,7 +61,7 @@ static void set_node(struct mm_ctx *c, struct maas_node *n)
         c->have_node = true;
 }
 
-static void drop_node(struct mm_ctx *c)
+static void drop_node(struct maasmachine_ctx *c)
 {
         if (c->have_node)
                 maas_node_release(&c->node);
@@ -79,12 +79,12 @@ struct fleet_ids {
 };
 
 /* informer_each: keeps the systemID of a Deployed MaasMachine. */
-static void fleet_id_of(void *arg, struct kobj *obj)
+static void fleet_id_of(void *arg, struct kube_object *obj)
 {
         struct fleet_ids *f = arg;
-        const cJSON *o = kobj_json(obj);
-        const char *sid = rc_str(o, "spec", "systemID", NULL);
-        const char *st = rc_str(o, "status", "machineState", NULL);
+        const cJSON *o = kube_object_json(obj);
+        const char *sid = reconciler_str(o, "spec", "systemID", NULL);
+        const char *st = reconciler_str(o, "status", "machineState", NULL);
 
         if (!sid || !st || strcmp(st, "Deployed") != 0)
                 return;
@@ -113,7 +113,7 @@ static int cmp_node_id(const void *a, const void *b)
 
 /* Lists every Deployed machine we hold, 100 ids a call, sorted by system_id. Runs without
  * the fleet lock: lookups go on against the previous list meanwhile. */
-static int fleet_fetch(struct rc_worker *w, struct maas_node_list *ret)
+static int fleet_fetch(struct reconciler_worker *w, struct maas_node_list *ret)
 {
         struct provider *p = w->p;
         struct maas_node_list all = { 0 };
@@ -129,7 +129,7 @@ static int fleet_fetch(struct rc_worker *w, struct maas_node_list *ret)
                 struct maas_node_filter f = { .ids = (const char *const *)ids + off, .n_ids = m };
 
                 err = maas_list_machines(w->maas, &f, &part, &me);
-                rc_maas_count(p, "list_machines", err, &me);
+                reconciler_maas_count(p, "list_machines", err, &me);
                 maas_error_release(&me);
                 if (err == 0)
                         maas_node_list_append(&all, &part);
@@ -158,7 +158,7 @@ static bool fleet_claim(struct provider *p, uint64_t now)
         return true;
 }
 
-static void fleet_refresh(struct rc_worker *w)
+static void fleet_refresh(struct reconciler_worker *w)
 {
         struct provider *p = w->p;
         struct maas_node_list all = { 0 };
@@ -177,7 +177,9 @@ static void fleet_refresh(struct rc_worker *w)
         pthread_mutex_unlock(&p->fleet_lock);
 }
 
-int rc_fleet_lookup(struct rc_worker *w, const char *system_id, struct maas_node *ret)
+int reconciler_fleet_lookup(struct reconciler_worker *w,
+                            const char *system_id,
+                            struct maas_node *ret)
 {
         struct provider *p = w->p;
         struct maas_node key = { .system_id = (char *)(uintptr_t)system_id };
@@ -195,7 +197,7 @@ int rc_fleet_lookup(struct rc_worker *w, const char *system_id, struct maas_node
                                        sizeof(*p->fleet.nodes.items), cmp_node_id)
                              : NULL;
         if (hit) {
-                mm_node_copy(hit, ret);
+                maasmachine_node_copy(hit, ret);
                 err = 0;
         }
         pthread_mutex_unlock(&p->fleet_lock);
@@ -217,7 +219,7 @@ static bool adoptable(const char *status)
 
 /* Looks for machines stamped with our UID (B2). Adopts the first usable one other than
  * `skip`; releases any further stamped machine (a double allocation must not survive). */
-static int adopt(struct mm_ctx *c, const char *skip)
+static int adopt(struct maasmachine_ctx *c, const char *skip)
 {
         struct maas_node_list l = { 0 };
         struct maas_error me = { 0 };
@@ -227,7 +229,7 @@ static int adopt(struct mm_ctx *c, const char *skip)
                 return 0;
         err = maas_list_machines(
                 c->w->maas, &(struct maas_node_filter){ .agent_name = c->mm.meta.uid }, &l, &me);
-        rc_maas_count(c->p, "list_machines", err, &me);
+        reconciler_maas_count(c->p, "list_machines", err, &me);
         maas_error_release(&me);
         if (err)
                 return err;
@@ -239,32 +241,32 @@ static int adopt(struct mm_ctx *c, const char *skip)
                 if (!c->have_node) {
                         log_info(LOGGER, "adopting the MAAS machine stamped with this MaasMachine",
                                  "object=%s/%s system_id=%s", c->ns, c->name, n->system_id);
-                        mm_set_ids(c, n->zone, n->system_id);
+                        maasmachine_set_ids(c, n->zone, n->system_id);
                         set_node(c, n);
                         continue;
                 }
                 log_warn(LOGGER, "releasing a second machine stamped with this MaasMachine",
                          "object=%s/%s system_id=%s", c->ns, c->name, n->system_id);
-                (void)!mm_release(c, n->system_id);
+                (void)!maasmachine_release(c, n->system_id);
         }
         maas_node_list_release(&l);
         return 0;
 }
 
-static const char *current_system_id(const struct mm_ctx *c)
+static const char *current_system_id(const struct maasmachine_ctx *c)
 {
         if (c->mm.spec.system_id && *c->mm.spec.system_id)
                 return c->mm.spec.system_id;
         return c->mm.spec.provider_id ? schema_provider_id_system_id(c->mm.spec.provider_id) : NULL;
 }
 
-static bool steady(const struct mm_ctx *c)
+static bool steady(const struct maasmachine_ctx *c)
 {
         return c->mm.status.ready && c->mm.status.machine_state &&
                strcmp(c->mm.status.machine_state, "Deployed") == 0;
 }
 
-int mm_find_node(struct mm_ctx *c)
+int maasmachine_find_node(struct maasmachine_ctx *c)
 {
         const char *sid = current_system_id(c);
         struct maas_node n = { 0 };
@@ -274,10 +276,10 @@ int mm_find_node(struct mm_ctx *c)
         /* The fleet snapshot may be a refresh interval old: fine for noticing drift at
          * steady state, never for deciding a release. */
         if (sid && steady(c) && !c->mm.meta.deletion_timestamp)
-                err = rc_fleet_lookup(c->w, sid, &n);
+                err = reconciler_fleet_lookup(c->w, sid, &n);
         if (sid && err == CM_ENOTFOUND) {
                 err = maas_get_machine(c->w->maas, sid, &n, &me);
-                rc_maas_count(c->p, "get_machine", err, &me);
+                reconciler_maas_count(c->p, "get_machine", err, &me);
         }
         maas_error_release(&me);
         if (sid && err == 0) {
@@ -287,24 +289,24 @@ int mm_find_node(struct mm_ctx *c)
         if (sid && err != CM_ENOTFOUND)
                 return err;
         if (sid && !c->mm.meta.deletion_timestamp) {
-                mm_event(c, "Warning", "MachineNotFound",
-                         "MAAS machine %s no longer exists; allocating another", sid);
+                maasmachine_event(c, "Warning", "MachineNotFound",
+                                  "MAAS machine %s no longer exists; allocating another", sid);
         }
         if (sid)
-                mm_set_ids(c, NULL, NULL);
+                maasmachine_set_ids(c, NULL, NULL);
         return adopt(c, NULL);
 }
 
 /* --- allocate ---------------------------------------------------------------------------- */
 
-static const char *zone_of(const struct mm_ctx *c)
+static const char *zone_of(const struct maasmachine_ctx *c)
 {
         if (c->mm.spec.failure_domain && *c->mm.spec.failure_domain)
                 return c->mm.spec.failure_domain;
-        return rc_str(kobj_json(c->machine), "spec", "failureDomain", NULL);
+        return reconciler_str(kube_object_json(c->machine), "spec", "failureDomain", NULL);
 }
 
-static void describe_constraints(const struct mm_ctx *c, char *out, size_t len)
+static void describe_constraints(const struct maasmachine_ctx *c, char *out, size_t len)
 {
         const struct maas_machine_spec *s = &c->mm.spec;
         size_t k = 0;
@@ -321,22 +323,22 @@ static void describe_constraints(const struct mm_ctx *c, char *out, size_t len)
                                       i ? "," : " tags=", s->tags.items[i]);
 }
 
-static void stamp_owner_data(struct mm_ctx *c, const char *sid)
+static void stamp_owner_data(struct maasmachine_ctx *c, const char *sid)
 {
         const char *keys[] = { "capmaas-cluster", "capmaas-namespace", "capmaas-machine" };
-        const char *vals[] = { kobj_name(c->cluster), c->ns, c->name };
+        const char *vals[] = { kube_object_name(c->cluster), c->ns, c->name };
         struct maas_error me = { 0 };
         int err;
 
         err = maas_set_owner_data(c->w->maas, sid, keys, vals, 3, NULL, &me);
-        rc_maas_count(c->p, "set_owner_data", err, &me);
+        reconciler_maas_count(c->p, "set_owner_data", err, &me);
         if (err)
                 log_warn(LOGGER, "cannot set owner data", "system_id=%s error=%s", sid,
                          maas_strerror(err));
         maas_error_release(&me);
 }
 
-static int allocate_failed(struct mm_ctx *c,
+static int allocate_failed(struct maasmachine_ctx *c,
                            int err,
                            const struct maas_error *me,
                            struct reconcile_result *res)
@@ -345,29 +347,29 @@ static int allocate_failed(struct mm_ctx *c,
 
         describe_constraints(c, what, sizeof(what));
         if (err == MAAS_ENOMATCH) {
-                mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                        SCHEMA_REASON_MACHINE_DEPLOY_FAILED,
-                        "no free MAAS machine matches %s; retrying", what);
-                mm_event(c, "Warning", "NoMachineAvailable", "no free MAAS machine matches %s",
-                         what);
+                maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                                 SCHEMA_REASON_MACHINE_DEPLOY_FAILED,
+                                 "no free MAAS machine matches %s; retrying", what);
+                maasmachine_event(c, "Warning", "NoMachineAvailable",
+                                  "no free MAAS machine matches %s", what);
                 res->outcome = RECONCILE_REQUEUE_AFTER;
                 res->after_ms = 60000;
                 return 0;
         }
         if (me->message && strstr(me->message, "Invalid transition: Broken")) {
-                mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                        SCHEMA_REASON_MACHINE_DEPLOYING, "retrying after broken machine");
+                maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                                 SCHEMA_REASON_MACHINE_DEPLOYING, "retrying after broken machine");
                 res->outcome = RECONCILE_REQUEUE_AFTER;
                 res->after_ms = 120000;
                 return 0;
         }
-        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                SCHEMA_REASON_MACHINE_DEPLOY_FAILED, "unable to allocate a machine: %s",
-                me->message ? me->message : maas_strerror(err));
+        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                         SCHEMA_REASON_MACHINE_DEPLOY_FAILED, "unable to allocate a machine: %s",
+                         me->message ? me->message : maas_strerror(err));
         return err;
 }
 
-int mm_allocate(struct mm_ctx *c, struct reconcile_result *res, bool *ret_got)
+int maasmachine_allocate(struct maasmachine_ctx *c, struct reconcile_result *res, bool *ret_got)
 {
         const struct maas_machine_spec *s = &c->mm.spec;
         char *comment = xasprintf("capmaas %s/%s", c->ns, c->name);
@@ -388,21 +390,22 @@ int mm_allocate(struct mm_ctx *c, struct reconcile_result *res, bool *ret_got)
 
         *ret_got = false;
         err = maas_allocate(c->w->maas, &o, &n, &me);
-        rc_maas_count(c->p, "allocate", err, &me);
+        reconciler_maas_count(c->p, "allocate", err, &me);
         if (err) {
                 err = allocate_failed(c, err, &me, res);
                 goto out;
         }
         stamp_owner_data(c, n.system_id);
-        mm_set_ids(c, n.zone, n.system_id);
+        maasmachine_set_ids(c, n.zone, n.system_id);
         (void)snprintf(started, sizeof(started), "%lld", (long long)c->now);
-        mm_set_annotation(c, RC_ANNOTATION_DEPLOY_STARTED, started);
-        mm_event(c, "Normal", "MachineAllocated", "Allocated MAAS machine %s (%s) in zone %s",
-                 n.system_id, n.hostname ? n.hostname : "", n.zone ? n.zone : "");
+        maasmachine_set_annotation(c, RECONCILER_ANNOTATION_DEPLOY_STARTED, started);
+        maasmachine_event(c, "Normal", "MachineAllocated",
+                          "Allocated MAAS machine %s (%s) in zone %s", n.system_id,
+                          n.hostname ? n.hostname : "", n.zone ? n.zone : "");
         set_node(c, &n);
         *ret_got = true;
         /* Persist the providerID before anything else happens to the machine. */
-        err = mm_flush(c, true);
+        err = maasmachine_flush(c, true);
 out:
         maas_node_release(&n);
         maas_error_release(&me);
@@ -412,10 +415,10 @@ out:
 
 /* --- deploy ------------------------------------------------------------------------------ */
 
-static int bootstrap_data(struct mm_ctx *c, char **ret, size_t *ret_len)
+static int bootstrap_data(struct maasmachine_ctx *c, char **ret, size_t *ret_len)
 {
-        const char *secret =
-                rc_str(kobj_json(c->machine), "spec", "bootstrap", "dataSecretName", NULL);
+        const char *secret = reconciler_str(kube_object_json(c->machine), "spec", "bootstrap",
+                                            "dataSecretName", NULL);
         cJSON *obj = NULL;
         const char *b64;
         int err;
@@ -423,7 +426,7 @@ static int bootstrap_data(struct mm_ctx *c, char **ret, size_t *ret_len)
         err = kube_get(c->w->kube, &KUBE_RES_SECRETS, c->ns, secret, &obj, NULL);
         if (err)
                 goto out;
-        b64 = rc_str(obj, "data", "value", NULL);
+        b64 = reconciler_str(obj, "data", "value", NULL);
         if (!b64) {
                 err = CM_EINVAL;
                 goto out;
@@ -431,30 +434,34 @@ static int bootstrap_data(struct mm_ctx *c, char **ret, size_t *ret_len)
         err = base64_decode(b64, strlen(b64), (unsigned char **)ret, ret_len);
 out:
         if (err)
-                mm_event(c, "Warning", "FailedGetBootstrapData",
-                         "error retrieving bootstrap data from secret %s: %s", secret,
-                         err == CM_EINVAL ? "secret value key is missing" : cm_strerror(err));
+                maasmachine_event(c, "Warning", "FailedGetBootstrapData",
+                                  "error retrieving bootstrap data from secret %s: %s", secret,
+                                  err == CM_EINVAL ? "secret value key is missing"
+                                                   : cm_strerror(err));
         cJSON_Delete(obj);
         return err;
 }
 
-static void rollback(
-        struct mm_ctx *c, const char *sid, const char *what, int err, const struct maas_error *me)
+static void rollback(struct maasmachine_ctx *c,
+                     const char *sid,
+                     const char *what,
+                     int err,
+                     const struct maas_error *me)
 {
         char *id = xstrdup(sid);
 
-        (void)!mm_release(c, id);
-        mm_set_ids(c, NULL, NULL);
+        (void)!maasmachine_release(c, id);
+        maasmachine_set_ids(c, NULL, NULL);
         drop_node(c);
-        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                SCHEMA_REASON_MACHINE_DEPLOY_FAILED, "%s on MAAS machine %s failed: %s", what, id,
-                me && me->message ? me->message : maas_strerror(err));
-        mm_event(c, "Warning", "MachineDeployFailed", "%s on MAAS machine %s failed; released it",
-                 what, id);
+        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                         SCHEMA_REASON_MACHINE_DEPLOY_FAILED, "%s on MAAS machine %s failed: %s",
+                         what, id, me && me->message ? me->message : maas_strerror(err));
+        maasmachine_event(c, "Warning", "MachineDeployFailed",
+                          "%s on MAAS machine %s failed; released it", what, id);
         free(id);
 }
 
-static int deploy_calls(struct mm_ctx *c, const char *sid, const char *ud, size_t ud_len)
+static int deploy_calls(struct maasmachine_ctx *c, const char *sid, const char *ud, size_t ud_len)
 {
         struct maas_deploy_opts o = {
                 .image = c->mm.spec.image,
@@ -468,19 +475,20 @@ static int deploy_calls(struct mm_ctx *c, const char *sid, const char *ud, size_
 
         err = maas_update_machine(c->w->maas, sid, &(struct maas_update_opts){ .swap_size = 0 },
                                   NULL, &me);
-        rc_maas_count(c->p, "update_machine", err, &me);
+        reconciler_maas_count(c->p, "update_machine", err, &me);
         if (err) {
                 rollback(c, sid, "Disabling swap", err, &me);
                 goto out;
         }
         err = maas_deploy(c->w->maas, sid, &o, &n, &me);
-        rc_maas_count(c->p, "deploy", err, &me);
+        reconciler_maas_count(c->p, "deploy", err, &me);
         if (err) {
                 rollback(c, sid, "Deploy", err, &me);
                 goto out;
         }
-        mm_event(c, "Normal", "MachineDeploying", "Deploying %s on MAAS machine %s (%s)",
-                 c->mm.spec.image ? c->mm.spec.image : "", sid, n.hostname ? n.hostname : "");
+        maasmachine_event(c, "Normal", "MachineDeploying", "Deploying %s on MAAS machine %s (%s)",
+                          c->mm.spec.image ? c->mm.spec.image : "", sid,
+                          n.hostname ? n.hostname : "");
         set_node(c, &n);
 out:
         maas_node_release(&n);
@@ -488,14 +496,14 @@ out:
         return err;
 }
 
-int mm_deploy(struct mm_ctx *c)
+int maasmachine_deploy(struct maasmachine_ctx *c)
 {
         char *ud = NULL, *sid = xstrdup(c->node.system_id);
         size_t len = 0;
         int err;
 
-        mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                SCHEMA_REASON_MACHINE_DEPLOY_STARTED, "deploying MAAS machine %s", sid);
+        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                         SCHEMA_REASON_MACHINE_DEPLOY_STARTED, "deploying MAAS machine %s", sid);
         err = bootstrap_data(c, &ud, &len);
         if (err == 0)
                 err = deploy_calls(c, sid, ud, len);
@@ -506,7 +514,7 @@ int mm_deploy(struct mm_ctx *c)
 
 /* --- release and replace ----------------------------------------------------------------- */
 
-int mm_release(struct mm_ctx *c, const char *system_id)
+int maasmachine_release(struct maasmachine_ctx *c, const char *system_id)
 {
         struct maas_release_opts o = {
                 .erase = c->p->settings.release_erase,
@@ -517,7 +525,7 @@ int mm_release(struct mm_ctx *c, const char *system_id)
         int err;
 
         err = maas_release(c->w->maas, system_id, &o, NULL, &me);
-        rc_maas_count(c->p, "release", err, &me);
+        reconciler_maas_count(c->p, "release", err, &me);
         if (err == CM_ENOTFOUND)
                 err = 0;
         if (err)
@@ -527,7 +535,7 @@ int mm_release(struct mm_ctx *c, const char *system_id)
         return err;
 }
 
-int mm_replace(struct mm_ctx *c, const char *why, struct reconcile_result *res)
+int maasmachine_replace(struct maasmachine_ctx *c, const char *why, struct reconcile_result *res)
 {
         char *old = xstrdup(c->node.system_id);
         bool got = false;
@@ -540,23 +548,23 @@ int mm_replace(struct mm_ctx *c, const char *why, struct reconcile_result *res)
          * hand the same one back. */
         err = adopt(c, old);
         if (err == 0 && !c->have_node)
-                err = mm_allocate(c, res, &got);
-        if (mm_release(c, old) == 0)
-                mm_event(c, "Warning", "MachineReplaced", "MAAS machine %s: %s; released it%s%s",
-                         old,
-                         strcmp(why, "DeployTimeout") == 0 ? "deploy deadline passed"
-                                                           : "deployment failed",
-                         c->have_node ? " and allocated " : "",
-                         c->have_node ? c->node.system_id : "");
+                err = maasmachine_allocate(c, res, &got);
+        if (maasmachine_release(c, old) == 0)
+                maasmachine_event(c, "Warning", "MachineReplaced",
+                                  "MAAS machine %s: %s; released it%s%s", old,
+                                  strcmp(why, "DeployTimeout") == 0 ? "deploy deadline passed"
+                                                                    : "deployment failed",
+                                  c->have_node ? " and allocated " : "",
+                                  c->have_node ? c->node.system_id : "");
         if (!c->have_node) {
-                mm_set_ids(c, NULL, NULL);
+                maasmachine_set_ids(c, NULL, NULL);
                 free(old);
                 return err;
         }
         free(old);
         if (err)
                 return err;
-        err = mm_deploy(c);
+        err = maasmachine_deploy(c);
         if (err == 0) {
                 res->outcome = RECONCILE_REQUEUE_AFTER;
                 res->after_ms = 1000;
@@ -570,26 +578,26 @@ int mm_replace(struct mm_ctx *c, const char *why, struct reconcile_result *res)
 /* Spacing of the two fresh BMC readings that must both say "off" before a power-on. */
 #define POWER_CONFIRM_MS        3000
 
-static int query_power(struct mm_ctx *c, char **ret)
+static int query_power(struct maasmachine_ctx *c, char **ret)
 {
         struct maas_error me = { 0 };
         int err = maas_query_power_state(c->w->maas, c->node.system_id, ret, &me);
 
-        rc_maas_count(c->p, "query_power_state", err, &me);
+        reconciler_maas_count(c->p, "query_power_state", err, &me);
         maas_error_release(&me);
         return err;
 }
 
 /* Counts a confirmed "off"; true when this is the second in a row and no power-on was sent
  * in the last POWER_ON_MIN_INTERVAL_S. */
-static bool count_off(struct mm_ctx *c, bool off)
+static bool count_off(struct maasmachine_ctx *c, bool off)
 {
         struct provider *p = c->p;
-        struct rc_entry *e;
+        struct reconciler_entry *e;
         bool act = false;
 
         pthread_mutex_lock(&p->lock);
-        e = rc_table_put(&p->power_off_reads, c->node.system_id);
+        e = reconciler_table_put(&p->power_off_reads, c->node.system_id);
         e->a = off ? e->a + 1 : 0;
         if (e->a >= 2 && c->now - e->b >= POWER_ON_MIN_INTERVAL_S) {
                 act = true;
@@ -600,23 +608,24 @@ static bool count_off(struct mm_ctx *c, bool off)
         return act;
 }
 
-static int power_on(struct mm_ctx *c, struct reconcile_result *res)
+static int power_on(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         struct maas_error me = { 0 };
         int err = maas_power_on(c->w->maas, c->node.system_id, "capmaas: powered off", NULL, &me);
 
-        rc_maas_count(c->p, "power_on", err, &me);
+        reconciler_maas_count(c->p, "power_on", err, &me);
         maas_error_release(&me);
         if (err)
                 return err;
-        mm_event(c, "Normal", "MachinePoweredOn",
-                 "MAAS machine %s was confirmed off twice; powering it on", c->node.system_id);
+        maasmachine_event(c, "Normal", "MachinePoweredOn",
+                          "MAAS machine %s was confirmed off twice; powering it on",
+                          c->node.system_id);
         res->outcome = RECONCILE_REQUEUE_AFTER;
         res->after_ms = 60000;
         return 0;
 }
 
-int mm_power(struct mm_ctx *c, struct reconcile_result *res)
+int maasmachine_power(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         char *state = NULL;
         int err = query_power(c, &state);
@@ -629,16 +638,16 @@ int mm_power(struct mm_ctx *c, struct reconcile_result *res)
                 (void)count_off(c, false);
                 c->mm.status.machine_powered = true;
         } else if (strcmp(state, "off") == 0) {
-                mm_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                        SCHEMA_REASON_MACHINE_POWERED_OFF, "MAAS machine %s is powered off",
-                        c->node.system_id);
+                maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                                 SCHEMA_REASON_MACHINE_POWERED_OFF,
+                                 "MAAS machine %s is powered off", c->node.system_id);
                 if (count_off(c, true))
                         err = power_on(c, res);
         } else {
                 (void)count_off(c, false);
-                mm_event(c, "Warning", "PowerStateUnknown",
-                         "MAAS reports power state %s for machine %s; leaving it alone", state,
-                         c->node.system_id);
+                maasmachine_event(c, "Warning", "PowerStateUnknown",
+                                  "MAAS reports power state %s for machine %s; leaving it alone",
+                                  state, c->node.system_id);
                 res->after_ms = 60000;
         }
         free(state);
@@ -647,21 +656,23 @@ int mm_power(struct mm_ctx *c, struct reconcile_result *res)
 
 /* --- DNS and the workload Node ------------------------------------------------------------ */
 
-static char *endpoint_fqdn(struct mm_ctx *c)
+static char *endpoint_fqdn(struct maasmachine_ctx *c)
 {
-        const char *infra =
-                rc_str(kobj_json(c->cluster), "spec", "infrastructureRef", "name", NULL);
-        struct kobj *mc = infra ? informer_get(c->p->maasclusters, c->ns, infra) : NULL;
-        const char *dns = mc ? rc_str(kobj_json(mc), "status", "network", "dnsName", NULL) : NULL;
+        const char *infra = reconciler_str(kube_object_json(c->cluster), "spec",
+                                           "infrastructureRef", "name", NULL);
+        struct kube_object *mc = infra ? informer_get(c->p->maasclusters, c->ns, infra) : NULL;
+        const char *dns =
+                mc ? reconciler_str(kube_object_json(mc), "status", "network", "dnsName", NULL)
+                   : NULL;
         char *out = dns ? xstrdup(dns) : NULL;
 
         if (mc && c->p->cluster_ctl)
-                controller_enqueue(c->p->cluster_ctl, c->ns, kobj_name(mc));
-        kobj_unref(mc);
+                controller_enqueue(c->p->cluster_ctl, c->ns, kube_object_name(mc));
+        kube_object_unref(mc);
         return out;
 }
 
-int mm_dns_registered(struct mm_ctx *c, bool *ret)
+int maasmachine_dns_registered(struct maasmachine_ctx *c, bool *ret)
 {
         char *fqdn = c->cluster ? endpoint_fqdn(c) : NULL;
         struct maas_dns_list l = { 0 };
@@ -672,7 +683,7 @@ int mm_dns_registered(struct mm_ctx *c, bool *ret)
         if (!fqdn)
                 goto out;
         err = maas_list_dns_resources(c->w->maas, fqdn, &l, &me);
-        rc_maas_count(c->p, "list_dns_resources", err, &me);
+        reconciler_maas_count(c->p, "list_dns_resources", err, &me);
         for (size_t i = 0; err == 0 && i < l.n; i++)
                 for (size_t j = 0; j < l.items[i].ips.n; j++)
                         for (size_t k = 0; c->have_node && k < c->node.ip_addresses.n; k++)
@@ -717,8 +728,8 @@ static bool node_done(struct provider *p, const char *sid, bool set)
 
         pthread_mutex_lock(&p->lock);
         if (set)
-                rc_table_put(&p->node_done, sid)->a = 1;
-        done = rc_table_get(&p->node_done, sid) != NULL;
+                reconciler_table_put(&p->node_done, sid)->a = 1;
+        done = reconciler_table_get(&p->node_done, sid) != NULL;
         pthread_mutex_unlock(&p->lock);
         return done;
 }
@@ -740,12 +751,12 @@ static bool label_value_ok(const char *v)
 /* The zone label the Node should get: the MAAS zone, unless the Node already has one
  * (set by the kubelet, a cloud controller or the user: theirs stands) or the zone's name
  * is no valid label value. NULL when there is nothing to set. */
-static const char *zone_to_label(const struct mm_ctx *c, const cJSON *node)
+static const char *zone_to_label(const struct maasmachine_ctx *c, const cJSON *node)
 {
         const char *zone = c->node.zone;
 
         if (!zone || !label_value_ok(zone) ||
-            rc_str(node, "metadata", "labels", NODE_ZONE_LABEL, NULL))
+            reconciler_str(node, "metadata", "labels", NODE_ZONE_LABEL, NULL))
                 return NULL;
         return zone;
 }
@@ -769,17 +780,17 @@ static char *node_patch(const char *provider_id, const char *zone)
         return text;
 }
 
-static int patch_node(struct mm_ctx *c, struct kube_client *wl, const cJSON *node)
+static int patch_node(struct maasmachine_ctx *c, struct kube_client *wl, const cJSON *node)
 {
         const char *want = c->mm.spec.provider_id;
-        const char *have = rc_str(node, "spec", "providerID", NULL);
+        const char *have = reconciler_str(node, "spec", "providerID", NULL);
         char *patch;
         int err = 0;
 
         if (have && *have && strcmp(have, want) != 0) {
-                mm_event(c, "Warning", "NodeProviderIDConflict",
-                         "Node %s already has providerID %s; leaving it alone",
-                         kube_meta_str(node, "name"), have);
+                maasmachine_event(c, "Warning", "NodeProviderIDConflict",
+                                  "Node %s already has providerID %s; leaving it alone",
+                                  kube_meta_str(node, "name"), have);
                 return 0;
         }
         patch = node_patch(have && strcmp(have, want) == 0 ? NULL : want, zone_to_label(c, node));
@@ -789,13 +800,13 @@ static int patch_node(struct mm_ctx *c, struct kube_client *wl, const cJSON *nod
                          KUBE_PATCH_MERGE, patch, NULL, NULL);
         cJSON_free(patch);
         if (err)
-                mm_event(c, "Warning", "NodeProviderUpdateFailed",
-                         "Unable to set the providerID of Node %s: %s", kube_meta_str(node, "name"),
-                         cm_strerror(err));
+                maasmachine_event(c, "Warning", "NodeProviderUpdateFailed",
+                                  "Unable to set the providerID of Node %s: %s",
+                                  kube_meta_str(node, "name"), cm_strerror(err));
         return err;
 }
 
-int mm_node_provider_id(struct mm_ctx *c, struct reconcile_result *res)
+int maasmachine_node_provider_id(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         struct kube_config cfg = { 0 };
         struct kube_client *wl = NULL;
@@ -805,7 +816,7 @@ int mm_node_provider_id(struct mm_ctx *c, struct reconcile_result *res)
         if (!c->node.hostname || !c->mm.spec.provider_id ||
             node_done(c->p, c->node.system_id, false))
                 return 0;
-        err = rc_workload_client(c->w, c->ns, kobj_name(c->cluster), &cfg, &wl);
+        err = reconciler_workload_client(c->w, c->ns, kube_object_name(c->cluster), &cfg, &wl);
         if (err == 0)
                 err = find_node(wl, c->node.hostname, &node);
         if (err == 0)

@@ -1,0 +1,173 @@
+#pragma once
+/*
+ * reconciler: state shared by the MaasCluster and MaasMachine reconcilers (internal to the
+ * reconcile library; main.c sees only provider.h).
+ *
+ * struct provider is created once; its informers, controllers and recorder are owned by
+ * it. struct reconciler_worker is one per worker thread (its own kube and MAAS clients, as libcurl
+ * handles are per thread). The in-memory tables (power readings, node providerIDs done,
+ * API-server probe backoff) are guarded by p->lock; the MAAS fleet snapshot by
+ * p->fleet_lock. Nothing here must survive a restart: everything can be rebuilt from the
+ * objects and MAAS.
+ */
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "controller.h"
+#include "http_transport.h"
+#include "informer.h"
+#include "kube_client.h"
+#include "maas_client.h"
+#include "provider.h"
+#include "schema.h"
+
+struct controller;
+struct event_recorder;
+struct metric_family;
+
+/* How often a deploying machine is polled. */
+#define RECONCILER_DEPLOY_POLL_MS 10000u
+
+#define RECONCILER_ANNOTATION_DEPLOY_STARTED  "maas.infrastructure.cluster.x-k8s.io/deploy-started"
+#define RECONCILER_ANNOTATION_FAILED_HOSTS    "maas.infrastructure.cluster.x-k8s.io/failed-machines"
+#define RECONCILER_ANNOTATION_DELETE_FOR_MOVE "clusterctl.cluster.x-k8s.io/delete-for-move"
+#define RECONCILER_CAPI_GROUP                 "cluster.x-k8s.io"
+
+/* A small string-keyed table (system id or ns/name → value). */
+struct reconciler_entry {
+        char *key;
+        int64_t a, b; /* meaning is per table */
+};
+
+struct reconciler_table {
+        struct reconciler_entry *items;
+        size_t n, cap;
+};
+
+struct reconciler_fleet {
+        struct maas_node_list nodes; /* last list of every machine we hold, by system_id */
+        uint64_t fetched_ms;         /* clock_now_ms at the last attempt; 0 = never */
+        bool valid;
+        bool refreshing; /* a worker is fetching the next list (without the lock) */
+};
+
+struct provider {
+        struct provider_settings settings;
+        const struct kube_config *kube;
+        struct kube_ratelimit *limiter;
+        const struct maas_config *maas;
+        struct metrics *metrics;
+        const struct clock_ops *clock;
+        const char *maas_ca_file;
+        bool maas_insecure;
+
+        struct informer *maasmachines, *maasclusters, *machines, *clusters;
+        struct controller *machine_ctl, *cluster_ctl;
+        struct event_recorder *events;
+
+        struct metric_family *maas_requests; /* capmaas_maas_requests_total{op,code} */
+        struct metric_family *phase_seconds; /* capmaas_machine_phase_seconds{phase} */
+        struct metric_family *replaced;      /* capmaas_machine_replacements_total{reason} */
+
+        pthread_mutex_t lock;
+        struct reconciler_table
+                power_off_reads;           /* system id → consecutive confirmed offs, last on */
+        struct reconciler_table node_done; /* system id → 1 once the Node has our providerID */
+        struct reconciler_table api_probe; /* ns/name → failures, next probe ms */
+
+        pthread_mutex_t fleet_lock;
+        struct reconciler_fleet fleet;
+        bool started;
+        atomic_bool stopping; /* set first by provider_stop: retry sleeps end at once */
+};
+
+struct reconciler_worker {
+        struct provider *p;
+        struct kube_client *kube;
+        struct http_transport *maas_transport;
+        struct maas_client *maas;
+};
+
+/* --- tables (callers hold p->lock) --- */
+struct reconciler_entry *reconciler_table_get(struct reconciler_table *t, const char *key);
+struct reconciler_entry *reconciler_table_put(struct reconciler_table *t, const char *key);
+void reconciler_table_del(struct reconciler_table *t, const char *key);
+void reconciler_table_release(struct reconciler_table *t);
+
+/* --- CAPI lookups (informer cache; every returned kube_object is a new reference) --- */
+/* The owner Machine of a MaasMachine, or NULL. */
+struct kube_object *reconciler_owner(struct provider *p,
+                                     const struct schema_meta *meta,
+                                     const char *kind);
+/* Cluster named by obj's cluster-name label in ns, or NULL. */
+struct kube_object *reconciler_cluster_of(struct provider *p, const char *ns, const cJSON *obj);
+/* Cluster.spec.paused or the paused annotation on either object. */
+bool reconciler_paused(const cJSON *cluster, const cJSON *obj);
+/* Cluster.status.initialization.infrastructureProvisioned (or v1beta1 infrastructureReady). */
+bool reconciler_cluster_infra_ready(const cJSON *cluster);
+/* Nested lookups: reconciler_str(obj, "spec", "bootstrap", "dataSecretName", NULL). Borrowed. */
+const char *reconciler_str(const cJSON *obj, ...);
+const cJSON *reconciler_item(const cJSON *obj, ...);
+
+/* Seconds since the epoch of an RFC 3339 UTC time ("2026-01-02T03:04:05Z"), or -1. */
+int64_t reconciler_parse_time(const char *s);
+/* Observes now - since (RFC 3339, or decimal seconds for our annotations) in
+ * capmaas_machine_phase_seconds{phase}. */
+void reconciler_observe_phase(struct provider *p, const char *phase, const char *since, time_t now);
+
+/* --- conditions, events and writes shared by both reconcilers --- */
+/* Sets a condition (message formatted from fmt/ap, "" when fmt is NULL). */
+void reconciler_cond_v(struct schema_conditions *l,
+                       int64_t generation,
+                       time_t now,
+                       const char *type,
+                       const char *status,
+                       const char *reason,
+                       const char *fmt,
+                       va_list ap) PRINTF_LIKE(7, 0);
+/* Queues an event about obj; nothing when the provider has no recorder. */
+void reconciler_event_v(struct provider *p,
+                        const cJSON *obj,
+                        const char *type,
+                        const char *reason,
+                        const char *fmt,
+                        va_list ap) PRINTF_LIKE(5, 0);
+/* Ready from the listed conditions (CAPI's summary: any False wins, then any Unknown or
+ * missing, else True). */
+void reconciler_ready_summary(struct schema_conditions *l,
+                              const char *const *types,
+                              size_t n,
+                              int64_t generation,
+                              time_t now);
+/* Replaces after's status by cur's, so a patch computed between them leaves status alone. */
+void reconciler_keep_status(cJSON *after, const cJSON *cur);
+
+/* --- MAAS accounting --- */
+/* Counts a MAAS call in capmaas_maas_requests_total{op,code} (code from the error). */
+void reconciler_maas_count(struct provider *p, const char *op, int rc, const struct maas_error *e);
+
+/* --- workload cluster (through the <cluster>-kubeconfig Secret) --- */
+/* A client for the workload API of cluster ns/name. CM_ENOTFOUND when the Secret does not
+ * exist yet. *ret_cfg must be released with kube_config_release after the client is freed. */
+MUST_CHECK int reconciler_workload_client(struct reconciler_worker *w,
+                                          const char *ns,
+                                          const char *cluster,
+                                          struct kube_config *ret_cfg,
+                                          struct kube_client **ret);
+
+/* --- the reconcilers --- */
+MUST_CHECK int maasmachine_reconcile(void *wctx,
+                                     const char *ns,
+                                     const char *name,
+                                     struct reconcile_result *res);
+MUST_CHECK int maascluster_reconcile(void *wctx,
+                                     const char *ns,
+                                     const char *name,
+                                     struct reconcile_result *res);

@@ -576,3 +576,78 @@ void json_remove_unless_null(cJSON *obj, const char *key)
         if (item && !cJSON_IsNull(item))
                 cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
 }
+
+/* ---- nested lookups ---- */
+
+static const cJSON *find_va(const cJSON *obj, va_list ap)
+{
+        const char *key;
+
+        while (obj && (key = va_arg(ap, const char *)) != NULL)
+                obj = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+        return obj;
+}
+
+const cJSON *json_find(const cJSON *obj, ...)
+{
+        const cJSON *it;
+        va_list ap;
+
+        va_start(ap, obj);
+        it = find_va(obj, ap);
+        va_end(ap);
+        return it;
+}
+
+const char *json_find_str(const cJSON *obj, ...)
+{
+        const cJSON *it;
+        va_list ap;
+
+        va_start(ap, obj);
+        it = find_va(obj, ap);
+        va_end(ap);
+        return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+/* One step of a dotted path: seg[0..n) names a field of an object or indexes an array. */
+static const cJSON *at_step(const cJSON *obj, const char *seg, size_t n)
+{
+        char key[256];
+        size_t i, idx = 0;
+
+        if (n == 0 || n >= sizeof(key))
+                return NULL;
+        if (cJSON_IsArray(obj)) {
+                for (i = 0; i < n; i++) {
+                        if (seg[i] < '0' || seg[i] > '9' || idx > 100000000u)
+                                return NULL;
+                        idx = idx * 10 + (size_t)(seg[i] - '0');
+                }
+                return cJSON_GetArrayItem(obj, (int)idx);
+        }
+        if (!cJSON_IsObject(obj))
+                return NULL;
+        memcpy(key, seg, n);
+        key[n] = '\0';
+        return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+
+const cJSON *json_at(const cJSON *obj, const char *path)
+{
+        const char *p = path, *dot;
+
+        while (obj && p && *p) {
+                dot = strchr(p, '.');
+                obj = at_step(obj, p, dot ? (size_t)(dot - p) : strlen(p));
+                p = dot ? dot + 1 : NULL;
+        }
+        return obj;
+}
+
+const char *json_at_str(const cJSON *obj, const char *path)
+{
+        const cJSON *it = json_at(obj, path);
+
+        return cJSON_IsString(it) ? it->valuestring : NULL;
+}

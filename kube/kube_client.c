@@ -743,12 +743,7 @@ static const char *const patch_types[] = {
 };
 
 int kube_patch(struct kube_client *c,
-               const struct kube_resource *r,
-               const char *ns,
-               const char *name,
-               const char *subresource,
-               enum kube_patch_type type,
-               const char *patch,
+               const struct kube_patch_opts *o,
                cJSON **ret,
                struct kube_error *e)
 {
@@ -756,16 +751,16 @@ int kube_patch(struct kube_client *c,
         int err;
 
         kube_error_release(e);
-        if ((unsigned)type >= ARRAY_SIZE(patch_types) || !patch)
+        if (!o || (unsigned)o->type >= ARRAY_SIZE(patch_types) || !o->body)
                 return CM_EINVAL;
-        query = manager_query(c, type == KUBE_PATCH_APPLY);
-        url = kube_url(c, r, ns, name, subresource, query);
+        query = manager_query(c, o->type == KUBE_PATCH_APPLY);
+        url = kube_url(c, o->resource, o->ns, o->name, o->subresource, query);
         err = call_json(c,
                         &(struct kube_req){ .method = "PATCH",
                                             .url = url,
-                                            .content_type = patch_types[type],
-                                            .body = patch,
-                                            .body_len = strlen(patch) },
+                                            .content_type = patch_types[o->type],
+                                            .body = o->body,
+                                            .body_len = strlen(o->body) },
                         ret, e);
         free(query);
         free(url);

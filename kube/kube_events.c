@@ -34,6 +34,7 @@
 #include "kube_client.h"
 #include "log.h"
 #include "metrics.h"
+#include "rfc3339.h"
 #include "xalloc.h"
 
 #define LOGGER         "events"
@@ -116,13 +117,9 @@ static void ev_release(struct ev *e)
         *e = (struct ev){ 0 };
 }
 
-static void format_time(int64_t wall_s, char out[32])
+static void format_time(int64_t wall_s, char out[RFC3339_LEN])
 {
-        time_t t = (time_t)wall_s;
-        struct tm tm;
-
-        if (!gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
-                snprintf(out, 32, "1970-01-01T00:00:00Z");
+        rfc3339_format((time_t)wall_s, out);
 }
 
 /* Cuts s to at most max bytes without splitting a UTF-8 sequence. */
@@ -234,7 +231,7 @@ static cJSON *event_object(struct event_recorder *r, const struct ev *e, const c
         cJSON *o = cJSON_CreateObject();
         cJSON *md = cJSON_AddObjectToObject(o, "metadata");
         cJSON *src;
-        char ts[32];
+        char ts[RFC3339_LEN];
 
         format_time(e->wall_s, ts);
         cJSON_AddStringToObject(o, "apiVersion", "v1");
@@ -298,7 +295,7 @@ static int bump_event(struct event_recorder *r, struct agg *a, const struct ev *
 {
         struct kube_error err = { 0 };
         cJSON *p = cJSON_CreateObject();
-        char ts[32];
+        char ts[RFC3339_LEN];
         char *patch;
         int ret;
 
@@ -310,7 +307,13 @@ static int bump_event(struct event_recorder *r, struct agg *a, const struct ev *
         cJSON_Delete(p);
         if (!patch)
                 return CM_ENOMEM;
-        ret = kube_patch(r->kc, &KUBE_RES_EVENTS, a->ns, a->name, NULL, KUBE_PATCH_MERGE, patch,
+        ret = kube_patch(r->kc,
+                         &(struct kube_patch_opts){ .resource = &KUBE_RES_EVENTS,
+                                                    .ns = a->ns,
+                                                    .name = a->name,
+                                                    .subresource = NULL,
+                                                    .type = KUBE_PATCH_MERGE,
+                                                    .body = patch },
                          NULL, &err);
         if (ret == 0) {
                 a->count++;

@@ -36,6 +36,7 @@
 #include "kube_client.h"
 #include "log.h"
 #include "metrics.h"
+#include "rfc3339.h"
 #include "xalloc.h"
 
 #define LOGGER "leader-election"
@@ -78,18 +79,15 @@ struct leader {
 
 /* RFC 3339 with microseconds (metav1.MicroTime). The system clock gives real microseconds;
  * an injected clock has whole seconds only. */
-static void micro_time(const struct clock_ops *c, char out[40])
+static void micro_time(const struct clock_ops *c, char out[RFC3339_MICRO_LEN])
 {
         struct timespec ts = { 0 };
-        struct tm tm;
 
         if (!c || c == clock_system())
                 clock_gettime(CLOCK_REALTIME, &ts);
         else
                 ts.tv_sec = (time_t)clock_wall_s(c);
-        if (!gmtime_r(&ts.tv_sec, &tm) || !strftime(out, 21, "%Y-%m-%dT%H:%M:%S", &tm))
-                out[0] = '\0';
-        snprintf(out + strlen(out), 20, ".%06ldZ", ts.tv_nsec / 1000);
+        rfc3339_format_micro(&ts, out);
 }
 
 static const cJSON *lease_spec(const cJSON *lease)
@@ -155,7 +153,7 @@ static bool lease_valid(const struct leader *l, uint64_t now)
 /* The record we write: ourselves as holder, renewed now; a new holder bumps transitions. */
 static void fill_spec(const struct leader *l, cJSON *spec, const cJSON *old_lease)
 {
-        char now[40];
+        char now[RFC3339_MICRO_LEN];
         bool same = !strcmp(lease_holder(old_lease), l->identity);
         int64_t transitions = lease_int(old_lease, "leaseTransitions", 0);
         bool has_acquire = cJSON_IsString(
@@ -251,7 +249,7 @@ static void release_lease(struct leader *l)
         struct kube_error e = { 0 };
         cJSON *lease = NULL;
         cJSON *spec;
-        char now[40];
+        char now[RFC3339_MICRO_LEN];
         int r;
 
         r = kube_get(l->kc, &KUBE_RES_LEASES, l->ns, l->name, &lease, &e);

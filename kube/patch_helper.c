@@ -101,8 +101,14 @@ static int send_patch(struct kube_client *c,
         cJSON_Delete(patch);
         if (!text)
                 return CM_ENOMEM;
-        ret = kube_patch(c, r, kube_meta_str(after, "namespace"), kube_meta_str(after, "name"),
-                         subresource, KUBE_PATCH_MERGE, text, &obj, e);
+        ret = kube_patch(c,
+                         &(struct kube_patch_opts){ .resource = r,
+                                                    .ns = kube_meta_str(after, "namespace"),
+                                                    .name = kube_meta_str(after, "name"),
+                                                    .subresource = subresource,
+                                                    .type = KUBE_PATCH_MERGE,
+                                                    .body = text },
+                         &obj, e);
         cJSON_free(text);
         if (ret < 0)
                 return ret;

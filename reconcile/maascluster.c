@@ -172,12 +172,12 @@ static bool in_list(const char *const *v, size_t n, const char *s)
 
 static const char *first_external_ip(const cJSON *mm)
 {
-        const cJSON *addrs = reconciler_item(mm, "status", "addresses", NULL);
+        const cJSON *addrs = json_find(mm, "status", "addresses", NULL);
         const cJSON *a;
 
         cJSON_ArrayForEach (a, addrs) {
-                const char *type = reconciler_str(a, "type", NULL);
-                const char *ip = reconciler_str(a, "address", NULL);
+                const char *type = json_find_str(a, "type", NULL);
+                const char *ip = json_find_str(a, "address", NULL);
 
                 if (type && ip && *ip && strcmp(type, "ExternalIP") == 0)
                         return ip;
@@ -187,9 +187,9 @@ static const char *first_external_ip(const cJSON *mm)
 
 static bool healthy(const cJSON *mm)
 {
-        const char *st = reconciler_str(mm, "status", "machineState", NULL);
+        const char *st = json_find_str(mm, "status", "machineState", NULL);
 
-        return cJSON_IsTrue(reconciler_item(mm, "status", "machinePowered", NULL)) && st &&
+        return cJSON_IsTrue(json_find(mm, "status", "machinePowered", NULL)) && st &&
                strcmp(st, "Deployed") == 0;
 }
 
@@ -343,8 +343,7 @@ static char *generate_dns_name(struct maascluster_ctx *c)
 
 static int64_t api_port(const cJSON *cluster)
 {
-        const cJSON *port =
-                reconciler_item(cluster, "spec", "clusterNetwork", "apiServerPort", NULL);
+        const cJSON *port = json_find(cluster, "spec", "clusterNetwork", "apiServerPort", NULL);
 
         /* a port, or 6443 (a value out of range must not reach the integer conversion) */
         return cJSON_IsNumber(port) && port->valuedouble >= 1 && port->valuedouble <= 65535
@@ -424,8 +423,8 @@ static int api_server(struct maascluster_ctx *c, struct reconcile_result *res)
 /* A Cluster.spec.controlPlaneEndpoint host the user set (not one we published). */
 static const char *user_endpoint(struct maascluster_ctx *c)
 {
-        const char *host = reconciler_str(kube_object_json(c->cluster), "spec",
-                                          "controlPlaneEndpoint", "host", NULL);
+        const char *host = json_find_str(kube_object_json(c->cluster), "spec",
+                                         "controlPlaneEndpoint", "host", NULL);
         const char *ours = c->mc.status.network ? c->mc.status.network->dns_name : NULL;
 
         if (!host || !*host || (ours && strcmp(host, ours) == 0))

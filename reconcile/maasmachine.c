@@ -111,7 +111,7 @@ int maasmachine_flush(struct maasmachine_ctx *c, bool metadata_only)
 
 static bool has_label(const cJSON *obj, const char *key)
 {
-        return reconciler_item(obj, "metadata", "labels", key, NULL) != NULL;
+        return json_find(obj, "metadata", "labels", key, NULL) != NULL;
 }
 
 static void status_from_node(struct maasmachine_ctx *c)
@@ -331,8 +331,8 @@ static int normal_prereqs(struct maasmachine_ctx *c, bool *ret_go)
                                  "waiting for the cluster infrastructure to be provisioned");
                 return 0;
         }
-        if (!reconciler_str(kube_object_json(c->machine), "spec", "bootstrap", "dataSecretName",
-                            NULL)) {
+        if (!json_find_str(kube_object_json(c->machine), "spec", "bootstrap", "dataSecretName",
+                           NULL)) {
                 maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
                                  SCHEMA_REASON_WAITING_FOR_BOOTSTRAP_DATA,
                                  "waiting for the bootstrap data secret");

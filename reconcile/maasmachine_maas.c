@@ -83,8 +83,8 @@ static void fleet_id_of(void *arg, struct kube_object *obj)
 {
         struct fleet_ids *f = arg;
         const cJSON *o = kube_object_json(obj);
-        const char *sid = reconciler_str(o, "spec", "systemID", NULL);
-        const char *st = reconciler_str(o, "status", "machineState", NULL);
+        const char *sid = json_find_str(o, "spec", "systemID", NULL);
+        const char *st = json_find_str(o, "status", "machineState", NULL);
 
         if (!sid || !st || strcmp(st, "Deployed") != 0)
                 return;
@@ -303,7 +303,7 @@ static const char *zone_of(const struct maasmachine_ctx *c)
 {
         if (c->mm.spec.failure_domain && *c->mm.spec.failure_domain)
                 return c->mm.spec.failure_domain;
-        return reconciler_str(kube_object_json(c->machine), "spec", "failureDomain", NULL);
+        return json_find_str(kube_object_json(c->machine), "spec", "failureDomain", NULL);
 }
 
 static void describe_constraints(const struct maasmachine_ctx *c, char *out, size_t len)
@@ -417,8 +417,8 @@ out:
 
 static int bootstrap_data(struct maasmachine_ctx *c, char **ret, size_t *ret_len)
 {
-        const char *secret = reconciler_str(kube_object_json(c->machine), "spec", "bootstrap",
-                                            "dataSecretName", NULL);
+        const char *secret = json_find_str(kube_object_json(c->machine), "spec", "bootstrap",
+                                           "dataSecretName", NULL);
         cJSON *obj = NULL;
         const char *b64;
         int err;
@@ -426,7 +426,7 @@ static int bootstrap_data(struct maasmachine_ctx *c, char **ret, size_t *ret_len
         err = kube_get(c->w->kube, &KUBE_RES_SECRETS, c->ns, secret, &obj, NULL);
         if (err)
                 goto out;
-        b64 = reconciler_str(obj, "data", "value", NULL);
+        b64 = json_find_str(obj, "data", "value", NULL);
         if (!b64) {
                 err = CM_EINVAL;
                 goto out;
@@ -658,11 +658,11 @@ int maasmachine_power(struct maasmachine_ctx *c, struct reconcile_result *res)
 
 static char *endpoint_fqdn(struct maasmachine_ctx *c)
 {
-        const char *infra = reconciler_str(kube_object_json(c->cluster), "spec",
-                                           "infrastructureRef", "name", NULL);
+        const char *infra = json_find_str(kube_object_json(c->cluster), "spec", "infrastructureRef",
+                                          "name", NULL);
         struct kube_object *mc = infra ? informer_get(c->p->maasclusters, c->ns, infra) : NULL;
         const char *dns =
-                mc ? reconciler_str(kube_object_json(mc), "status", "network", "dnsName", NULL)
+                mc ? json_find_str(kube_object_json(mc), "status", "network", "dnsName", NULL)
                    : NULL;
         char *out = dns ? xstrdup(dns) : NULL;
 
@@ -756,7 +756,7 @@ static const char *zone_to_label(const struct maasmachine_ctx *c, const cJSON *n
         const char *zone = c->node.zone;
 
         if (!zone || !label_value_ok(zone) ||
-            reconciler_str(node, "metadata", "labels", NODE_ZONE_LABEL, NULL))
+            json_find_str(node, "metadata", "labels", NODE_ZONE_LABEL, NULL))
                 return NULL;
         return zone;
 }
@@ -783,7 +783,7 @@ static char *node_patch(const char *provider_id, const char *zone)
 static int patch_node(struct maasmachine_ctx *c, struct kube_client *wl, const cJSON *node)
 {
         const char *want = c->mm.spec.provider_id;
-        const char *have = reconciler_str(node, "spec", "providerID", NULL);
+        const char *have = json_find_str(node, "spec", "providerID", NULL);
         char *patch;
         int err = 0;
 
@@ -796,8 +796,14 @@ static int patch_node(struct maasmachine_ctx *c, struct kube_client *wl, const c
         patch = node_patch(have && strcmp(have, want) == 0 ? NULL : want, zone_to_label(c, node));
         if (!patch)
                 return 0;
-        err = kube_patch(wl, &KUBE_RES_NODES, NULL, kube_meta_str(node, "name"), NULL,
-                         KUBE_PATCH_MERGE, patch, NULL, NULL);
+        err = kube_patch(wl,
+                         &(struct kube_patch_opts){ .resource = &KUBE_RES_NODES,
+                                                    .ns = NULL,
+                                                    .name = kube_meta_str(node, "name"),
+                                                    .subresource = NULL,
+                                                    .type = KUBE_PATCH_MERGE,
+                                                    .body = patch },
+                         NULL, NULL);
         cJSON_free(patch);
         if (err)
                 maasmachine_event(c, "Warning", "NodeProviderUpdateFailed",

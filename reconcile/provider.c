@@ -117,8 +117,8 @@ typedef void add_fn(void *ctl, const char *ns, const char *name);
 static void map_infra_ref(const struct kube_object *obj, const char *kind, add_fn *add, void *ctl)
 {
         const cJSON *o = kube_object_json(obj);
-        const char *k = reconciler_str(o, "spec", "infrastructureRef", "kind", NULL);
-        const char *name = reconciler_str(o, "spec", "infrastructureRef", "name", NULL);
+        const char *k = json_find_str(o, "spec", "infrastructureRef", "kind", NULL);
+        const char *name = json_find_str(o, "spec", "infrastructureRef", "name", NULL);
 
         if (k && name && strcmp(k, kind) == 0)
                 add(ctl, kube_object_namespace(obj), name);
@@ -142,7 +142,7 @@ static void map_to_cluster_mms(void *arg, const struct kube_object *obj, add_fn 
 {
         struct provider *p = arg;
         const char *cluster = kube_object_cluster_name(obj);
-        const char *kind = reconciler_str(kube_object_json(obj), "kind", NULL);
+        const char *kind = json_find_str(kube_object_json(obj), "kind", NULL);
 
         if (!cluster && kind && strcmp(kind, "Cluster") == 0)
                 cluster = kube_object_name(obj);

@@ -16,6 +16,7 @@
 #include "kube_events.h"
 #include "memfile.h"
 #include "metrics.h"
+#include "rfc3339.h"
 #include "xalloc.h"
 
 struct reconciler_entry *reconciler_table_get(struct reconciler_table *t, const char *key)
@@ -59,37 +60,6 @@ void reconciler_table_release(struct reconciler_table *t)
         *t = (struct reconciler_table){ 0 };
 }
 
-static const cJSON *item_va(const cJSON *obj, va_list ap)
-{
-        const char *key;
-
-        while (obj && (key = va_arg(ap, const char *)) != NULL)
-                obj = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
-        return obj;
-}
-
-const cJSON *reconciler_item(const cJSON *obj, ...)
-{
-        va_list ap;
-        const cJSON *it;
-
-        va_start(ap, obj);
-        it = item_va(obj, ap);
-        va_end(ap);
-        return it;
-}
-
-const char *reconciler_str(const cJSON *obj, ...)
-{
-        va_list ap;
-        const cJSON *it;
-
-        va_start(ap, obj);
-        it = item_va(obj, ap);
-        va_end(ap);
-        return cJSON_IsString(it) ? it->valuestring : NULL;
-}
-
 static bool is_true(const cJSON *it)
 {
         return cJSON_IsTrue(it);
@@ -110,7 +80,7 @@ struct kube_object *reconciler_owner(struct provider *p,
 struct kube_object *reconciler_cluster_of(struct provider *p, const char *ns, const cJSON *obj)
 {
         const char *name =
-                reconciler_str(obj, "metadata", "labels", SCHEMA_LABEL_CLUSTER_NAME, NULL);
+                json_find_str(obj, "metadata", "labels", SCHEMA_LABEL_CLUSTER_NAME, NULL);
 
         if (!name || !*name)
                 return NULL;
@@ -119,40 +89,32 @@ struct kube_object *reconciler_cluster_of(struct provider *p, const char *ns, co
 
 bool reconciler_paused(const cJSON *cluster, const cJSON *obj)
 {
-        if (cluster && is_true(reconciler_item(cluster, "spec", "paused", NULL)))
+        if (cluster && is_true(json_find(cluster, "spec", "paused", NULL)))
                 return true;
         if (cluster &&
-            reconciler_str(cluster, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL))
+            json_find_str(cluster, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL))
                 return true;
-        return obj &&
-               reconciler_str(obj, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL);
+        return obj && json_find_str(obj, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL);
 }
 
 bool reconciler_cluster_infra_ready(const cJSON *cluster)
 {
-        return is_true(reconciler_item(cluster, "status", "initialization",
-                                       "infrastructureProvisioned", NULL)) ||
-               is_true(reconciler_item(cluster, "status", "infrastructureReady", NULL));
+        return is_true(json_find(cluster, "status", "initialization", "infrastructureProvisioned",
+                                 NULL)) ||
+               is_true(json_find(cluster, "status", "infrastructureReady", NULL));
 }
 
 int64_t reconciler_parse_time(const char *s)
 {
-        struct tm tm = { 0 };
         char *end = NULL;
         long long v;
-        int n = 0;
 
         if (s && *s >= '0' && *s <= '9') {
                 v = strtoll(s, &end, 10);
                 if (end && *end == '\0')
                         return v;
         }
-        if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                         &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6)
-                return -1;
-        tm.tm_year -= 1900;
-        tm.tm_mon -= 1;
-        return (int64_t)timegm(&tm);
+        return rfc3339_parse(s);
 }
 
 void reconciler_observe_phase(struct provider *p, const char *phase, const char *since, time_t now)
@@ -307,7 +269,7 @@ static int workload_kubeconfig(struct reconciler_worker *w,
         err = kube_get(w->kube, &KUBE_RES_SECRETS, ns, name, &secret, NULL);
         if (err)
                 goto out;
-        b64 = reconciler_str(secret, "data", "value", NULL);
+        b64 = json_find_str(secret, "data", "value", NULL);
         if (!b64) {
                 err = CM_ENOTFOUND;
                 goto out;

@@ -23,6 +23,7 @@
 #include "controller.h"
 #include "http_transport.h"
 #include "informer.h"
+#include "json.h"
 #include "kube_client.h"
 #include "maas_client.h"
 #include "provider.h"
@@ -112,9 +113,6 @@ struct kube_object *reconciler_cluster_of(struct provider *p, const char *ns, co
 bool reconciler_paused(const cJSON *cluster, const cJSON *obj);
 /* Cluster.status.initialization.infrastructureProvisioned (or v1beta1 infrastructureReady). */
 bool reconciler_cluster_infra_ready(const cJSON *cluster);
-/* Nested lookups: reconciler_str(obj, "spec", "bootstrap", "dataSecretName", NULL). Borrowed. */
-const char *reconciler_str(const cJSON *obj, ...);
-const cJSON *reconciler_item(const cJSON *obj, ...);
 
 /* Seconds since the epoch of an RFC 3339 UTC time ("2026-01-02T03:04:05Z"), or -1. */
 int64_t reconciler_parse_time(const char *s);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "rfc3339.h"
 #include "schema.h"
 #include "schema_priv.h"
 #include "xalloc.h"
@@ -120,14 +121,6 @@ void schema_strmap_release(struct schema_strmap *m)
 
 /* ---- conditions ---- */
 
-void schema_format_time(time_t t, char out[static 21])
-{
-        struct tm tm;
-
-        if (!gmtime_r(&t, &tm) || !strftime(out, 21, "%Y-%m-%dT%H:%M:%SZ", &tm))
-                memcpy(out, "1970-01-01T00:00:00Z", 21);
-}
-
 static struct schema_condition *conditions_find(const struct schema_conditions *l, const char *type)
 {
         for (size_t i = 0; i < l->n; i++) {
@@ -216,10 +209,10 @@ bool schema_conditions_set(struct schema_conditions *l,
 {
         struct schema_condition *c = conditions_find(l, in->type);
         bool changed = !l->present;
-        char ts[21];
+        char ts[RFC3339_LEN];
 
         assert(in->type && in->status);
-        schema_format_time(now, ts);
+        rfc3339_format(now, ts);
         l->present = true;
         if (!c) {
                 c = conditions_add(l, in->type);

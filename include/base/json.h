@@ -147,6 +147,20 @@ MUST_CHECK int json_get_array(struct json_dec *d,
 MUST_CHECK int json_number_to_int64(const cJSON *item, int64_t *ret);
 
 /*
+ * Nested lookups, the one accessor for reading a field deep in a tree. Both return a
+ * borrowed item or NULL when any step is missing or of the wrong type.
+ *   json_find(obj, "metadata", "annotations", "cluster.x-k8s.io/paused", NULL): keys as
+ *     given (a key may hold dots); every step must be an object.
+ *   json_at(obj, "status.addresses.1.address"): a dotted path; an all-digit segment
+ *     indexes an array. For paths whose keys hold no dot.
+ * The _str forms return the string value, or NULL when the item is not a string.
+ */
+const cJSON *json_find(const cJSON *obj, ...);
+const char *json_find_str(const cJSON *obj, ...);
+const cJSON *json_at(const cJSON *obj, const char *path);
+const char *json_at_str(const cJSON *obj, const char *path);
+
+/*
  * Setters: replace obj[key] in place (keeping its position) or append it. json_set_item
  * takes ownership of item in every case. Abort on OOM (cJSON hooks), so they cannot fail.
  * Beware: cJSON's printer writes integers of 16+ digits with 15 significant digits

@@ -225,14 +225,19 @@ enum kube_patch_type {
         KUBE_PATCH_APPLY,     /* application/apply-patch+yaml (JSON is YAML); force=true */
 };
 
-/* PATCH name (subresource NULL or "status") with a serialized patch body. */
+/* What to patch and how. Every pointer is borrowed for the call. */
+struct kube_patch_opts {
+        const struct kube_resource *resource;
+        const char *ns; /* NULL for cluster-scoped resources */
+        const char *name;
+        const char *subresource; /* NULL or "status" */
+        enum kube_patch_type type;
+        const char *body; /* the serialized patch */
+};
+
+/* PATCH o->name with o->body. */
 MUST_CHECK int kube_patch(struct kube_client *c,
-                          const struct kube_resource *r,
-                          const char *ns,
-                          const char *name,
-                          const char *subresource,
-                          enum kube_patch_type type,
-                          const char *patch,
+                          const struct kube_patch_opts *o,
                           cJSON **ret,
                           struct kube_error *e);
 

@@ -422,8 +422,6 @@ bool schema_conditions_set(struct schema_conditions *l,
 /* Removes the condition of this type; true if it existed. */
 bool schema_conditions_remove(struct schema_conditions *l, const char *type);
 void schema_conditions_release(struct schema_conditions *l);
-/* Formats t as "2006-01-02T15:04:05Z" into out (at least 21 bytes). */
-void schema_format_time(time_t t, char out[static 21]);
 
 /* ---- metadata helpers ---- */
 

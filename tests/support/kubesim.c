@@ -173,7 +173,14 @@ void kubesim_create_namespace(struct kube_client *kc, const char *name)
 static void apply_crd(struct kube_client *kc, const char *name, const char *doc)
 {
         struct kube_error e = { 0 };
-        int err = kube_patch(kc, &KUBE_RES_CRDS, NULL, name, NULL, KUBE_PATCH_APPLY, doc, NULL, &e);
+        int err = kube_patch(kc,
+                             &(struct kube_patch_opts){ .resource = &KUBE_RES_CRDS,
+                                                        .ns = NULL,
+                                                        .name = name,
+                                                        .subresource = NULL,
+                                                        .type = KUBE_PATCH_APPLY,
+                                                        .body = doc },
+                             NULL, &e);
 
         if (err)
                 fail_msg("apply CRD %s: %s", name, e.message ? e.message : "?");

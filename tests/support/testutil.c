@@ -24,6 +24,7 @@
 #include <gnutls/x509.h>
 
 #include "buf.h"
+#include "json.h"
 #include "xalloc.h"
 
 const char *test_env(const char *name)
@@ -435,21 +436,4 @@ void tls_conn_close(struct tls_conn *c)
                 close(c->fd);
         memset(c, 0, sizeof(*c));
         c->fd = -1;
-}
-
-const cJSON *test_json_at(const cJSON *o, const char *path)
-{
-        while (o && path && *path) {
-                const char *dot = strchr(path, '.');
-                size_t n = dot ? (size_t)(dot - path) : strlen(path);
-                char key[256];
-
-                if (n >= sizeof(key) || !cJSON_IsObject(o))
-                        return NULL;
-                memcpy(key, path, n);
-                key[n] = '\0';
-                o = cJSON_GetObjectItemCaseSensitive(o, key);
-                path = dot ? dot + 1 : NULL;
-        }
-        return o;
 }

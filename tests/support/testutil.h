@@ -99,8 +99,3 @@ int tcp_connect(uint16_t port);
 /* Waits up to timeout_ms for the peer to close fd (read returns 0 or an error); true if it
  * did. Data received meanwhile is discarded. */
 bool tcp_wait_closed(int fd, unsigned timeout_ms);
-
-struct cJSON;
-/* The member at a dotted path ("status.network.dnsName") of a JSON object, or NULL when any
- * step is missing or not an object. */
-const struct cJSON *test_json_at(const struct cJSON *o, const char *path);

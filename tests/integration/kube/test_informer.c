@@ -214,8 +214,14 @@ static void update_obj(struct fx *f, int i)
 
         snprintf(name, sizeof(name), NAME_FMT, i);
         snprintf(patch, sizeof(patch), "{\"data\":{\"v\":\"%d\"}}", i + 1);
-        assert_int_equal(kube_patch(f->kc, &KUBE_RES_CONFIGMAPS, f->w[i].ns, name, NULL,
-                                    KUBE_PATCH_MERGE, patch, NULL, NULL),
+        assert_int_equal(kube_patch(f->kc,
+                                    &(struct kube_patch_opts){ .resource = &KUBE_RES_CONFIGMAPS,
+                                                               .ns = f->w[i].ns,
+                                                               .name = name,
+                                                               .subresource = NULL,
+                                                               .type = KUBE_PATCH_MERGE,
+                                                               .body = patch },
+                                    NULL, NULL),
                          0);
 }
 

@@ -393,35 +393,65 @@ static void test_patch__merge_json_and_apply(void **state)
         make_ns(f->c, "patch");
         free(create_cm(f->c, "patch", "p", "1"));
         assert_int_equal(
-                kube_patch(f->c, &KUBE_RES_CONFIGMAPS, "patch", "p", NULL, KUBE_PATCH_MERGE,
-                           "{\"metadata\":{\"labels\":{\"merged\":\"yes\"}}}", &got, &f->e),
+                kube_patch(f->c,
+                           &(struct kube_patch_opts){
+                                   .resource = &KUBE_RES_CONFIGMAPS,
+                                   .ns = "patch",
+                                   .name = "p",
+                                   .subresource = NULL,
+                                   .type = KUBE_PATCH_MERGE,
+                                   .body = "{\"metadata\":{\"labels\":{\"merged\":\"yes\"}}}" },
+                           &got, &f->e),
                 0);
         assert_string_equal(kube_label(got, "merged"), "yes");
         assert_string_equal(kube_label(got, "app"), "t");
         cJSON_Delete(got);
-        assert_int_equal(kube_patch(f->c, &KUBE_RES_CONFIGMAPS, "patch", "p", NULL, KUBE_PATCH_JSON,
-                                    "[{\"op\":\"replace\",\"path\":\"/data/k\",\"value\":\"j\"},"
-                                    "{\"op\":\"remove\",\"path\":\"/metadata/labels/app\"}]",
-                                    &got, &f->e),
-                         0);
+        assert_int_equal(
+                kube_patch(
+                        f->c,
+                        &(struct kube_patch_opts){
+                                .resource = &KUBE_RES_CONFIGMAPS,
+                                .ns = "patch",
+                                .name = "p",
+                                .subresource = NULL,
+                                .type = KUBE_PATCH_JSON,
+                                .body = "[{\"op\":\"replace\",\"path\":\"/data/"
+                                        "k\",\"value\":\"j\"},"
+                                        "{\"op\":\"remove\",\"path\":\"/metadata/labels/app\"}]" },
+                        &got, &f->e),
+                0);
         assert_null(kube_label(got, "app"));
         assert_string_equal(
                 cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(got, "data"), "k")
                         ->valuestring,
                 "j");
         cJSON_Delete(got);
-        assert_int_equal(kube_patch(f->c, &KUBE_RES_CONFIGMAPS, "patch", "p", NULL,
-                                    KUBE_PATCH_APPLY,
-                                    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
-                                    "{\"name\":\"p\",\"annotations\":{\"applied\":\"1\"}}}",
-                                    &got, &f->e),
-                         0);
+        assert_int_equal(
+                kube_patch(
+                        f->c,
+                        &(struct kube_patch_opts){
+                                .resource = &KUBE_RES_CONFIGMAPS,
+                                .ns = "patch",
+                                .name = "p",
+                                .subresource = NULL,
+                                .type = KUBE_PATCH_APPLY,
+                                .body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+                                        "\"metadata\":"
+                                        "{\"name\":\"p\",\"annotations\":{\"applied\":\"1\"}}}" },
+                        &got, &f->e),
+                0);
         assert_string_equal(kube_annotation(got, "applied"), "1");
         cJSON_Delete(got);
         assert_int_equal(sim_count("PATCH", "/configmaps/p", "force", true), 1);
-        assert_int_equal(kube_patch(f->c, &KUBE_RES_CONFIGMAPS, "patch", "p", NULL, KUBE_PATCH_JSON,
-                                    "[{\"op\":\"test\",\"path\":\"/data/k\","
-                                    "\"value\":\"other\"}]",
+        assert_int_equal(kube_patch(f->c,
+                                    &(struct kube_patch_opts){
+                                            .resource = &KUBE_RES_CONFIGMAPS,
+                                            .ns = "patch",
+                                            .name = "p",
+                                            .subresource = NULL,
+                                            .type = KUBE_PATCH_JSON,
+                                            .body = "[{\"op\":\"test\",\"path\":\"/data/k\","
+                                                    "\"value\":\"other\"}]" },
                                     NULL, &f->e),
                          CM_EINVAL);
 }
@@ -453,11 +483,17 @@ static void test_status__subresource_update_and_patch_on_a_custom_resource(void 
                                     ->valuestring,
                             "maas.test"); /* /status keeps the spec */
         cJSON_Delete(got);
-        assert_int_equal(kube_patch(f->c, &KUBE_RES_MAASCLUSTERS, "status", "mc", "status",
-                                    KUBE_PATCH_MERGE,
-                                    "{\"status\":{\"network\":{\"dnsName\":\"mc.maas.test\"}}}",
-                                    &got, &f->e),
-                         0);
+        assert_int_equal(
+                kube_patch(f->c,
+                           &(struct kube_patch_opts){ .resource = &KUBE_RES_MAASCLUSTERS,
+                                                      .ns = "status",
+                                                      .name = "mc",
+                                                      .subresource = "status",
+                                                      .type = KUBE_PATCH_MERGE,
+                                                      .body = "{\"status\":{\"network\":{"
+                                                              "\"dnsName\":\"mc.maas.test\"}}}" },
+                           &got, &f->e),
+                0);
         assert_string_equal(
                 cJSON_GetObjectItemCaseSensitive(
                         cJSON_GetObjectItemCaseSensitive(
@@ -467,15 +503,27 @@ static void test_status__subresource_update_and_patch_on_a_custom_resource(void 
                 "mc.maas.test");
         cJSON_Delete(got);
         /* CRs refuse strategic merge patch (415) */
-        assert_int_equal(kube_patch(f->c, &KUBE_RES_MAASCLUSTERS, "status", "mc", NULL,
-                                    KUBE_PATCH_STRATEGIC, "{}", NULL, &f->e),
+        assert_int_equal(kube_patch(f->c,
+                                    &(struct kube_patch_opts){ .resource = &KUBE_RES_MAASCLUSTERS,
+                                                               .ns = "status",
+                                                               .name = "mc",
+                                                               .subresource = NULL,
+                                                               .type = KUBE_PATCH_STRATEGIC,
+                                                               .body = "{}" },
+                                    NULL, &f->e),
                          CM_EUNSUPPORTED);
         assert_int_equal(f->e.http_status, 415);
         /* schema validation: causes are copied */
-        assert_int_equal(kube_patch(f->c, &KUBE_RES_MAASCLUSTERS, "status", "mc", NULL,
-                                    KUBE_PATCH_MERGE, "{\"spec\":{\"dnsDomain\":\"\"}}", NULL,
-                                    &f->e),
-                         CM_EINVAL);
+        assert_int_equal(
+                kube_patch(f->c,
+                           &(struct kube_patch_opts){ .resource = &KUBE_RES_MAASCLUSTERS,
+                                                      .ns = "status",
+                                                      .name = "mc",
+                                                      .subresource = NULL,
+                                                      .type = KUBE_PATCH_MERGE,
+                                                      .body = "{\"spec\":{\"dnsDomain\":\"\"}}" },
+                           NULL, &f->e),
+                CM_EINVAL);
         assert_string_equal(f->e.reason, "Invalid");
         assert_true(cJSON_GetArraySize(f->e.causes) >= 1);
         cJSON_Delete(o);
@@ -714,8 +762,14 @@ static void test_watch__events_in_order_from_a_resource_version(void **state)
         make_ns(f->c, "watch");
         rv0 = create_cm(f->c, "watch", "before", "0");
         free(create_cm(f->c, "watch", "w", "1"));
-        assert_int_equal(kube_patch(f->c, &KUBE_RES_CONFIGMAPS, "watch", "w", NULL,
-                                    KUBE_PATCH_MERGE, "{\"data\":{\"k\":\"2\"}}", NULL, &f->e),
+        assert_int_equal(kube_patch(f->c,
+                                    &(struct kube_patch_opts){ .resource = &KUBE_RES_CONFIGMAPS,
+                                                               .ns = "watch",
+                                                               .name = "w",
+                                                               .subresource = NULL,
+                                                               .type = KUBE_PATCH_MERGE,
+                                                               .body = "{\"data\":{\"k\":\"2\"}}" },
+                                    NULL, &f->e),
                          0);
         assert_int_equal(kube_delete(f->c, &KUBE_RES_CONFIGMAPS, "watch", "w", NULL, &f->e), 0);
         assert_int_equal(kube_watch(f->c, &KUBE_RES_CONFIGMAPS, "watch",

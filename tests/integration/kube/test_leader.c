@@ -333,10 +333,17 @@ static void test_leader__conflicting_write_is_reread_and_renewed(void **state)
         wait_attempts(f, 0, 2);
         kubesim_clear_requests(&f->sim);
         /* someone else writes the Lease: alpha's cached resourceVersion is now stale */
-        assert_int_equal(kube_patch(f->kc, &KUBE_RES_LEASES, NS, LEASE, NULL, KUBE_PATCH_MERGE,
-                                    "{\"metadata\":{\"labels\":{\"touched\":\"yes\"}}}", &out,
-                                    NULL),
-                         0);
+        assert_int_equal(
+                kube_patch(f->kc,
+                           &(struct kube_patch_opts){
+                                   .resource = &KUBE_RES_LEASES,
+                                   .ns = NS,
+                                   .name = LEASE,
+                                   .subresource = NULL,
+                                   .type = KUBE_PATCH_MERGE,
+                                   .body = "{\"metadata\":{\"labels\":{\"touched\":\"yes\"}}}" },
+                           &out, NULL),
+                0);
         cJSON_Delete(out);
         wait_attempts(f, 0, 3);
         assert_true(leader_is_leader(f->e[0].l));
@@ -354,11 +361,18 @@ static void test_leader__foreign_holder_ends_leadership(void **state)
 
         assert_int_equal(leader_start(f->e[0].l), 0);
         wait_leading(f, 0, true);
-        assert_int_equal(kube_patch(f->kc, &KUBE_RES_LEASES, NS, LEASE, NULL, KUBE_PATCH_MERGE,
-                                    "{\"spec\":{\"holderIdentity\":\"intruder\","
-                                    "\"renewTime\":\"2027-01-15T08:00:00.000000Z\"}}",
-                                    &out, NULL),
-                         0);
+        assert_int_equal(
+                kube_patch(f->kc,
+                           &(struct kube_patch_opts){
+                                   .resource = &KUBE_RES_LEASES,
+                                   .ns = NS,
+                                   .name = LEASE,
+                                   .subresource = NULL,
+                                   .type = KUBE_PATCH_MERGE,
+                                   .body = "{\"spec\":{\"holderIdentity\":\"intruder\","
+                                           "\"renewTime\":\"2027-01-15T08:00:00.000000Z\"}}" },
+                           &out, NULL),
+                0);
         cJSON_Delete(out);
         wait_stopped(f, 0);
         assert_false(leader_is_leader(f->e[0].l));
@@ -419,9 +433,17 @@ static void test_leader__stop_from_on_stopped_does_not_deadlock(void **state)
         for (int n = 0; n < WAIT_MS / 2 && !leader_is_leader(s.l); n++)
                 nap();
         assert_true(leader_is_leader(s.l));
-        assert_int_equal(kube_patch(f->kc, &KUBE_RES_LEASES, NS, LEASE, NULL, KUBE_PATCH_MERGE,
-                                    "{\"spec\":{\"holderIdentity\":\"intruder\"}}", &out, NULL),
-                         0);
+        assert_int_equal(
+                kube_patch(f->kc,
+                           &(struct kube_patch_opts){
+                                   .resource = &KUBE_RES_LEASES,
+                                   .ns = NS,
+                                   .name = LEASE,
+                                   .subresource = NULL,
+                                   .type = KUBE_PATCH_MERGE,
+                                   .body = "{\"spec\":{\"holderIdentity\":\"intruder\"}}" },
+                           &out, NULL),
+                0);
         cJSON_Delete(out);
         wait_count(&s.calls, "on_stopped");
         s.l = leader_free(s.l); /* joins the finished thread */

@@ -58,8 +58,14 @@ static int setup(void **state)
         assert_int_equal(
                 kube_client_new(&(struct kube_client_opts){ .config = &f->sim.cfg }, &f->kc), 0);
         assert_int_equal(kube_create(f->kc, &KUBE_RES_NODES, NULL, node, NULL, NULL), 0);
-        assert_int_equal(kube_patch(f->kc, &KUBE_RES_NODES, NULL, "worker-1", "status",
-                                    KUBE_PATCH_MERGE, text, &f->before, NULL),
+        assert_int_equal(kube_patch(f->kc,
+                                    &(struct kube_patch_opts){ .resource = &KUBE_RES_NODES,
+                                                               .ns = NULL,
+                                                               .name = "worker-1",
+                                                               .subresource = "status",
+                                                               .type = KUBE_PATCH_MERGE,
+                                                               .body = text },
+                                    &f->before, NULL),
                          0);
         cJSON_free(text);
         cJSON_Delete(st);

@@ -18,6 +18,7 @@
 
 #include "base64.h"
 #include "err.h"
+#include "json.h"
 #include "kube_client.h"
 #include "kubesim.h"
 #include "simproc.h"
@@ -70,28 +71,16 @@ static cJSON *parse(const char *fmt, ...)
         return o;
 }
 
-static const cJSON *at(const cJSON *o, const char *path)
-{
-        return test_json_at(o, path);
-}
-
-static const char *at_str(const cJSON *o, const char *path)
-{
-        const cJSON *x = at(o, path);
-
-        return cJSON_IsString(x) ? x->valuestring : NULL;
-}
-
 static double at_num(const cJSON *o, const char *path)
 {
-        const cJSON *x = at(o, path);
+        const cJSON *x = json_at(o, path);
 
         return cJSON_IsNumber(x) ? x->valuedouble : -1;
 }
 
 static const char *label(const cJSON *o, const char *key)
 {
-        const cJSON *l = at(at(o, "metadata"), "labels");
+        const cJSON *l = json_at(json_at(o, "metadata"), "labels");
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(l, key);
 
         return cJSON_IsString(x) ? x->valuestring : NULL;
@@ -99,7 +88,7 @@ static const char *label(const cJSON *o, const char *key)
 
 static const char *annotation(const cJSON *o, const char *key)
 {
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(at(o, "metadata.annotations"), key);
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(json_at(o, "metadata.annotations"), key);
 
         return cJSON_IsString(x) ? x->valuestring : NULL;
 }
@@ -159,11 +148,11 @@ static bool pred_field(const cJSON *o, const void *arg)
         char path[128];
 
         if (!eq)
-                return cJSON_IsTrue(at(o, arg));
+                return cJSON_IsTrue(json_at(o, arg));
         snprintf(path, sizeof(path), "%.*s", (int)(eq - (const char *)arg), (const char *)arg);
-        if (cJSON_IsNumber(at(o, path)))
+        if (cJSON_IsNumber(json_at(o, path)))
                 return at_num(o, path) == strtod(eq + 1, NULL);
-        return at_str(o, path) && strcmp(at_str(o, path), eq + 1) == 0;
+        return json_at_str(o, path) && strcmp(json_at_str(o, path), eq + 1) == 0;
 }
 
 /* arg: "labelkey=value". */
@@ -180,7 +169,7 @@ static bool pred_finalizer(const cJSON *o, const void *arg)
 {
         const cJSON *f;
 
-        cJSON_ArrayForEach (f, at(o, "metadata.finalizers")) {
+        cJSON_ArrayForEach (f, json_at(o, "metadata.finalizers")) {
                 if (cJSON_IsString(f) && strcmp(f->valuestring, arg) == 0)
                         return true;
         }
@@ -206,7 +195,7 @@ static cJSON *wait_count(const struct kube_resource *r, const char *selector, in
         for (unsigned t = 0; t < WAIT_MS; t += 25) {
                 cJSON *l = list(r, selector);
 
-                have = cJSON_GetArraySize(at(l, "items"));
+                have = cJSON_GetArraySize(json_at(l, "items"));
                 if (have == n)
                         return l;
                 cJSON_Delete(l);
@@ -220,7 +209,7 @@ static cJSON *wait_count(const struct kube_resource *r, const char *selector, in
 static int count(const struct kube_resource *r, const char *selector)
 {
         cJSON *l = list(r, selector);
-        int n = cJSON_GetArraySize(at(l, "items"));
+        int n = cJSON_GetArraySize(json_at(l, "items"));
 
         cJSON_Delete(l);
         return n;
@@ -243,7 +232,14 @@ static void patch(const struct kube_resource *r,
                   const char *body)
 {
         struct kube_error e = { 0 };
-        int err = kube_patch(client_for(r), r, G->ns, name, sub, KUBE_PATCH_MERGE, body, NULL, &e);
+        int err = kube_patch(client_for(r),
+                             &(struct kube_patch_opts){ .resource = r,
+                                                        .ns = G->ns,
+                                                        .name = name,
+                                                        .subresource = sub,
+                                                        .type = KUBE_PATCH_MERGE,
+                                                        .body = body },
+                             NULL, &e);
 
         if (err)
                 fail_msg("patch %s %s: %s %s", r->kind, name, cm_strerror(err), OR(e.message, ""));
@@ -438,11 +434,11 @@ static void deploy_all(const cJSON *machines)
 {
         const cJSON *m;
 
-        cJSON_ArrayForEach (m, at(machines, "items")) {
-                const char *name = at_str(m, "metadata.name");
+        cJSON_ArrayForEach (m, json_at(machines, "items")) {
+                const char *name = json_at_str(m, "metadata.name");
                 cJSON *mm = wait_obj(&KUBE_RES_MAASMACHINES, name, pred_exists, NULL);
 
-                if (!cJSON_IsTrue(at(mm, "status.ready")))
+                if (!cJSON_IsTrue(json_at(mm, "status.ready")))
                         free(deploy(name));
                 cJSON_Delete(mm);
         }
@@ -456,7 +452,7 @@ static int nodes_of(const char *machine)
         const cJSON *n;
         int found = 0;
 
-        cJSON_ArrayForEach (n, at(l, "items")) {
+        cJSON_ArrayForEach (n, json_at(l, "items")) {
                 const char *m = annotation(n, "cluster.x-k8s.io/machine");
                 const char *ns = annotation(n, "cluster.x-k8s.io/cluster-namespace");
 
@@ -495,24 +491,24 @@ static void test_capi_sim__cluster_owns_maascluster_and_mirrors_it(void **state)
         make_cluster("c1");
         cl = wait_obj(&KUBE_RES_CLUSTERS, "c1", pred_finalizer, "cluster.cluster.x-k8s.io");
         mc = wait_obj(&KUBE_RES_MAASCLUSTERS, "c1", pred_label, "cluster.x-k8s.io/cluster-name=c1");
-        ref = cJSON_GetArrayItem(at(mc, "metadata.ownerReferences"), 0);
-        assert_str(at_str(ref, "kind"), "Cluster");
-        assert_str(at_str(ref, "apiVersion"), "cluster.x-k8s.io/v1beta1");
-        assert_str(at_str(ref, "name"), "c1");
-        assert_str(at_str(ref, "uid"), at_str(cl, "metadata.uid"));
-        assert_true(cJSON_IsTrue(at(ref, "controller")));
+        ref = cJSON_GetArrayItem(json_at(mc, "metadata.ownerReferences"), 0);
+        assert_str(json_at_str(ref, "kind"), "Cluster");
+        assert_str(json_at_str(ref, "apiVersion"), "cluster.x-k8s.io/v1beta1");
+        assert_str(json_at_str(ref, "name"), "c1");
+        assert_str(json_at_str(ref, "uid"), json_at_str(cl, "metadata.uid"));
+        assert_true(cJSON_IsTrue(json_at(ref, "controller")));
         cJSON_Delete(mc);
         cJSON_Delete(cl);
         cl = wait_obj(&KUBE_RES_CLUSTERS, "c1", pred_field, "status.phase=Provisioning");
-        assert_false(cJSON_IsTrue(at(cl, "status.infrastructureReady")));
+        assert_false(cJSON_IsTrue(json_at(cl, "status.infrastructureReady")));
         cJSON_Delete(cl);
 
         provision_cluster("c1");
         cl = wait_obj(&KUBE_RES_CLUSTERS, "c1", pred_field, "status.infrastructureReady");
-        assert_true(cJSON_IsTrue(at(cl, "status.initialization.infrastructureProvisioned")));
-        assert_str(at_str(cl, "spec.controlPlaneEndpoint.host"), "demo.maas");
+        assert_true(cJSON_IsTrue(json_at(cl, "status.initialization.infrastructureProvisioned")));
+        assert_str(json_at_str(cl, "spec.controlPlaneEndpoint.host"), "demo.maas");
         assert_int_equal((int)at_num(cl, "spec.controlPlaneEndpoint.port"), 6443);
-        assert_false(cJSON_IsTrue(at(cl, "status.controlPlaneReady")));
+        assert_false(cJSON_IsTrue(json_at(cl, "status.controlPlaneReady")));
         cJSON_Delete(cl);
 }
 
@@ -543,8 +539,8 @@ static void test_capi_sim__objects_created_after_their_cluster_are_adopted(void 
 
 static void check_cp_machine(const cJSON *m, const cJSON *kcp)
 {
-        const char *name = at_str(m, "metadata.name");
-        const cJSON *ref = cJSON_GetArrayItem(at(m, "metadata.ownerReferences"), 0);
+        const char *name = json_at_str(m, "metadata.name");
+        const cJSON *ref = cJSON_GetArrayItem(json_at(m, "metadata.ownerReferences"), 0);
         char want[300];
 
         assert_int_equal(strlen(name), strlen("c2-cp-") + 5);
@@ -553,34 +549,34 @@ static void check_cp_machine(const cJSON *m, const cJSON *kcp)
                 assert_true(islower((unsigned char)*p) || isdigit((unsigned char)*p));
         assert_str(label(m, "cluster.x-k8s.io/cluster-name"), "c2");
         assert_non_null(label(m, SEL_CP));
-        assert_str(at_str(ref, "kind"), "KubeadmControlPlane");
-        assert_str(at_str(ref, "uid"), at_str(kcp, "metadata.uid"));
-        assert_true(cJSON_IsTrue(at(ref, "controller")));
-        assert_str(at_str(cJSON_GetArrayItem(at(m, "metadata.finalizers"), 0), ""),
+        assert_str(json_at_str(ref, "kind"), "KubeadmControlPlane");
+        assert_str(json_at_str(ref, "uid"), json_at_str(kcp, "metadata.uid"));
+        assert_true(cJSON_IsTrue(json_at(ref, "controller")));
+        assert_str(json_at_str(cJSON_GetArrayItem(json_at(m, "metadata.finalizers"), 0), ""),
                    "machine.cluster.x-k8s.io");
-        assert_str(at_str(m, "spec.clusterName"), "c2");
-        assert_str(at_str(m, "spec.infrastructureRef.kind"), "MaasMachine");
-        assert_str(at_str(m, "spec.infrastructureRef.name"), name);
+        assert_str(json_at_str(m, "spec.clusterName"), "c2");
+        assert_str(json_at_str(m, "spec.infrastructureRef.kind"), "MaasMachine");
+        assert_str(json_at_str(m, "spec.infrastructureRef.name"), name);
         snprintf(want, sizeof(want), "%s-bootstrap", name);
-        assert_str(at_str(m, "spec.bootstrap.dataSecretName"), want);
+        assert_str(json_at_str(m, "spec.bootstrap.dataSecretName"), want);
 }
 
 static void check_maasmachine(const cJSON *m)
 {
-        const char *name = at_str(m, "metadata.name");
+        const char *name = json_at_str(m, "metadata.name");
         cJSON *mm = wait_obj(&KUBE_RES_MAASMACHINES, name, pred_exists, NULL);
-        const cJSON *ref = cJSON_GetArrayItem(at(mm, "metadata.ownerReferences"), 0);
+        const cJSON *ref = cJSON_GetArrayItem(json_at(mm, "metadata.ownerReferences"), 0);
 
         assert_str(label(mm, "cluster.x-k8s.io/cluster-name"), "c2");
         assert_non_null(label(mm, SEL_CP));
-        assert_str(at_str(ref, "kind"), "Machine");
-        assert_str(at_str(ref, "name"), name);
-        assert_str(at_str(ref, "uid"), at_str(m, "metadata.uid"));
-        assert_true(cJSON_IsTrue(at(ref, "controller")));
-        assert_str(at_str(mm, "spec.image"), "u-2204-0-k-1264-0");
+        assert_str(json_at_str(ref, "kind"), "Machine");
+        assert_str(json_at_str(ref, "name"), name);
+        assert_str(json_at_str(ref, "uid"), json_at_str(m, "metadata.uid"));
+        assert_true(cJSON_IsTrue(json_at(ref, "controller")));
+        assert_str(json_at_str(mm, "spec.image"), "u-2204-0-k-1264-0");
         assert_int_equal((int)at_num(mm, "spec.minCPU"), 4);
         assert_int_equal((int)at_num(mm, "spec.minMemory"), 8192);
-        assert_str(at_str(mm, "spec.resourcePool"), "capi");
+        assert_str(json_at_str(mm, "spec.resourcePool"), "capi");
         cJSON_Delete(mm);
 }
 
@@ -595,8 +591,8 @@ static void check_bootstrap_secret(const char *machine)
         snprintf(name, sizeof(name), "%s-bootstrap", machine);
         sec = wait_obj(&KUBE_RES_SECRETS, name, pred_exists, NULL);
         assert_str(label(sec, "cluster.x-k8s.io/cluster-name"), "c2");
-        assert_str(at_str(sec, "type"), "cluster.x-k8s.io/secret");
-        v = at_str(sec, "data.value");
+        assert_str(json_at_str(sec, "type"), "cluster.x-k8s.io/secret");
+        v = json_at_str(sec, "data.value");
         assert_non_null(v);
         assert_int_equal(base64_decode(v, strlen(v), &data, &len), 0);
         assert_true(len > 13 && memcmp(data, "#cloud-config\n", 14) == 0);
@@ -610,8 +606,8 @@ static void check_kubeconfig_secret(void)
         cJSON *sec = wait_obj(&KUBE_RES_SECRETS, "c2-kubeconfig", pred_exists, NULL);
         char *b64 = file_b64(G->workload.kubeconfig);
 
-        assert_str(at_str(sec, "data.value"), b64);
-        assert_str(at_str(sec, "type"), "cluster.x-k8s.io/secret");
+        assert_str(json_at_str(sec, "data.value"), b64);
+        assert_str(json_at_str(sec, "type"), "cluster.x-k8s.io/secret");
         assert_str(label(sec, "cluster.x-k8s.io/cluster-name"), "c2");
         free(b64);
         cJSON_Delete(sec);
@@ -626,9 +622,9 @@ static char *first_control_plane(void)
 
         l = wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
         kcp = get(&KCPS, "c2-cp");
-        m = cJSON_Duplicate(cJSON_GetArrayItem(at(l, "items"), 0), true);
+        m = cJSON_Duplicate(cJSON_GetArrayItem(json_at(l, "items"), 0), true);
         cJSON_Delete(l);
-        name = xstrdup(at_str(m, "metadata.name"));
+        name = xstrdup(json_at_str(m, "metadata.name"));
         check_cp_machine(m, kcp);
         check_maasmachine(m);
         check_bootstrap_secret(name);
@@ -647,9 +643,9 @@ static char *first_control_plane(void)
         m = wait_obj(&KUBE_RES_MACHINES, name, pred_field, "spec.providerID=maas:///az1/sys1");
         cJSON_Delete(m);
         m = wait_obj(&KUBE_RES_MACHINES, name, pred_field, "status.phase=Provisioned");
-        assert_str(at_str(m, "spec.providerID"), "maas:///az1/sys1");
-        assert_true(cJSON_IsTrue(at(m, "status.infrastructureReady")));
-        assert_str(at_str(cJSON_GetArrayItem(at(m, "status.addresses"), 0), "address"),
+        assert_str(json_at_str(m, "spec.providerID"), "maas:///az1/sys1");
+        assert_true(cJSON_IsTrue(json_at(m, "status.infrastructureReady")));
+        assert_str(json_at_str(cJSON_GetArrayItem(json_at(m, "status.addresses"), 0), "address"),
                    "10.20.0.1");
         cJSON_Delete(m);
         m = wait_obj(&KUBE_RES_NODES, node, pred_exists, NULL);
@@ -659,8 +655,8 @@ static char *first_control_plane(void)
         /* the provider writes the providerID on the Node: the Machine gets its nodeRef */
         patch(&KUBE_RES_NODES, node, NULL, "{\"spec\":{\"providerID\":\"maas:///az1/sys1\"}}");
         m = wait_obj(&KUBE_RES_MACHINES, name, pred_field, "status.phase=Running");
-        assert_str(at_str(m, "status.nodeRef.name"), node);
-        assert_str(at_str(m, "status.nodeRef.kind"), "Node");
+        assert_str(json_at_str(m, "status.nodeRef.name"), node);
+        assert_str(json_at_str(m, "status.nodeRef.kind"), "Node");
         cJSON_Delete(m);
         free(node);
         return name;
@@ -676,12 +672,13 @@ static void the_rest_follow(void)
         deploy_all(l);
         cJSON_Delete(l);
         l = wait_count(&KUBE_RES_MACHINES, SEL_MD "=c2-md", 2);
-        cJSON_ArrayForEach (m, at(l, "items")) {
-                const cJSON *ref = cJSON_GetArrayItem(at(m, "metadata.ownerReferences"), 0);
+        cJSON_ArrayForEach (m, json_at(l, "items")) {
+                const cJSON *ref = cJSON_GetArrayItem(json_at(m, "metadata.ownerReferences"), 0);
 
-                assert_str(at_str(ref, "kind"), "MachineDeployment");
+                assert_str(json_at_str(ref, "kind"), "MachineDeployment");
                 assert_null(label(m, SEL_CP));
-                x = wait_obj(&KUBE_RES_MAASMACHINES, at_str(m, "metadata.name"), pred_exists, NULL);
+                x = wait_obj(&KUBE_RES_MAASMACHINES, json_at_str(m, "metadata.name"), pred_exists,
+                             NULL);
                 assert_int_equal((int)at_num(x, "spec.minCPU"), 2);
                 assert_null(label(x, SEL_CP));
                 cJSON_Delete(x);
@@ -705,15 +702,16 @@ static void scale_down_keeps_oldest(const char *first)
         int n_gone = 0;
 
         l = list(&KUBE_RES_MACHINES, SEL_CP);
-        cJSON_ArrayForEach (m, at(l, "items")) {
-                if (strcmp(at_str(m, "metadata.name"), first) != 0 && n_gone < 2)
-                        snprintf(gone[n_gone++], sizeof(gone[0]), "%s", at_str(m, "metadata.name"));
+        cJSON_ArrayForEach (m, json_at(l, "items")) {
+                if (strcmp(json_at_str(m, "metadata.name"), first) != 0 && n_gone < 2)
+                        snprintf(gone[n_gone++], sizeof(gone[0]), "%s",
+                                 json_at_str(m, "metadata.name"));
         }
         cJSON_Delete(l);
         assert_int_equal(n_gone, 2);
         patch(&KCPS, "c2-cp", NULL, "{\"spec\":{\"replicas\":1}}");
         l = wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
-        assert_str(at_str(cJSON_GetArrayItem(at(l, "items"), 0), "metadata.name"), first);
+        assert_str(json_at_str(cJSON_GetArrayItem(json_at(l, "items"), 0), "metadata.name"), first);
         cJSON_Delete(l);
         for (int i = 0; i < n_gone; i++) {
                 char sec[300];
@@ -746,7 +744,7 @@ static void test_capi_sim__machines_follow_replicas(void **state)
         provision_cluster("c2");
         first = first_control_plane();
         x = wait_obj(&KUBE_RES_CLUSTERS, "c2", pred_field, "status.controlPlaneReady");
-        assert_true(cJSON_IsTrue(at(x, "status.initialization.controlPlaneInitialized")));
+        assert_true(cJSON_IsTrue(json_at(x, "status.initialization.controlPlaneInitialized")));
         cJSON_Delete(x);
         the_rest_follow();
         scale_down_keeps_oldest(first);

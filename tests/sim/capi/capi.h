@@ -28,6 +28,7 @@
 #include "compiler.h"
 #include "controller.h"
 #include "informer.h"
+#include "json.h"
 #include "kube_client.h"
 
 #define CAPI_GROUP             "cluster.x-k8s.io"
@@ -120,10 +121,6 @@ MUST_CHECK int capi_machine_reconcile(struct capi_worker *w,
 
 /* ---- helpers (util.c) ---- */
 
-/* Nested string/bool lookups: capi_str(o, "spec", "clusterName", NULL). Borrowed. */
-const char *capi_str(const cJSON *o, ...);
-bool capi_true(const cJSON *o, ...);
-const cJSON *capi_get(const cJSON *o, ...);
 /* The name of o's controlling ownerReference of `kind`, or of any ownerReference of that
  * kind when none controls; NULL when none. */
 const char *capi_owner_name(const cJSON *o, const char *kind);

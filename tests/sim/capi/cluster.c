@@ -37,10 +37,11 @@ static void infra_status(cJSON *after, const cJSON *mc)
 {
         cJSON *st = json_child_object(after, "status", NULL);
         cJSON *init = json_child_object(st, "initialization", NULL);
-        bool ready = capi_true(mc, "status", "ready", NULL);
-        bool prov = ready || capi_true(mc, "status", "initialization", "provisioned", NULL);
-        const cJSON *ep = capi_get(mc, "spec", "controlPlaneEndpoint", NULL);
-        const char *host = capi_str(ep, "host", NULL);
+        bool ready = cJSON_IsTrue(json_find(mc, "status", "ready", NULL));
+        bool prov = ready ||
+                    cJSON_IsTrue(json_find(mc, "status", "initialization", "provisioned", NULL));
+        const cJSON *ep = json_find(mc, "spec", "controlPlaneEndpoint", NULL);
+        const char *host = json_find_str(ep, "host", NULL);
 
         json_set_bool(st, "infrastructureReady", prov);
         json_set_bool(init, "infrastructureProvisioned", prov);
@@ -53,8 +54,8 @@ static void infra_status(cJSON *after, const cJSON *mc)
 static void cp_status(cJSON *after, const cJSON *kcp)
 {
         cJSON *st = json_child_object(after, "status", NULL);
-        const cJSON *rr = capi_get(kcp, "status", "readyReplicas", NULL);
-        bool ready = capi_true(kcp, "status", "initialized", NULL) ||
+        const cJSON *rr = json_find(kcp, "status", "readyReplicas", NULL);
+        bool ready = cJSON_IsTrue(json_find(kcp, "status", "initialized", NULL)) ||
                      (cJSON_IsNumber(rr) && rr->valuedouble >= 1);
 
         json_set_bool(st, "controlPlaneReady", ready);
@@ -67,8 +68,8 @@ static int cluster_normal(struct capi_worker *w, const struct kube_object *cl)
         struct capi *s = w->s;
         const cJSON *o = kube_object_json(cl);
         const char *ns = kube_object_namespace(cl);
-        const char *mcname = capi_str(o, "spec", "infrastructureRef", "name", NULL);
-        const char *kcpname = capi_str(o, "spec", "controlPlaneRef", "name", NULL);
+        const char *mcname = json_find_str(o, "spec", "infrastructureRef", "name", NULL);
+        const char *kcpname = json_find_str(o, "spec", "controlPlaneRef", "name", NULL);
         struct kube_object *mc = mcname ? informer_get(s->maasclusters, ns, mcname) : NULL;
         struct kube_object *kcp = kcpname ? informer_get(s->kcps, ns, kcpname) : NULL;
         cJSON *after = cJSON_Duplicate(o, true);
@@ -120,8 +121,8 @@ static int cluster_delete(struct capi_worker *w,
         struct capi *s = w->s;
         const cJSON *o = kube_object_json(cl);
         const char *ns = kube_object_namespace(cl);
-        const char *mcname = capi_str(o, "spec", "infrastructureRef", "name", NULL);
-        const char *kcpname = capi_str(o, "spec", "controlPlaneRef", "name", NULL);
+        const char *mcname = json_find_str(o, "spec", "infrastructureRef", "name", NULL);
+        const char *kcpname = json_find_str(o, "spec", "controlPlaneRef", "name", NULL);
         size_t n_md = 0, n_m = 0;
         struct kube_object *mc = NULL;
         cJSON *after;

@@ -137,12 +137,12 @@ static void upsert(void *arg, const struct kube_object *obj)
 
         if (k == CAPI_OWNER_KINDS)
                 return;
-        created = capi_str(m, "metadata", "creationTimestamp", NULL);
+        created = json_find_str(m, "metadata", "creationTimestamp", NULL);
         pthread_mutex_lock(&x->lock);
         mem = member_of(x, group_of(x, k, kube_object_namespace(obj), owner, true),
                         kube_object_name(obj), true);
         snprintf(mem->created, sizeof(mem->created), "%s", created ? created : "");
-        mem->ready = capi_true(m, "status", "infrastructureReady", NULL);
+        mem->ready = cJSON_IsTrue(json_find(m, "status", "infrastructureReady", NULL));
         mem->deleting = mem->deleting || capi_deleting(m);
         pthread_mutex_unlock(&x->lock);
 }

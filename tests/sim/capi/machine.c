@@ -29,7 +29,7 @@ struct mctx {
 
 static char *node_name(const cJSON *mm)
 {
-        const char *h = capi_str(mm, "status", "hostname", NULL);
+        const char *h = json_find_str(mm, "status", "hostname", NULL);
         char *n;
 
         if (!h || !*h)
@@ -42,7 +42,7 @@ static char *node_name(const cJSON *mm)
 
 static bool is_control_plane(const cJSON *o)
 {
-        return capi_str(o, "metadata", "labels", SCHEMA_LABEL_CONTROL_PLANE, NULL) != NULL;
+        return json_find_str(o, "metadata", "labels", SCHEMA_LABEL_CONTROL_PLANE, NULL) != NULL;
 }
 
 /* A new object {apiVersion, kind, metadata{name, namespace, cluster-name label}}. */
@@ -67,12 +67,13 @@ static cJSON *new_obj(const struct mctx *c,
 static int bootstrap_secret(struct mctx *c)
 {
         const char *name =
-                capi_str(kube_object_json(c->m), "spec", "bootstrap", "dataSecretName", NULL);
+                json_find_str(kube_object_json(c->m), "spec", "bootstrap", "dataSecretName", NULL);
         char *cfg, *b64;
         cJSON *sec, *data;
         int err;
 
-        if (!name || capi_true(kube_object_json(c->m), "status", "bootstrapReady", NULL))
+        if (!name ||
+            cJSON_IsTrue(json_find(kube_object_json(c->m), "status", "bootstrapReady", NULL)))
                 return 0;
         cfg = xasprintf("#cloud-config\n# capi-sim bootstrap data for Machine %s/%s\n"
                         "runcmd:\n  - echo 'joining cluster %s'\n",
@@ -101,11 +102,11 @@ static int bootstrap_secret(struct mctx *c)
 
 static int create_maasmachine(struct mctx *c, struct reconcile_result *res)
 {
-        const char *tname = capi_str(kube_object_json(c->m), "metadata", "annotations",
-                                     CAPI_ANN_TEMPLATE, NULL);
+        const char *tname = json_find_str(kube_object_json(c->m), "metadata", "annotations",
+                                          CAPI_ANN_TEMPLATE, NULL);
         struct kube_object *t = tname ? informer_get(c->w->s->templates, c->ns, tname) : NULL;
         const cJSON *spec =
-                t ? capi_get(kube_object_json(t), "spec", "template", "spec", NULL) : NULL;
+                t ? json_find(kube_object_json(t), "spec", "template", "spec", NULL) : NULL;
         cJSON *mm;
         int err;
 
@@ -132,7 +133,7 @@ static void node_status(cJSON *n, const cJSON *machine)
         cJSON *st = json_child_object(n, "status", NULL);
         cJSON *conds = cJSON_CreateArray();
         cJSON *ready = cJSON_CreateObject();
-        const char *ver = capi_str(machine, "spec", "version", NULL);
+        const char *ver = json_find_str(machine, "spec", "version", NULL);
 
         json_set_string(ready, "type", "Ready");
         json_set_string(ready, "status", "True");
@@ -147,9 +148,9 @@ static void node_status(cJSON *n, const cJSON *machine)
 static int ensure_node(struct mctx *c, const cJSON *mm, const char *name)
 {
         struct kube_object *node = informer_get(c->w->s->nodes, NULL, name);
-        const char *want = capi_str(mm, "spec", "providerID", NULL);
+        const char *want = json_find_str(mm, "spec", "providerID", NULL);
         const char *have =
-                node ? capi_str(kube_object_json(node), "spec", "providerID", NULL) : NULL;
+                node ? json_find_str(kube_object_json(node), "spec", "providerID", NULL) : NULL;
         cJSON *n, *ann;
         int err = 0;
 
@@ -183,10 +184,10 @@ static int ensure_node(struct mctx *c, const cJSON *mm, const char *name)
 
 static int mirror(struct mctx *c, const cJSON *mm)
 {
-        bool ready = capi_true(mm, "status", "ready", NULL) ||
-                     capi_true(mm, "status", "initialization", "provisioned", NULL);
-        const cJSON *addrs = capi_get(mm, "status", "addresses", NULL);
-        const char *pid = capi_str(mm, "spec", "providerID", NULL);
+        bool ready = cJSON_IsTrue(json_find(mm, "status", "ready", NULL)) ||
+                     cJSON_IsTrue(json_find(mm, "status", "initialization", "provisioned", NULL));
+        const cJSON *addrs = json_find(mm, "status", "addresses", NULL);
+        const char *pid = json_find_str(mm, "spec", "providerID", NULL);
         char *name = ready ? node_name(mm) : NULL;
         int err = 0;
 
@@ -200,9 +201,9 @@ static int mirror(struct mctx *c, const cJSON *mm)
         if (name)
                 err = ensure_node(c, mm, name);
         json_set_string(c->status, "phase",
-                        capi_get(c->status, "nodeRef", NULL) ? "Running"
-                        : ready                              ? "Provisioned"
-                                                             : "Provisioning");
+                        json_find(c->status, "nodeRef", NULL) ? "Running"
+                        : ready                               ? "Provisioned"
+                                                              : "Provisioning");
         free(name);
         return err;
 }
@@ -214,10 +215,10 @@ static int machine_normal(struct mctx *c, struct reconcile_result *res)
 
         if (err == 0 && mm)
                 err = mirror(c, kube_object_json(mm));
-        else if (err == 0 &&
-                 !capi_true(kube_object_json(c->m), "status", "infrastructureReady", NULL))
+        else if (err == 0 && !cJSON_IsTrue(json_find(kube_object_json(c->m), "status",
+                                                     "infrastructureReady", NULL)))
                 err = create_maasmachine(c, res);
-        if (!mm && !capi_get(c->status, "phase", NULL))
+        if (!mm && !json_find(c->status, "phase", NULL))
                 json_set_string(c->status, "phase", "Provisioning");
         if (err == 0)
                 err = capi_write(c->w, &KUBE_RES_MACHINES, kube_object_json(c->m), c->after);
@@ -246,9 +247,9 @@ static int machine_delete(struct mctx *c, struct reconcile_result *res)
 {
         cJSON *mm = NULL;
         char *node;
-        const char *ref = capi_str(c->status, "nodeRef", "name", NULL);
+        const char *ref = json_find_str(c->status, "nodeRef", "name", NULL);
         const char *secret =
-                capi_str(kube_object_json(c->m), "spec", "bootstrap", "dataSecretName", NULL);
+                json_find_str(kube_object_json(c->m), "spec", "bootstrap", "dataSecretName", NULL);
         int err = find_mm(c, &mm);
 
         json_set_string(c->status, "phase", "Deleting");
@@ -283,7 +284,7 @@ int capi_machine_reconcile(struct capi_worker *w,
         if (!m)
                 return 0;
         c.cluster = capi_cluster_of(kube_object_json(m));
-        c.mm_name = capi_str(kube_object_json(m), "spec", "infrastructureRef", "name", NULL);
+        c.mm_name = json_find_str(kube_object_json(m), "spec", "infrastructureRef", "name", NULL);
         if (!c.mm_name) {
                 kube_object_unref(m);
                 return 0; /* nothing this simulator can do for it */

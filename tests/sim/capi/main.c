@@ -158,8 +158,8 @@ static void map_mm_to_machine(void *arg, const struct kube_object *obj, add_fn *
 static void map_node_to_machine(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
         const cJSON *o = kube_object_json(obj);
-        const char *m = capi_str(o, "metadata", "annotations", CAPI_ANN_MACHINE, NULL);
-        const char *ns = capi_str(o, "metadata", "annotations", CAPI_ANN_CLUSTER_NS, NULL);
+        const char *m = json_find_str(o, "metadata", "annotations", CAPI_ANN_MACHINE, NULL);
+        const char *ns = json_find_str(o, "metadata", "annotations", CAPI_ANN_CLUSTER_NS, NULL);
 
         (void)arg;
         if (m && ns)

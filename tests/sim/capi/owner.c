@@ -113,14 +113,14 @@ static size_t to_create(const struct owner_ctx *c, const struct kube_object *cl,
 {
         const cJSON *o = kube_object_json(cl);
 
-        if (!capi_true(o, "status", "infrastructureReady", NULL) || c->active >= want)
+        if (!cJSON_IsTrue(json_find(o, "status", "infrastructureReady", NULL)) || c->active >= want)
                 return 0;
         if (c->d->control_plane) {
                 if (c->active == 0)
                         return 1;
                 if (c->ready == 0)
                         return 0;
-        } else if (!capi_true(o, "status", "controlPlaneReady", NULL)) {
+        } else if (!cJSON_IsTrue(json_find(o, "status", "controlPlaneReady", NULL))) {
                 return 0;
         }
         want -= c->active;
@@ -194,7 +194,8 @@ static int write_status(struct owner_ctx *c, const struct kube_object *cl, size_
         json_set_int64(st, "updatedReplicas", (int64_t)c->active);
         json_set_int64(st, "availableReplicas", (int64_t)c->ready);
         json_set_int64(st, "unavailableReplicas", (int64_t)(c->active - c->ready));
-        if (c->d->control_plane && c->ready > 0 && !capi_true(o, "status", "initialized", NULL)) {
+        if (c->d->control_plane && c->ready > 0 &&
+            !cJSON_IsTrue(json_find(o, "status", "initialized", NULL))) {
                 err = kubeconfig_secret(c, cl);
                 json_set_bool(st, "initialized", true);
                 json_set_bool(st, "ready", true);
@@ -226,9 +227,9 @@ static int reconcile_replicas(struct owner_ctx *c,
                               struct reconcile_result *res)
 {
         const cJSON *o = kube_object_json(c->owner);
-        const cJSON *rep = capi_get(o, "spec", "replicas", NULL);
+        const cJSON *rep = json_find(o, "spec", "replicas", NULL);
         size_t want = cJSON_IsNumber(rep) && rep->valuedouble >= 0 ? (size_t)rep->valuedouble : 1;
-        const char *tmpl = capi_str(path4(o, c->d->ref_path), "name", NULL);
+        const char *tmpl = json_find_str(path4(o, c->d->ref_path), "name", NULL);
         size_t create;
         int err = 0;
 

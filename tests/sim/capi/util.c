@@ -18,57 +18,18 @@ const struct kube_resource CAPI_RES_KCPS = { "controlplane.cluster.x-k8s.io", "v
 const struct kube_resource CAPI_RES_MDS = { "cluster.x-k8s.io", "v1beta1", "machinedeployments",
                                             "MachineDeployment", true };
 
-static const cJSON *vget(const cJSON *o, va_list ap)
-{
-        const char *k;
-
-        while (o && (k = va_arg(ap, const char *)) != NULL)
-                o = cJSON_GetObjectItemCaseSensitive(o, k);
-        return o;
-}
-
-const cJSON *capi_get(const cJSON *o, ...)
-{
-        va_list ap;
-
-        va_start(ap, o);
-        o = vget(o, ap);
-        va_end(ap);
-        return o;
-}
-
-const char *capi_str(const cJSON *o, ...)
-{
-        va_list ap;
-
-        va_start(ap, o);
-        o = vget(o, ap);
-        va_end(ap);
-        return cJSON_IsString(o) ? o->valuestring : NULL;
-}
-
-bool capi_true(const cJSON *o, ...)
-{
-        va_list ap;
-
-        va_start(ap, o);
-        o = vget(o, ap);
-        va_end(ap);
-        return cJSON_IsTrue(o);
-}
-
 const char *capi_owner_name(const cJSON *o, const char *kind)
 {
         const cJSON *ref;
         const char *any = NULL;
 
-        cJSON_ArrayForEach (ref, capi_get(o, "metadata", "ownerReferences", NULL)) {
-                const char *k = capi_str(ref, "kind", NULL);
-                const char *n = capi_str(ref, "name", NULL);
+        cJSON_ArrayForEach (ref, json_find(o, "metadata", "ownerReferences", NULL)) {
+                const char *k = json_find_str(ref, "kind", NULL);
+                const char *n = json_find_str(ref, "name", NULL);
 
                 if (!k || !n || strcmp(k, kind) != 0)
                         continue;
-                if (capi_true(ref, "controller", NULL))
+                if (cJSON_IsTrue(json_find(ref, "controller", NULL)))
                         return n;
                 any = any ? any : n;
         }
@@ -87,7 +48,7 @@ bool capi_set_owner(cJSON *obj,
         cJSON *ref;
 
         cJSON_ArrayForEach (ref, refs) {
-                const char *u = capi_str(ref, "uid", NULL);
+                const char *u = json_find_str(ref, "uid", NULL);
 
                 if (u && strcmp(u, uid) == 0)
                         return false;
@@ -112,7 +73,7 @@ bool capi_set_owner(cJSON *obj,
 bool capi_set_label(cJSON *obj, const char *key, const char *value)
 {
         cJSON *labels = json_child_object(json_child_object(obj, "metadata", NULL), "labels", NULL);
-        const char *cur = capi_str(labels, key, NULL);
+        const char *cur = json_find_str(labels, key, NULL);
 
         if (cur && strcmp(cur, value) == 0)
                 return false;
@@ -124,7 +85,7 @@ bool capi_has_finalizer(const cJSON *obj, const char *f)
 {
         const cJSON *x;
 
-        cJSON_ArrayForEach (x, capi_get(obj, "metadata", "finalizers", NULL)) {
+        cJSON_ArrayForEach (x, json_find(obj, "metadata", "finalizers", NULL)) {
                 if (cJSON_IsString(x) && strcmp(x->valuestring, f) == 0)
                         return true;
         }
@@ -165,7 +126,7 @@ void capi_remove_finalizer(cJSON *obj, const char *f)
 
 bool capi_deleting(const cJSON *obj)
 {
-        return capi_str(obj, "metadata", "deletionTimestamp", NULL) != NULL;
+        return json_find_str(obj, "metadata", "deletionTimestamp", NULL) != NULL;
 }
 
 char *capi_random_name(struct capi *s, const char *prefix)
@@ -219,10 +180,10 @@ int capi_delete(struct kube_client *c,
 
 const char *capi_cluster_of(const cJSON *o)
 {
-        const char *c = capi_str(o, "metadata", "labels", SCHEMA_LABEL_CLUSTER_NAME, NULL);
+        const char *c = json_find_str(o, "metadata", "labels", SCHEMA_LABEL_CLUSTER_NAME, NULL);
 
         if (!c)
-                c = capi_str(o, "spec", "clusterName", NULL);
+                c = json_find_str(o, "spec", "clusterName", NULL);
         if (!c)
                 c = capi_owner_name(o, "Cluster");
         return c;

@@ -12,6 +12,7 @@
 
 #include "err.h"
 #include "ks.h"
+#include "rfc3339.h"
 #include "xalloc.h"
 
 const char *kq(const struct kreq *r, const char *name)
@@ -28,18 +29,15 @@ bool kq_bool(const struct kreq *r, const char *name)
 
 static char *fmt_time(bool micro)
 {
+        char b[RFC3339_MICRO_LEN];
         struct timespec ts;
-        struct tm tm;
-        char b[64];
 
         clock_gettime(CLOCK_REALTIME, &ts);
-        gmtime_r(&ts.tv_sec, &tm);
-        if (!micro) {
-                strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%SZ", &tm);
-                return xstrdup(b);
-        }
-        strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%S", &tm);
-        return xasprintf("%s.%06ldZ", b, ts.tv_nsec / 1000);
+        if (micro)
+                rfc3339_format_micro(&ts, b);
+        else
+                rfc3339_format(ts.tv_sec, b);
+        return xstrdup(b);
 }
 
 char *ks_now_rfc3339(void)

@@ -54,24 +54,6 @@ static cJSON *load_fixture(const char *name)
 }
 
 /* Value at a dotted path of object members ("spec.lxd.vmConfig.gpu"), or NULL. */
-static const cJSON *at(const cJSON *obj, const char *path)
-{
-        char *copy = xstrdup(path);
-        char *seg = copy;
-        char *dot;
-        const cJSON *cur = obj;
-
-        while (cur && seg) {
-                dot = strchr(seg, '.');
-                if (dot)
-                        *dot = '\0';
-                cur = cJSON_GetObjectItemCaseSensitive(cur, seg);
-                seg = dot ? dot + 1 : NULL;
-        }
-        free(copy);
-        return cur;
-}
-
 static void assert_same_json(const cJSON *a, const cJSON *b)
 {
         char *ta;
@@ -124,12 +106,12 @@ static void test_schema__machine_round_trip_keeps_unknown_fields(void **state)
         assert_int_equal(maas_machine_encode(&m, &out), CM_OK);
         assert_same_json(in, out);
         /* The fixture really has unknown fields at several depths, and they came back. */
-        assert_non_null(at(out, "futureTopLevel"));
-        assert_non_null(at(out, "metadata.managedFields"));
-        assert_non_null(at(out, "spec.futureSpecField"));
-        assert_non_null(at(out, "spec.lxd.vmConfig.gpu"));
-        assert_non_null(at(out, "status.initialization.futureInit"));
-        assert_non_null(at(out, "status.deprecated.v1beta1"));
+        assert_non_null(json_at(out, "futureTopLevel"));
+        assert_non_null(json_at(out, "metadata.managedFields"));
+        assert_non_null(json_at(out, "spec.futureSpecField"));
+        assert_non_null(json_at(out, "spec.lxd.vmConfig.gpu"));
+        assert_non_null(json_at(out, "status.initialization.futureInit"));
+        assert_non_null(json_at(out, "status.deprecated.v1beta1"));
         cJSON_Delete(out);
         maas_machine_release(&m);
         cJSON_Delete(in);
@@ -157,7 +139,7 @@ static void test_schema__decode_view_reads_the_same_without_a_copy(void **state)
         assert_int_equal(maas_machine_encode(&full, &a), CM_OK);
         assert_int_equal(maas_machine_encode(&view, &b), CM_OK);
         assert_same_json(a, b);
-        assert_null(at(b, "futureTopLevel"));
+        assert_null(json_at(b, "futureTopLevel"));
         cJSON_Delete(a);
         cJSON_Delete(b);
         maas_machine_release(&full);
@@ -190,8 +172,8 @@ static void test_schema__cluster_round_trip_keeps_unknown_fields(void **state)
         assert_null(schema_meta_owner(&c.meta, "infrastructure.cluster.x-k8s.io", "Cluster"));
         assert_int_equal(maas_cluster_encode(&c, &out), CM_OK);
         assert_same_json(in, out);
-        assert_non_null(at(out, "spec.lxdConfig.futureLXD"));
-        assert_non_null(at(out, "status.network.futureNet"));
+        assert_non_null(json_at(out, "spec.lxdConfig.futureLXD"));
+        assert_non_null(json_at(out, "status.network.futureNet"));
         cJSON_Delete(out);
         maas_cluster_release(&c);
         cJSON_Delete(in);
@@ -212,11 +194,11 @@ static void test_schema__machine_template_round_trip(void **state)
         assert_null(t.meta.creation_timestamp); /* null is absent ... */
         assert_int_equal(maas_machine_template_encode(&t, &out), CM_OK);
         assert_same_json(in, out); /* ... and survives as null */
-        assert_true(cJSON_IsNull(at(out, "metadata.creationTimestamp")));
-        assert_non_null(at(out, "spec.template.metadata.labels"));
-        assert_non_null(at(out, "spec.template.futureTemplate"));
-        assert_non_null(at(out, "spec.template.spec.futureTemplateSpec.nested"));
-        assert_non_null(at(out, "status.capacity"));
+        assert_true(cJSON_IsNull(json_at(out, "metadata.creationTimestamp")));
+        assert_non_null(json_at(out, "spec.template.metadata.labels"));
+        assert_non_null(json_at(out, "spec.template.futureTemplate"));
+        assert_non_null(json_at(out, "spec.template.spec.futureTemplateSpec.nested"));
+        assert_non_null(json_at(out, "status.capacity"));
         cJSON_Delete(out);
         maas_machine_template_release(&t);
         cJSON_Delete(in);
@@ -262,18 +244,18 @@ static void test_schema__edits_keep_unknown_fields_of_list_entries(void **state)
         m.spec.provider_id = NULL;
         schema_strv_add(&m.spec.tags, "gpu");
         assert_int_equal(maas_machine_encode(&m, &out), CM_OK);
-        conds = at(out, "status.conditions");
+        conds = json_at(out, "status.conditions");
         assert_int_equal(cJSON_GetArraySize(conds), 2);
         dns = cJSON_GetArrayItem(conds, 0);
-        assert_string_equal(at(dns, "type")->valuestring, "DNSAttached");
-        assert_string_equal(at(dns, "severity")->valuestring, "Info"); /* matched by type */
-        assert_string_equal(at(cJSON_GetArrayItem(conds, 1), "reason")->valuestring,
+        assert_string_equal(json_at(dns, "type")->valuestring, "DNSAttached");
+        assert_string_equal(json_at(dns, "severity")->valuestring, "Info"); /* matched by type */
+        assert_string_equal(json_at(cJSON_GetArrayItem(conds, 1), "reason")->valuestring,
                             "MachinePoweredOff");
-        assert_null(at(out, "spec.providerID"));
-        assert_int_equal(cJSON_GetArraySize(at(out, "spec.tags")), 3);
-        assert_non_null(at(out, "metadata.ownerReferences")->child->child);
-        assert_non_null(
-                at(cJSON_GetArrayItem(at(out, "metadata.ownerReferences"), 0), "futureOwnerField"));
+        assert_null(json_at(out, "spec.providerID"));
+        assert_int_equal(cJSON_GetArraySize(json_at(out, "spec.tags")), 3);
+        assert_non_null(json_at(out, "metadata.ownerReferences")->child->child);
+        assert_non_null(json_at(cJSON_GetArrayItem(json_at(out, "metadata.ownerReferences"), 0),
+                                "futureOwnerField"));
         cJSON_Delete(out);
         maas_machine_release(&m);
         cJSON_Delete(in);
@@ -422,12 +404,12 @@ static void test_schema__absent_and_zero_differ(void **state)
         assert_false(m.status.present);
         assert_false(m.meta.labels.present);
         assert_int_equal(maas_machine_encode(&m, &out), CM_OK);
-        assert_null(at(out, "status"));
-        assert_null(at(out, "spec.minMemory"));
-        assert_null(at(out, "metadata"));
-        assert_true(cJSON_IsNull(at(out, "spec.systemID")));
-        assert_string_equal(at(out, "apiVersion")->valuestring, SCHEMA_API_VERSION);
-        assert_string_equal(at(out, "kind")->valuestring, SCHEMA_KIND_MACHINE);
+        assert_null(json_at(out, "status"));
+        assert_null(json_at(out, "spec.minMemory"));
+        assert_null(json_at(out, "metadata"));
+        assert_true(cJSON_IsNull(json_at(out, "spec.systemID")));
+        assert_string_equal(json_at(out, "apiVersion")->valuestring, SCHEMA_API_VERSION);
+        assert_string_equal(json_at(out, "kind")->valuestring, SCHEMA_KIND_MACHINE);
         cJSON_Delete(out);
         maas_machine_release(&m);
         cJSON_Delete(in);
@@ -473,13 +455,13 @@ static void test_schema__status_cleared_is_removed(void **state)
         c.status.present = false;
         schema_conditions_release(&c.status.conditions);
         assert_int_equal(maas_cluster_encode(&c, &out), CM_OK);
-        assert_null(at(out, "status"));
+        assert_null(json_at(out, "status"));
         cJSON_Delete(out);
         c.status.present = true;
         c.status.has_provisioned = false;
         assert_int_equal(maas_cluster_encode(&c, &out), CM_OK);
-        assert_true(cJSON_IsFalse(at(out, "status.initialization.provisioned")));
-        assert_true(cJSON_IsTrue(at(out, "status.ready")));
+        assert_true(cJSON_IsFalse(json_at(out, "status.initialization.provisioned")));
+        assert_true(cJSON_IsTrue(json_at(out, "status.ready")));
         cJSON_Delete(out);
         maas_cluster_release(&c);
         cJSON_Delete(in);

@@ -57,7 +57,8 @@ const struct kube_resource KUBE_RES_MAASCLUSTERTEMPLATES = { "infrastructure.clu
 struct kube_client {
         const struct kube_config *cfg; /* borrowed */
         struct kube_ratelimit *rl;     /* borrowed, may be NULL */
-        struct http_transport *t;      /* owned */
+        struct http_transport *t;      /* owned unless borrowed */
+        bool borrowed_transport;       /* t came from kube_client_opts.transport */
         uint32_t timeout_ms;
         size_t max_body;
         char *user_agent;    /* owned */
@@ -306,6 +307,12 @@ int kube_client_new(const struct kube_client_opts *o, struct kube_client **ret)
         c->sleep_arg = o->sleep_arg;
         c->rnd = (uint64_t)(uintptr_t)c ^ ((uint64_t)time(NULL) << 20) ^ 0x9e3779b97f4a7c15u;
         c->token = cfg->token ? xstrdup(cfg->token) : NULL;
+        if (o->transport) {
+                c->t = o->transport;
+                c->borrowed_transport = true;
+                *ret = c;
+                return 0;
+        }
         r = http_transport_curl_new(
                 &(struct http_transport_opts){ .ca_file = cfg->ca_file,
                                                .client_cert_file = cfg->client_cert_file,
@@ -326,7 +333,8 @@ struct kube_client *kube_client_free(struct kube_client *c)
 {
         if (!c)
                 return NULL;
-        http_transport_free(c->t);
+        if (!c->borrowed_transport)
+                http_transport_free(c->t);
         free(c->user_agent);
         free(c->field_manager);
         free(c->token);

@@ -124,10 +124,13 @@ struct kube_client_opts {
         /* Sleeps between retries; NULL = nanosleep. Tests record the delays instead. */
         void (*sleep_ms)(void *arg, uint64_t ms);
         void *sleep_arg;
+        /* The seam for tests (http_transport.h): a transport the client uses instead of its
+         * own libcurl one; borrowed, same thread, must outlive the client. NULL = libcurl. */
+        struct http_transport *transport;
 };
 
-/* Creates a client (its own libcurl transport, TLS from the config). CM_EINVAL when the
- * config has no server or names unreadable files. The client re-reads config->token_file
+/* Creates a client (its own libcurl transport unless o->transport, TLS from the config). CM_EINVAL
+ * when the config has no server or names unreadable files. The client re-reads config->token_file
  * before a request whenever the file's mtime, size or inode changed. */
 MUST_CHECK int kube_client_new(const struct kube_client_opts *o, struct kube_client **ret);
 struct kube_client *kube_client_free(struct kube_client *c);

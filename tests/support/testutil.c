@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <cmocka.h>
 #include <curl/curl.h>
 #include <gnutls/x509.h>
 
@@ -436,4 +438,20 @@ void tls_conn_close(struct tls_conn *c)
                 close(c->fd);
         memset(c, 0, sizeof(*c));
         c->fd = -1;
+}
+
+cJSON *test_json(const char *fmt, ...)
+{
+        va_list ap;
+        cJSON *o;
+        char *s;
+
+        va_start(ap, fmt);
+        s = xvasprintf(fmt, ap);
+        va_end(ap);
+        o = cJSON_Parse(s);
+        if (!o)
+                fail_msg("bad JSON in test: %s", s);
+        free(s);
+        return o;
 }

@@ -14,6 +14,8 @@
 
 #include <gnutls/gnutls.h>
 
+#include "compiler.h"
+
 struct capmaas_proc {
         pid_t pid;
         char log_path[256]; /* stderr of the process */
@@ -99,3 +101,8 @@ int tcp_connect(uint16_t port);
 /* Waits up to timeout_ms for the peer to close fd (read returns 0 or an error); true if it
  * did. Data received meanwhile is discarded. */
 bool tcp_wait_closed(int fd, unsigned timeout_ms);
+
+struct cJSON;
+/* The JSON text made from fmt (printf-style), parsed; fails the running test when it does
+ * not parse. The caller owns the tree (cJSON_Delete). */
+struct cJSON *test_json(const char *fmt, ...) PRINTF_LIKE(1, 2);

@@ -35,23 +35,15 @@ struct fx {
         cJSON *before; /* the Node as read from the server */
 };
 
-static cJSON *parse(const char *text)
-{
-        cJSON *j = cJSON_Parse(text);
-
-        assert_non_null(j);
-        return j;
-}
-
 static int setup(void **state)
 {
         struct fx *f = xcalloc(1, sizeof(*f));
-        cJSON *node = parse("{\"apiVersion\":\"v1\",\"kind\":\"Node\","
-                            "\"metadata\":{\"name\":\"worker-1\",\"labels\":{\"zone\":\"a\","
-                            "\"rack\":\"r1\"}},"
-                            "\"spec\":{\"podCIDR\":\"10.0.1.0/24\",\"taints\":[{\"key\":\"k\","
-                            "\"effect\":\"NoSchedule\"}]}}");
-        cJSON *st = parse("{\"status\":{\"phase\":\"Pending\",\"capacity\":{\"cpu\":\"4\"}}}");
+        cJSON *node = test_json("{\"apiVersion\":\"v1\",\"kind\":\"Node\","
+                                "\"metadata\":{\"name\":\"worker-1\",\"labels\":{\"zone\":\"a\","
+                                "\"rack\":\"r1\"}},"
+                                "\"spec\":{\"podCIDR\":\"10.0.1.0/24\",\"taints\":[{\"key\":\"k\","
+                                "\"effect\":\"NoSchedule\"}]}}");
+        cJSON *st = test_json("{\"status\":{\"phase\":\"Pending\",\"capacity\":{\"cpu\":\"4\"}}}");
         char *text = cJSON_PrintUnformatted(st);
 
         assert_int_equal(kubesim_start(&f->sim, NULL), 0);
@@ -259,7 +251,7 @@ static void test_patch_helper__removed_label_and_array_change_reach_the_server(v
 
         cJSON_DeleteItemFromObjectCaseSensitive(labels, "rack");
         json_set_item(cJSON_GetObjectItemCaseSensitive(after, "spec"), "taints",
-                      parse("[{\"key\":\"k2\",\"effect\":\"NoExecute\"}]"));
+                      test_json("[{\"key\":\"k2\",\"effect\":\"NoExecute\"}]"));
         assert_int_equal(write_after(f, after, NULL), 1);
         srv = server_node(f);
         assert_null(at(srv, "metadata", "labels", "rack"));

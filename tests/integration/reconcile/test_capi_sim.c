@@ -53,24 +53,6 @@ static unsigned ns_seq;
 /* --- helpers ------------------------------------------------------------------------------------
  */
 
-static cJSON *parse(const char *fmt, ...) PRINTF_LIKE(1, 2);
-
-static cJSON *parse(const char *fmt, ...)
-{
-        va_list ap;
-        char *s;
-        cJSON *o;
-
-        va_start(ap, fmt);
-        s = xvasprintf(fmt, ap);
-        va_end(ap);
-        o = cJSON_Parse(s);
-        if (!o)
-                fail_msg("bad JSON in test: %s", s);
-        free(s);
-        return o;
-}
-
 static double at_num(const cJSON *o, const char *path)
 {
         const cJSON *x = json_at(o, path);
@@ -325,9 +307,9 @@ static int setup(void **state)
         (void)state;
         snprintf(G->ns, sizeof(G->ns), "t%u", ++ns_seq);
         create(&KUBE_RES_NAMESPACES,
-               parse("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":"
-                     "\"%s\"}}",
-                     G->ns));
+               test_json("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":"
+                         "\"%s\"}}",
+                         G->ns));
         return 0;
 }
 
@@ -336,22 +318,24 @@ static int setup(void **state)
 static void make_cluster_only(const char *name)
 {
         create(&KUBE_RES_CLUSTERS,
-               parse("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
-                     "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"controlPlaneRef\":{\"apiVersion\":"
-                     "\"controlplane.cluster.x-k8s.io/v1beta1\",\"kind\":\"KubeadmControlPlane\","
-                     "\"name\":\"%s-cp\"},\"infrastructureRef\":{\"apiVersion\":"
-                     "\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"MaasCluster\","
-                     "\"name\":\"%s\"}}}",
-                     name, name, name));
+               test_json(
+                       "{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
+                       "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"controlPlaneRef\":{"
+                       "\"apiVersion\":"
+                       "\"controlplane.cluster.x-k8s.io/v1beta1\",\"kind\":\"KubeadmControlPlane\","
+                       "\"name\":\"%s-cp\"},\"infrastructureRef\":{\"apiVersion\":"
+                       "\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"MaasCluster\","
+                       "\"name\":\"%s\"}}}",
+                       name, name, name));
 }
 
 static void make_maascluster(const char *name)
 {
         create(&KUBE_RES_MAASCLUSTERS,
-               parse("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
-                     "\"MaasCluster\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"dnsDomain\":"
-                     "\"maas\"}}",
-                     name));
+               test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                         "\"MaasCluster\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"dnsDomain\":"
+                         "\"maas\"}}",
+                         name));
 }
 
 static void make_cluster(const char *name)
@@ -363,23 +347,23 @@ static void make_cluster(const char *name)
 static void make_template(const char *name, int cpu, int mem)
 {
         create(&KUBE_RES_MAASMACHINETEMPLATES,
-               parse("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
-                     "\"MaasMachineTemplate\",\"metadata\":{\"name\":\"%s\"},\"spec\":{"
-                     "\"template\":{\"spec\":{\"image\":\"u-2204-0-k-1264-0\",\"minCPU\":%d,"
-                     "\"minMemory\":%d,\"resourcePool\":\"capi\"}}}}",
-                     name, cpu, mem));
+               test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                         "\"MaasMachineTemplate\",\"metadata\":{\"name\":\"%s\"},\"spec\":{"
+                         "\"template\":{\"spec\":{\"image\":\"u-2204-0-k-1264-0\",\"minCPU\":%d,"
+                         "\"minMemory\":%d,\"resourcePool\":\"capi\"}}}}",
+                         name, cpu, mem));
 }
 
 static void make_kcp(const char *cluster, int cp)
 {
         make_template("cp-tmpl", 4, 8192);
         create(&KCPS,
-               parse("{\"apiVersion\":\"controlplane.cluster.x-k8s.io/v1beta1\",\"kind\":"
-                     "\"KubeadmControlPlane\",\"metadata\":{\"name\":\"%s-cp\"},\"spec\":{"
-                     "\"replicas\":%d,\"version\":\"v1.26.4\",\"machineTemplate\":{"
-                     "\"infrastructureRef\":{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/"
-                     "v1beta1\",\"kind\":\"MaasMachineTemplate\",\"name\":\"cp-tmpl\"}}}}",
-                     cluster, cp));
+               test_json("{\"apiVersion\":\"controlplane.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                         "\"KubeadmControlPlane\",\"metadata\":{\"name\":\"%s-cp\"},\"spec\":{"
+                         "\"replicas\":%d,\"version\":\"v1.26.4\",\"machineTemplate\":{"
+                         "\"infrastructureRef\":{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/"
+                         "v1beta1\",\"kind\":\"MaasMachineTemplate\",\"name\":\"cp-tmpl\"}}}}",
+                         cluster, cp));
 }
 
 static void make_kcp_md(const char *cluster, int cp, int md)
@@ -387,13 +371,15 @@ static void make_kcp_md(const char *cluster, int cp, int md)
         make_kcp(cluster, cp);
         make_template("md-tmpl", 2, 4096);
         create(&MDS,
-               parse("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"MachineDeployment\","
-                     "\"metadata\":{\"name\":\"%s-md\"},\"spec\":{\"clusterName\":\"%s\","
-                     "\"replicas\":%d,\"template\":{\"spec\":{\"clusterName\":\"%s\",\"version\":"
-                     "\"v1.26.4\",\"infrastructureRef\":{\"apiVersion\":\"infrastructure.cluster."
-                     "x-k8s.io/v1beta1\",\"kind\":\"MaasMachineTemplate\",\"name\":"
-                     "\"md-tmpl\"}}}}}",
-                     cluster, cluster, md, cluster));
+               test_json(
+                       "{\"apiVersion\":\"cluster.x-k8s.io/"
+                       "v1beta1\",\"kind\":\"MachineDeployment\","
+                       "\"metadata\":{\"name\":\"%s-md\"},\"spec\":{\"clusterName\":\"%s\","
+                       "\"replicas\":%d,\"template\":{\"spec\":{\"clusterName\":\"%s\",\"version\":"
+                       "\"v1.26.4\",\"infrastructureRef\":{\"apiVersion\":\"infrastructure.cluster."
+                       "x-k8s.io/v1beta1\",\"kind\":\"MaasMachineTemplate\",\"name\":"
+                       "\"md-tmpl\"}}}}}",
+                       cluster, cluster, md, cluster));
 }
 
 /* --- the provider's part, played by the test ------------------------------------------------ */

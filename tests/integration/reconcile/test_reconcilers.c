@@ -53,24 +53,6 @@ static unsigned ns_seq;
 
 /* --- small helpers ---------------------------------------------------------------------- */
 
-static cJSON *parse(const char *fmt, ...) PRINTF_LIKE(1, 2);
-
-static cJSON *parse(const char *fmt, ...)
-{
-        va_list ap;
-        char *s;
-        cJSON *o;
-
-        va_start(ap, fmt);
-        s = xvasprintf(fmt, ap);
-        va_end(ap);
-        o = cJSON_Parse(s);
-        if (!o)
-                fail_msg("bad JSON in test: %s", s);
-        free(s);
-        return o;
-}
-
 static const cJSON *condition(const cJSON *o, const char *type)
 {
         const cJSON *c;
@@ -237,9 +219,10 @@ static void create_workload_nodes(void)
 
         assert_int_equal(maas_list_machines(G->maas, NULL, &l, NULL), 0);
         for (size_t i = 0; i < l.n; i++) {
-                cJSON *n = parse("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":"
-                                 "\"%s\"}}",
-                                 l.items[i].hostname);
+                cJSON *n =
+                        test_json("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":"
+                                  "\"%s\"}}",
+                                  l.items[i].hostname);
 
                 /* fresh per test: no providerID left over from an earlier one */
                 (void)!kube_delete(G->wl, &KUBE_RES_NODES, NULL, l.items[i].hostname, NULL, NULL);
@@ -332,8 +315,9 @@ static int setup(void **state)
         start_maas_sim();
         create_workload_nodes();
         snprintf(G->ns, sizeof(G->ns), "t%u", ++ns_seq);
-        ns = parse("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}",
-                   G->ns);
+        ns = test_json(
+                "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}",
+                G->ns);
         assert_int_equal(kube_create(G->kube, &KUBE_RES_NAMESPACES, NULL, ns, NULL, NULL), 0);
         cJSON_Delete(ns);
         start_provider();
@@ -368,19 +352,20 @@ static void make_cluster(const char *name, bool infra_ready)
         char uid[64];
 
         create(&KUBE_RES_CLUSTERS,
-               parse("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
-                     "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"clusterNetwork\":"
-                     "{\"apiServerPort\":6443},\"infrastructureRef\":{\"apiVersion\":"
-                     "\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"MaasCluster\","
-                     "\"name\":\"%s\"}}}",
-                     name, name));
+               test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
+                         "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"clusterNetwork\":"
+                         "{\"apiServerPort\":6443},\"infrastructureRef\":{\"apiVersion\":"
+                         "\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"MaasCluster\","
+                         "\"name\":\"%s\"}}}",
+                         name, name));
         create(&KUBE_RES_MAASCLUSTERS,
-               parse("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
-                     "\"MaasCluster\",\"metadata\":{\"name\":\"%s\",\"labels\":{\"cluster.x-k8s."
-                     "io/cluster-name\":\"%s\"},\"ownerReferences\":[{\"apiVersion\":\"cluster."
-                     "x-k8s.io/v1beta1\",\"kind\":\"Cluster\",\"name\":\"%s\",\"uid\":\"%s\"}]},"
-                     "\"spec\":{\"dnsDomain\":\"maas\",\"failureDomains\":[\"az1\",\"az2\"]}}",
-                     name, name, name, UID_OF(&KUBE_RES_CLUSTERS, name, uid)));
+               test_json(
+                       "{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                       "\"MaasCluster\",\"metadata\":{\"name\":\"%s\",\"labels\":{\"cluster.x-k8s."
+                       "io/cluster-name\":\"%s\"},\"ownerReferences\":[{\"apiVersion\":\"cluster."
+                       "x-k8s.io/v1beta1\",\"kind\":\"Cluster\",\"name\":\"%s\",\"uid\":\"%s\"}]},"
+                       "\"spec\":{\"dnsDomain\":\"maas\",\"failureDomains\":[\"az1\",\"az2\"]}}",
+                       name, name, name, UID_OF(&KUBE_RES_CLUSTERS, name, uid)));
         if (infra_ready)
                 patch_status(&KUBE_RES_CLUSTERS, name,
                              "{\"status\":{\"infrastructureReady\":true,\"initialization\":"
@@ -398,9 +383,9 @@ static void make_kubeconfig_secret(const char *cluster)
         fclose(f);
         b64 = base64_encode(text, n);
         create(&KUBE_RES_SECRETS,
-               parse("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
-                     "\"%s-kubeconfig\"},\"data\":{\"value\":\"%s\"}}",
-                     cluster, b64));
+               test_json("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
+                         "\"%s-kubeconfig\"},\"data\":{\"value\":\"%s\"}}",
+                         cluster, b64));
         free(b64);
         free(text);
 }
@@ -417,25 +402,27 @@ static void make_machine(const char *cluster, const char *name, const struct mac
         const char *cp = s->control_plane ? ",\"cluster.x-k8s.io/control-plane\":\"\"" : "";
 
         create(&KUBE_RES_SECRETS,
-               parse("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
-                     "\"%s-bootstrap\"},\"data\":{\"value\":\"%s\"}}",
-                     name, b64));
+               test_json("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
+                         "\"%s-bootstrap\"},\"data\":{\"value\":\"%s\"}}",
+                         name, b64));
         create(&KUBE_RES_MACHINES,
-               parse("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Machine\","
-                     "\"metadata\":{\"name\":\"%s\",\"labels\":{\"cluster.x-k8s.io/cluster-name\":"
-                     "\"%s\"%s}},\"spec\":{\"clusterName\":\"%s\",\"bootstrap\":{%s%s%s},"
-                     "\"infrastructureRef\":{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/"
-                     "v1beta1\",\"kind\":\"MaasMachine\",\"name\":\"%s\"}}}",
-                     name, cluster, cp, cluster, s->bootstrap ? "\"dataSecretName\":\"" : "",
-                     s->bootstrap ? name : "", s->bootstrap ? "-bootstrap\"" : "", name));
+               test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Machine\","
+                         "\"metadata\":{\"name\":\"%s\",\"labels\":{\"cluster.x-k8s.io/"
+                         "cluster-name\":"
+                         "\"%s\"%s}},\"spec\":{\"clusterName\":\"%s\",\"bootstrap\":{%s%s%s},"
+                         "\"infrastructureRef\":{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/"
+                         "v1beta1\",\"kind\":\"MaasMachine\",\"name\":\"%s\"}}}",
+                         name, cluster, cp, cluster, s->bootstrap ? "\"dataSecretName\":\"" : "",
+                         s->bootstrap ? name : "", s->bootstrap ? "-bootstrap\"" : "", name));
         create(&KUBE_RES_MAASMACHINES,
-               parse("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
-                     "\"MaasMachine\",\"metadata\":{\"name\":\"%s\",\"labels\":{\"cluster.x-k8s."
-                     "io/cluster-name\":\"%s\"%s},\"ownerReferences\":[{\"apiVersion\":\"cluster."
-                     "x-k8s.io/v1beta1\",\"kind\":\"Machine\",\"name\":\"%s\",\"uid\":\"%s\"}]},"
-                     "\"spec\":{\"image\":\"ubuntu/jammy\",\"minCPU\":1,\"minMemory\":1024%s%s}}",
-                     name, cluster, cp, name, UID_OF(&KUBE_RES_MACHINES, name, uid),
-                     s->extra_spec ? "," : "", s->extra_spec ? s->extra_spec : ""));
+               test_json(
+                       "{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                       "\"MaasMachine\",\"metadata\":{\"name\":\"%s\",\"labels\":{\"cluster.x-k8s."
+                       "io/cluster-name\":\"%s\"%s},\"ownerReferences\":[{\"apiVersion\":\"cluster."
+                       "x-k8s.io/v1beta1\",\"kind\":\"Machine\",\"name\":\"%s\",\"uid\":\"%s\"}]},"
+                       "\"spec\":{\"image\":\"ubuntu/jammy\",\"minCPU\":1,\"minMemory\":1024%s%s}}",
+                       name, cluster, cp, name, UID_OF(&KUBE_RES_MACHINES, name, uid),
+                       s->extra_spec ? "," : "", s->extra_spec ? s->extra_spec : ""));
         free(b64);
 }
 
@@ -583,9 +570,10 @@ static void test_cluster__endpoint_record_and_ready(void **state)
 
         (void)state;
         create(&KUBE_RES_MAASCLUSTERS,
-               parse("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
-                     "\"MaasCluster\",\"metadata\":{\"name\":\"lonely\"},\"spec\":{\"dnsDomain\":"
-                     "\"maas\"}}"));
+               test_json(
+                       "{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                       "\"MaasCluster\",\"metadata\":{\"name\":\"lonely\"},\"spec\":{\"dnsDomain\":"
+                       "\"maas\"}}"));
         make_cluster("c1", true);
         mc = wait_obj(&KUBE_RES_MAASCLUSTERS, "c1", pred_ready, NULL);
         host = json_at_str(mc, "spec.controlPlaneEndpoint.host");

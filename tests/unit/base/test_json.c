@@ -13,14 +13,7 @@
 
 #include "err.h"
 #include "json.h"
-
-static cJSON *parse(const char *text)
-{
-        cJSON *root = NULL;
-
-        assert_int_equal(json_parse(text, strlen(text), &root), CM_OK);
-        return root;
-}
+#include "testutil.h"
 
 /* json_elem_fn: parses the element and appends it to the array arg. */
 static int parse_into(void *arg, const char *elem, size_t len)
@@ -34,8 +27,8 @@ static int parse_into(void *arg, const char *elem, size_t len)
 
 static void test_json__type_names(void **state)
 {
-        cJSON *root = parse("{\"s\":\"x\",\"i\":3,\"n\":2.5,\"o\":{},\"a\":[],\"b\":true,"
-                            "\"z\":null,\"big\":1e300}");
+        cJSON *root = test_json("{\"s\":\"x\",\"i\":3,\"n\":2.5,\"o\":{},\"a\":[],\"b\":true,"
+                                "\"z\":null,\"big\":1e300}");
 
         static const struct {
                 const char *key;
@@ -266,9 +259,9 @@ static void test_json__errors_cap_and_join(void **state)
 
 static void test_json__int64_rejects_unsafe_numbers(void **state)
 {
-        cJSON *root = parse("{\"ok\":9007199254740991,\"neg\":-9007199254740991,"
-                            "\"over\":9007199254740993,\"huge\":1e300,\"frac\":2.5,"
-                            "\"str\":\"5\",\"nul\":null,\"zero\":-0}");
+        cJSON *root = test_json("{\"ok\":9007199254740991,\"neg\":-9007199254740991,"
+                                "\"over\":9007199254740993,\"huge\":1e300,\"frac\":2.5,"
+                                "\"str\":\"5\",\"nul\":null,\"zero\":-0}");
         struct json_errors e;
         struct json_dec d;
         int64_t v = 0;
@@ -304,7 +297,7 @@ static void test_json__int64_rejects_unsafe_numbers(void **state)
 
 static void test_json__getters_check_types(void **state)
 {
-        cJSON *root = parse("{\"s\":\"x\",\"b\":true,\"o\":{},\"a\":[],\"n\":1}");
+        cJSON *root = test_json("{\"s\":\"x\",\"b\":true,\"o\":{},\"a\":[],\"n\":1}");
         struct json_errors e;
         struct json_dec d;
         const char *s = NULL;
@@ -339,7 +332,7 @@ static void test_json__getters_check_types(void **state)
 
 static void test_json__setters_keep_position(void **state)
 {
-        cJSON *root = parse("{\"a\":1,\"b\":\"old\",\"c\":null,\"d\":true}");
+        cJSON *root = test_json("{\"a\":1,\"b\":\"old\",\"c\":null,\"d\":true}");
         cJSON *child;
         bool created = true;
         char *text;

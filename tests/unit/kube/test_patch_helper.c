@@ -19,22 +19,14 @@
 #include "err.h"
 #include "kube_client.h"
 #include "patch_helper.h"
-
-static cJSON *parse(const char *text)
-{
-        cJSON *j = cJSON_Parse(text);
-
-        if (!j)
-                fail_msg("bad JSON in test: %s", text);
-        return j;
-}
+#include "testutil.h"
 
 /* Asserts diff(before, after) equals want (NULL = no patch). */
 static void check_diff(const char *before, const char *after, const char *want)
 {
-        cJSON *b = parse(before);
-        cJSON *a = parse(after);
-        cJSON *w = want ? parse(want) : NULL;
+        cJSON *b = test_json("%s", before);
+        cJSON *a = test_json("%s", after);
+        cJSON *w = want ? test_json("%s", want) : NULL;
         cJSON *got = (cJSON *)(uintptr_t)1;
         char *text;
 
@@ -333,9 +325,9 @@ static void test_patch_helper__patch_holds_only_changes(void **state)
 static void test_patch_helper__write_rejects_object_without_name(void **state)
 {
         static const struct kube_resource res = { "", "v1", "configmaps", "ConfigMap", true };
-        cJSON *b = parse("{\"metadata\":{\"namespace\":\"default\"},\"data\":{}}");
-        cJSON *a = parse("{\"metadata\":{\"namespace\":\"default\"},\"data\":{\"k\":\"v\"}}");
-        cJSON *arr = parse("[]");
+        cJSON *b = test_json("{\"metadata\":{\"namespace\":\"default\"},\"data\":{}}");
+        cJSON *a = test_json("{\"metadata\":{\"namespace\":\"default\"},\"data\":{\"k\":\"v\"}}");
+        cJSON *arr = test_json("[]");
         unsigned writes = 99;
 
         (void)state;
@@ -352,8 +344,8 @@ static void test_patch_helper__write_rejects_object_without_name(void **state)
 static void test_patch_helper__write_unchanged_sends_nothing(void **state)
 {
         static const struct kube_resource res = { "", "v1", "configmaps", "ConfigMap", true };
-        cJSON *b = parse("{\"metadata\":{\"name\":\"n\",\"namespace\":\"default\"},"
-                         "\"spec\":{\"x\":[1]},\"status\":{\"ready\":true}}");
+        cJSON *b = test_json("{\"metadata\":{\"name\":\"n\",\"namespace\":\"default\"},"
+                             "\"spec\":{\"x\":[1]},\"status\":{\"ready\":true}}");
         cJSON *latest = (cJSON *)(uintptr_t)1;
         unsigned writes = 99;
 

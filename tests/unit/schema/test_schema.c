@@ -17,15 +17,8 @@
 #include "err.h"
 #include "json.h"
 #include "schema.h"
+#include "testutil.h"
 #include "xalloc.h"
-
-static cJSON *parse(const char *text)
-{
-        cJSON *root = NULL;
-
-        assert_int_equal(json_parse(text, strlen(text), &root), CM_OK);
-        return root;
-}
 
 static cJSON *load_fixture(const char *name)
 {
@@ -265,7 +258,8 @@ static void test_schema__edits_keep_unknown_fields_of_list_entries(void **state)
 
 static void test_schema__decode_reports_every_error_with_its_path(void **state)
 {
-        cJSON *in = parse("{\"apiVersion\":5,\"metadata\":{\"name\":[],\"labels\":{\"foo\":{},"
+        cJSON *in =
+                test_json("{\"apiVersion\":5,\"metadata\":{\"name\":[],\"labels\":{\"foo\":{},"
                           "\"ok\":\"v\",\"cluster.x-k8s.io/x\":1},\"generation\":\"3\","
                           "\"ownerReferences\":[{\"controller\":\"yes\"},7]},"
                           "\"spec\":{\"minCPU\":\"4\",\"tags\":[\"a\",5],\"image\":false,"
@@ -311,11 +305,11 @@ static void test_schema__decode_reports_every_error_with_its_path(void **state)
 
 static void test_schema__template_errors_carry_template_path(void **state)
 {
-        cJSON *in = parse("{\"spec\":{\"template\":{\"spec\":{\"minCPU\":\"2\",\"minMemory\":"
-                          "9007199254740993,\"minDiskSize\":1e300}}}}");
-        cJSON *bad = parse("{\"spec\":{\"template\":[]}}");
-        cJSON *cl = parse("{\"spec\":{\"template\":{\"spec\":{\"controlPlaneEndpoint\":"
-                          "{\"port\":4294967296},\"failureDomains\":\"a\"}}}}");
+        cJSON *in = test_json("{\"spec\":{\"template\":{\"spec\":{\"minCPU\":\"2\",\"minMemory\":"
+                              "9007199254740993,\"minDiskSize\":1e300}}}}");
+        cJSON *bad = test_json("{\"spec\":{\"template\":[]}}");
+        cJSON *cl = test_json("{\"spec\":{\"template\":{\"spec\":{\"controlPlaneEndpoint\":"
+                              "{\"port\":4294967296},\"failureDomains\":\"a\"}}}}");
         struct maas_machine_template t;
         struct maas_cluster_template ct;
         struct json_errors e;
@@ -348,7 +342,7 @@ static void test_schema__template_errors_carry_template_path(void **state)
 
 static void test_schema__decode_rejects_non_objects(void **state)
 {
-        cJSON *in = parse("[1]");
+        cJSON *in = test_json("[1]");
         struct maas_cluster c;
         struct json_errors e;
 
@@ -364,7 +358,7 @@ static void test_schema__decode_rejects_non_objects(void **state)
 static void test_schema__error_list_is_capped(void **state)
 {
         cJSON *tags = cJSON_CreateArray();
-        cJSON *in = parse("{\"spec\":{}}");
+        cJSON *in = test_json("{\"spec\":{}}");
         struct maas_machine m;
         struct json_errors e;
 
@@ -385,8 +379,8 @@ static void test_schema__error_list_is_capped(void **state)
 
 static void test_schema__absent_and_zero_differ(void **state)
 {
-        cJSON *in = parse("{\"spec\":{\"minCPU\":0,\"deployInMemory\":false,\"tags\":[],"
-                          "\"systemID\":null,\"image\":\"\"}}");
+        cJSON *in = test_json("{\"spec\":{\"minCPU\":0,\"deployInMemory\":false,\"tags\":[],"
+                              "\"systemID\":null,\"image\":\"\"}}");
         struct maas_machine m;
         cJSON *out = NULL;
 
@@ -419,14 +413,14 @@ static void test_schema__new_object_encodes_only_what_is_set(void **state)
 {
         const struct schema_condition_in ready = { SCHEMA_COND_READY, SCHEMA_CONDITION_TRUE,
                                                    SCHEMA_REASON_MACHINE_DEPLOYED, NULL };
-        cJSON *want = parse("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
-                            "\"kind\":\"MaasMachine\",\"metadata\":{\"name\":\"m1\"},"
-                            "\"spec\":{\"minCPU\":0,\"lxd\":{}},"
-                            "\"status\":{\"ready\":false,\"initialization\":{\"provisioned\":"
-                            "false},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
-                            "\"observedGeneration\":0,\"lastTransitionTime\":"
-                            "\"1970-01-01T00:00:10Z\",\"reason\":\"MachineDeployed\","
-                            "\"message\":\"\"}]}}");
+        cJSON *want = test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
+                                "\"kind\":\"MaasMachine\",\"metadata\":{\"name\":\"m1\"},"
+                                "\"spec\":{\"minCPU\":0,\"lxd\":{}},"
+                                "\"status\":{\"ready\":false,\"initialization\":{\"provisioned\":"
+                                "false},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+                                "\"observedGeneration\":0,\"lastTransitionTime\":"
+                                "\"1970-01-01T00:00:10Z\",\"reason\":\"MachineDeployed\","
+                                "\"message\":\"\"}]}}");
         struct maas_machine m;
         cJSON *out = NULL;
 

@@ -16,6 +16,7 @@
 #include "arena.h"
 #include "json.h"
 #include "router.h"
+#include "testutil.h"
 #include "webhooks.h"
 #include "xalloc.h"
 
@@ -27,13 +28,6 @@ static const char review_fmt[] =
         "\"MaasMachineTemplate\",\"metadata\":{\"name\":\"t\",\"namespace\":\"d\"},\"spec\":{"
         "\"template\":{\"spec\":{\"image\":\"%s\",\"minCPU\":%d,\"minMemory\":4096,"
         "\"tags\":[\"gpu\",\"gpu\"]}}}}}}";
-
-static cJSON *parse(const char *text)
-{
-        cJSON *tree = NULL;
-
-        return json_parse(text, strlen(text), &tree) == 0 ? tree : NULL;
-}
 
 static int setup(void **state)
 {
@@ -49,7 +43,7 @@ static void test_arena__scope_serves_cjson_from_the_block(void **state)
 
         (void)state;
         arena_scope_begin();
-        tree = parse("{\"a\":[1,2,3],\"b\":\"text\"}");
+        tree = test_json("{\"a\":[1,2,3],\"b\":\"text\"}");
         assert_non_null(tree);
         cJSON_Delete(tree);
         arena_scope_end();
@@ -60,7 +54,7 @@ static void test_arena__scope_serves_cjson_from_the_block(void **state)
 static void test_arena__outside_a_scope_allocations_are_malloc(void **state)
 {
         unsigned long before = arena_hits();
-        cJSON *tree = parse("{\"a\":[1,2,3]}");
+        cJSON *tree = test_json("{\"a\":[1,2,3]}");
 
         (void)state;
         assert_non_null(tree);
@@ -114,11 +108,11 @@ static void *escape_thread(void *arg)
         cJSON *later;
 
         arena_scope_begin();
-        escaped = parse("{\"kept\":\"beyond the scope\"}");
+        escaped = test_json("{\"kept\":\"beyond the scope\"}");
         arena_scope_end();
         /* The escaped tree is intact and can still be freed. */
         arena_scope_begin();
-        later = parse("{\"x\":1}");
+        later = test_json("{\"x\":1}");
         *hits_after = arena_hits();
         cJSON_Delete(later);
         arena_scope_end();

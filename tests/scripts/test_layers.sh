@@ -86,4 +86,8 @@ fi
 out=$(cd "$src" && bash -c '. scripts/layers.sh && capmaas_check_layers' 2>&1) ||
   { echo "FAIL: the tree breaks the layer rule: $out"; fails=$((fails + 1)); }
 
-[ "$fails" -eq 0 ] && echo "layers: all probes as expected" || { echo "layers: $fails failed"; exit 1; }
+if [ "$fails" -ne 0 ]; then
+  echo "layers: $fails failed"
+  exit 1
+fi
+echo "layers: all probes as expected"

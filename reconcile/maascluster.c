@@ -7,6 +7,8 @@
  * second record. The record is written only when its address set changes and is never
  * emptied while control planes merely look down; it is deleted with the cluster.
  */
+#include "maascluster.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include "log.h"
 #include "patch_helper.h"
 #include "reconciler.h"
+#include "worker.h"
 #include "xalloc.h"
 
 #define LOGGER          "maascluster"

@@ -1,113 +1,25 @@
 /*
  * maasmachine: the MaasMachine reconciler (upstream-capmaas.md §3.5, improved per
  * beyond.md B2–B6). One pass reads the cached objects, compares with MAAS, acts, and
- * writes only what changed. The MAAS calls live in maasmachine_maas.c.
+ * writes only what changed. This file is the state machine: it reads the MAAS machine's
+ * state and calls the steps (maasmachine_steps.h) that act on it; the pass's shared state
+ * is in maasmachine_context.h.
  */
 #include "maasmachine.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
 #include "err.h"
-#include "kube_events.h"
 #include "log.h"
-#include "metrics.h"
-#include "patch_helper.h"
+#include "maasmachine_context.h"
+#include "maasmachine_steps.h"
 #include "xalloc.h"
 
-#define LOGGER             "maasmachine"
+#define LOGGER             MAASMACHINE_LOGGER
 /* Status of a pass that requeues within this many milliseconds is written by the next. */
 #define STATUS_DEBOUNCE_MS 1000
-
-void maasmachine_cond(struct maasmachine_ctx *c,
-                      const char *type,
-                      const char *status,
-                      const char *reason,
-                      const char *fmt,
-                      ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        c->mm.status.present = true;
-        reconciler_cond_v(&c->mm.status.conditions, c->mm.meta.generation, c->now, type, status,
-                          reason, fmt, ap);
-        va_end(ap);
-}
-
-void maasmachine_event(
-        struct maasmachine_ctx *c, const char *type, const char *reason, const char *fmt, ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        reconciler_event_v(c->p, c->cur, type, reason, fmt, ap);
-        va_end(ap);
-}
-
-void maasmachine_set_annotation(struct maasmachine_ctx *c, const char *key, const char *value)
-{
-        if (value)
-                schema_strmap_set(&c->mm.meta.annotations, key, value);
-        else
-                (void)schema_strmap_remove(&c->mm.meta.annotations, key);
-}
-
-void maasmachine_set_ids(struct maasmachine_ctx *c, const char *zone, const char *system_id)
-{
-        struct maas_machine_spec *s = &c->mm.spec;
-
-        free(s->system_id);
-        free(s->provider_id);
-        s->system_id = system_id ? xstrdup(system_id) : NULL;
-        s->provider_id = system_id ? schema_provider_id_format(zone ? zone : "", system_id) : NULL;
-        if (system_id && zone && !s->failure_domain)
-                s->failure_domain = xstrdup(zone);
-}
-
-/* The Ready summary: MachineDeployed, plus DNSAttached for control planes. */
-static void maasmachine_summary(struct maasmachine_ctx *c)
-{
-        static const char *const types[] = { SCHEMA_COND_MACHINE_DEPLOYED,
-                                             SCHEMA_COND_DNS_ATTACHED };
-
-        reconciler_ready_summary(&c->mm.status.conditions, types, c->control_plane ? 2 : 1,
-                                 c->mm.meta.generation, c->now);
-}
-
-/*
- * Writes what this pass changed. The diff is taken against the object as this pass read it
- * (plus what it already wrote), never against the server's latest copy: a merge patch then
- * carries only our changes, and whatever another client (capi-sim, CAPI, a user) changed
- * meanwhile is left as they wrote it.
- */
-int maasmachine_flush(struct maasmachine_ctx *c, bool metadata_only)
-{
-        cJSON *after = NULL;
-        unsigned writes = 0;
-        int err;
-
-        if (!metadata_only && c->mm.status.present)
-                maasmachine_summary(c);
-        err = maas_machine_encode(&c->mm, &after);
-        if (err)
-                return err;
-        if (metadata_only)
-                reconciler_keep_status(after, c->cur);
-        err = patch_helper_write(c->w->kube, &KUBE_RES_MAASMACHINES, c->cur, after, NULL, &writes,
-                                 NULL);
-        c->writes += writes;
-        if (err == 0) {
-                cJSON_Delete(c->cur);
-                c->cur = after;
-                after = NULL;
-        }
-        cJSON_Delete(after);
-        return err;
-}
 
 static bool has_label(const cJSON *obj, const char *key)
 {
@@ -165,14 +77,6 @@ static void set_ready(struct maasmachine_ctx *c, bool ready)
         }
 }
 
-static void requeue(struct reconcile_result *res, uint64_t ms)
-{
-        if (res->outcome != RECONCILE_REQUEUE_AFTER || res->after_ms > ms) {
-                res->outcome = RECONCILE_REQUEUE_AFTER;
-                res->after_ms = ms;
-        }
-}
-
 static int dns_attachment(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         const struct schema_condition *k =
@@ -194,7 +98,7 @@ static int dns_attachment(struct maasmachine_ctx *c, struct reconcile_result *re
         }
         maasmachine_cond(c, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_FALSE,
                          SCHEMA_REASON_DNS_ATTACH_PENDING, "waiting for the API endpoint record");
-        requeue(res, 5000);
+        maasmachine_requeue(res, 5000);
         return 0;
 }
 
@@ -216,7 +120,7 @@ static int state_deployed(struct maasmachine_ctx *c, struct reconcile_result *re
         set_ready(c, true);
         maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_TRUE,
                          SCHEMA_REASON_MACHINE_DEPLOYED, NULL);
-        requeue(res, c->p->settings.machine_refresh_ms);
+        maasmachine_requeue(res, c->p->settings.machine_refresh_ms);
         if (c->control_plane) {
                 err = dns_attachment(c, res);
                 if (err)
@@ -249,7 +153,7 @@ static int state_deploying(struct maasmachine_ctx *c, struct reconcile_result *r
         maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
                          SCHEMA_REASON_MACHINE_DEPLOYING, "MAAS machine %s is deploying",
                          c->node.system_id);
-        requeue(res, deploy_poll_ms(t0 > 0 ? c->now - t0 : 0));
+        maasmachine_requeue(res, deploy_poll_ms(t0 > 0 ? c->now - t0 : 0));
         return 0;
 }
 
@@ -265,7 +169,7 @@ static int state_lost(struct maasmachine_ctx *c, struct reconcile_result *res)
                          c->node.system_id, c->node.status_name);
         set_ready(c, false);
         maasmachine_set_ids(c, NULL, NULL);
-        requeue(res, 1000);
+        maasmachine_requeue(res, 1000);
         return 0;
 }
 
@@ -277,7 +181,7 @@ static int state_undefined(struct maasmachine_ctx *c, struct reconcile_result *r
                          SCHEMA_REASON_MACHINE_STATE_UNDEFINED, "MAAS machine %s is in state %s",
                          c->node.system_id, c->node.status_name);
         set_ready(c, false);
-        requeue(res, 60000);
+        maasmachine_requeue(res, 60000);
         return 0;
 }
 
@@ -395,17 +299,6 @@ static int lookup_owners(struct maasmachine_ctx *c, bool *ret_go)
         return 0;
 }
 
-static void ctx_release(struct maasmachine_ctx *c)
-{
-        kube_object_unref(c->obj);
-        kube_object_unref(c->machine);
-        kube_object_unref(c->cluster);
-        maas_machine_release(&c->mm);
-        if (c->have_node)
-                maas_node_release(&c->node);
-        cJSON_Delete(c->cur);
-}
-
 static int pass(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         bool go = false;
@@ -459,6 +352,6 @@ int maasmachine_reconcile(void *wctx,
                 log_info(LOGGER, "reconcile failed", "object=%s/%s error=%s", ns, name,
                          cm_strerror(err));
 out:
-        ctx_release(&c);
+        maasmachine_ctx_release(&c);
         return err;
 }

@@ -9,9 +9,10 @@
 
 #include "err.h"
 #include "log.h"
-#include "maasmachine.h"
+#include "maasmachine_context.h"
+#include "maasmachine_steps.h"
 
-#define LOGGER "maasmachine"
+#define LOGGER MAASMACHINE_LOGGER
 
 static bool releasable(const char *status)
 {

@@ -4,13 +4,16 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "err.h"
 #include "kube_events.h"
 #include "log.h"
+#include "maascluster.h"
+#include "maasmachine.h"
 #include "metrics.h"
+#include "provider_internal.h"
 #include "reconciler.h"
+#include "worker.h"
 #include "xalloc.h"
 
 #define LOGGER          "provider"
@@ -18,67 +21,23 @@
 
 /* --- per-worker clients ------------------------------------------------------------------ */
 
-/* The clients' retry sleep: in 50 ms slices, ending early once the provider stops, so a
- * shutdown never waits out the backoff of a MAAS or Kubernetes outage. */
-static void retry_sleep(void *arg, uint64_t ms)
-{
-        struct provider *p = arg;
-        struct timespec ts;
-
-        while (ms > 0 && !atomic_load(&p->stopping)) {
-                uint64_t step = ms < 50 ? ms : 50;
-
-                ts.tv_sec = 0;
-                ts.tv_nsec = (long)step * 1000000L;
-                (void)nanosleep(&ts, NULL);
-                ms -= step;
-        }
-}
-
-static struct reconciler_worker *worker_free(struct reconciler_worker *w)
-{
-        if (!w)
-                return NULL;
-        maas_client_free(w->maas);
-        http_transport_free(w->maas_transport);
-        kube_client_free(w->kube);
-        free(w);
-        return NULL;
-}
-
 static void *worker_new(void *arg, unsigned idx)
 {
-        struct provider *p = arg;
-        struct reconciler_worker *w = xcalloc(1, sizeof(*w));
-        struct http_transport_opts to = {
-                .ca_file = p->maas_ca_file,
-                .insecure_skip_verify = p->maas_insecure,
-                .timeout_ms = (uint32_t)p->settings.maas_timeout_ms,
-        };
+        struct reconciler_worker *w = NULL;
         int err;
 
         (void)idx;
-        w->p = p;
-        err = kube_client_new(
-                &(struct kube_client_opts){ .config = p->kube, .limiter = p->limiter }, &w->kube);
-        if (err == 0)
-                err = http_transport_curl_new(&to, &w->maas_transport);
-        if (err == 0)
-                err = maas_client_new(&(struct maas_client_opts){ .cfg = p->maas,
-                                                                  .transport = w->maas_transport,
-                                                                  .sleep_ms = retry_sleep,
-                                                                  .sleep_ud = p },
-                                      &w->maas);
+        err = reconciler_worker_new(arg, NULL, &w);
         if (err) {
                 log_error(LOGGER, "cannot create a worker's clients", "error=%s", cm_strerror(err));
-                return worker_free(w);
+                return NULL;
         }
         return w;
 }
 
 static void worker_free_cb(void *wctx)
 {
-        (void)worker_free(wctx);
+        (void)reconciler_worker_free(wctx);
 }
 
 static int machine_reconcile(void *wctx,
@@ -259,7 +218,7 @@ static int new_controller(struct provider *p,
                               ret);
 }
 
-static int build(struct provider *p)
+int provider_new_informers(struct provider *p)
 {
         int err;
 
@@ -270,6 +229,14 @@ static int build(struct provider *p)
                 err = new_informer(p, &KUBE_RES_MACHINES, &p->machines);
         if (err == 0)
                 err = new_informer(p, &KUBE_RES_CLUSTERS, &p->clusters);
+        return err;
+}
+
+static int build(struct provider *p)
+{
+        int err;
+
+        err = provider_new_informers(p);
         if (err == 0)
                 err = event_recorder_new(&(struct event_recorder_opts){ .config = p->kube,
                                                                         .limiter = p->limiter,

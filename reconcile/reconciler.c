@@ -1,5 +1,5 @@
 /*
- * reconciler_util: small pieces shared by the reconcilers: in-memory tables, CAPI object lookups
+ * reconciler: small pieces shared by the reconcilers: in-memory tables, CAPI object lookups
  * in the informer caches, MAAS call accounting and the workload-cluster client.
  */
 #include "reconciler.h"
@@ -17,6 +17,7 @@
 #include "memfile.h"
 #include "metrics.h"
 #include "rfc3339.h"
+#include "worker.h"
 #include "xalloc.h"
 
 struct reconciler_entry *reconciler_table_get(struct reconciler_table *t, const char *key)
@@ -305,7 +306,9 @@ int reconciler_workload_client(struct reconciler_worker *w,
                 goto out;
         /* The client borrows its config: hand it the caller's copy. */
         *ret_cfg = cfg;
-        err = kube_client_new(&(struct kube_client_opts){ .config = ret_cfg, .timeout_ms = 10000 },
+        err = kube_client_new(&(struct kube_client_opts){ .config = ret_cfg,
+                                                          .timeout_ms = 10000,
+                                                          .transport = w->workload_transport },
                               ret);
         if (err)
                 kube_config_release(ret_cfg);

@@ -4,11 +4,11 @@
  * reconcile library; main.c sees only provider.h).
  *
  * struct provider is created once; its informers, controllers and recorder are owned by
- * it. struct reconciler_worker is one per worker thread (its own kube and MAAS clients, as libcurl
- * handles are per thread). The in-memory tables (power readings, node providerIDs done,
- * API-server probe backoff) are guarded by p->lock; the MAAS fleet snapshot by
- * p->fleet_lock. Nothing here must survive a restart: everything can be rebuilt from the
- * objects and MAAS.
+ * it. struct reconciler_worker (worker.h) is one per worker thread (its own kube and MAAS
+ * clients, as libcurl handles are per thread). The in-memory tables (power readings, node
+ * providerIDs done, API-server probe backoff) are guarded by p->lock; the MAAS fleet
+ * snapshot by p->fleet_lock. Nothing here must survive a restart: everything can be rebuilt from
+ * the objects and MAAS.
  */
 
 #include <pthread.h>
@@ -89,12 +89,7 @@ struct provider {
         atomic_bool stopping; /* set first by provider_stop: retry sleeps end at once */
 };
 
-struct reconciler_worker {
-        struct provider *p;
-        struct kube_client *kube;
-        struct http_transport *maas_transport;
-        struct maas_client *maas;
-};
+struct reconciler_worker; /* worker.h */
 
 /* --- tables (callers hold p->lock) --- */
 struct reconciler_entry *reconciler_table_get(struct reconciler_table *t, const char *key);
@@ -159,13 +154,3 @@ MUST_CHECK int reconciler_workload_client(struct reconciler_worker *w,
                                           const char *cluster,
                                           struct kube_config *ret_cfg,
                                           struct kube_client **ret);
-
-/* --- the reconcilers --- */
-MUST_CHECK int maasmachine_reconcile(void *wctx,
-                                     const char *ns,
-                                     const char *name,
-                                     struct reconcile_result *res);
-MUST_CHECK int maascluster_reconcile(void *wctx,
-                                     const char *ns,
-                                     const char *name,
-                                     struct reconcile_result *res);

@@ -1,0 +1,65 @@
+#pragma once
+/*
+ * maasmachine_context: the state of one MaasMachine reconcile pass and the helpers every
+ * step of the pass shares (internal). struct maasmachine_ctx lives on the worker's stack for
+ * the duration of maasmachine_reconcile(); it holds references to the cached objects it
+ * read, the decoded MaasMachine it mutates, and the server's last known copy (cur) that
+ * maasmachine_flush() diffs against, so a pass writes only what changed.
+ *
+ * The steps (maasmachine_allocate.c, _deploy.c, _power.c, _dns.c, _node.c, _release.c,
+ * _delete.c) call only this module and the layers below; maasmachine.c's state machine
+ * calls the steps. Nothing here calls a step.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "reconciler.h"
+#include "worker.h"
+
+struct maasmachine_ctx {
+        struct reconciler_worker *w;
+        struct provider *p;
+        const char *ns, *name;
+        struct kube_object *obj;     /* the MaasMachine as cached */
+        struct kube_object *machine; /* owner CAPI Machine */
+        struct kube_object *cluster; /* CAPI Cluster */
+        struct maas_machine mm;      /* decoded; mutated by the pass */
+        cJSON *cur;                  /* the object as the server last returned it (owned) */
+        struct maas_node node;       /* the MAAS machine, when have_node */
+        bool have_node;
+        bool control_plane;
+        time_t now;
+        unsigned writes; /* PATCH calls made by this pass */
+};
+
+#define MAASMACHINE_LOGGER "maasmachine"
+
+/* Sets a condition on the MaasMachine (observedGeneration and transition time handled). */
+void maasmachine_cond(struct maasmachine_ctx *c,
+                      const char *type,
+                      const char *status,
+                      const char *reason,
+                      const char *fmt,
+                      ...) PRINTF_LIKE(5, 6);
+/* Event on the MaasMachine. */
+void maasmachine_event(struct maasmachine_ctx *c,
+                       const char *type,
+                       const char *reason,
+                       const char *fmt,
+                       ...) PRINTF_LIKE(4, 5);
+/* Writes the difference between cur and the mutated object (metadata_only: not status). */
+MUST_CHECK int maasmachine_flush(struct maasmachine_ctx *c, bool metadata_only);
+/* Sets or clears spec.systemID and spec.providerID. */
+void maasmachine_set_ids(struct maasmachine_ctx *c, const char *zone, const char *system_id);
+/* Sets an annotation, or removes it when value is NULL. */
+void maasmachine_set_annotation(struct maasmachine_ctx *c, const char *key, const char *value);
+/* Makes *n the pass's MAAS machine (moved: *n is left zeroed); the previous one is freed. */
+void maasmachine_take_node(struct maasmachine_ctx *c, struct maas_node *n);
+/* Forgets the pass's MAAS machine. */
+void maasmachine_drop_node(struct maasmachine_ctx *c);
+/* Asks for the next pass within ms (the sooner of this and an earlier request wins). */
+void maasmachine_requeue(struct reconcile_result *res, uint64_t ms);
+/* Frees what the pass holds. */
+void maasmachine_ctx_release(struct maasmachine_ctx *c);

@@ -1,0 +1,110 @@
+/*
+ * maasmachine_deploy: deploying an allocated MAAS machine: the bootstrap cloud-init from the
+ * Machine's data secret, swap off, deploy; on a failed call the machine is released and
+ * forgotten, so the next pass allocates anew (upstream-capmaas.md §3.5).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base64.h"
+#include "err.h"
+#include "maasmachine_context.h"
+#include "maasmachine_steps.h"
+#include "xalloc.h"
+
+static int bootstrap_data(struct maasmachine_ctx *c, char **ret, size_t *ret_len)
+{
+        const char *secret = json_find_str(kube_object_json(c->machine), "spec", "bootstrap",
+                                           "dataSecretName", NULL);
+        cJSON *obj = NULL;
+        const char *b64;
+        int err;
+
+        err = kube_get(c->w->kube, &KUBE_RES_SECRETS, c->ns, secret, &obj, NULL);
+        if (err)
+                goto out;
+        b64 = json_find_str(obj, "data", "value", NULL);
+        if (!b64) {
+                err = CM_EINVAL;
+                goto out;
+        }
+        err = base64_decode(b64, strlen(b64), (unsigned char **)ret, ret_len);
+out:
+        if (err)
+                maasmachine_event(c, "Warning", "FailedGetBootstrapData",
+                                  "error retrieving bootstrap data from secret %s: %s", secret,
+                                  err == CM_EINVAL ? "secret value key is missing"
+                                                   : cm_strerror(err));
+        cJSON_Delete(obj);
+        return err;
+}
+
+static void rollback(struct maasmachine_ctx *c,
+                     const char *sid,
+                     const char *what,
+                     int err,
+                     const struct maas_error *me)
+{
+        char *id = xstrdup(sid);
+
+        (void)!maasmachine_release(c, id);
+        maasmachine_set_ids(c, NULL, NULL);
+        maasmachine_drop_node(c);
+        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                         SCHEMA_REASON_MACHINE_DEPLOY_FAILED, "%s on MAAS machine %s failed: %s",
+                         what, id, me && me->message ? me->message : maas_strerror(err));
+        maasmachine_event(c, "Warning", "MachineDeployFailed",
+                          "%s on MAAS machine %s failed; released it", what, id);
+        free(id);
+}
+
+static int deploy_calls(struct maasmachine_ctx *c, const char *sid, const char *ud, size_t ud_len)
+{
+        struct maas_deploy_opts o = {
+                .image = c->mm.spec.image,
+                .user_data = ud,
+                .user_data_len = ud_len,
+                .ephemeral_deploy = c->mm.spec.has_deploy_in_memory && c->mm.spec.deploy_in_memory,
+        };
+        struct maas_node n = { 0 };
+        struct maas_error me = { 0 };
+        int err;
+
+        err = maas_update_machine(c->w->maas, sid, &(struct maas_update_opts){ .swap_size = 0 },
+                                  NULL, &me);
+        reconciler_maas_count(c->p, "update_machine", err, &me);
+        if (err) {
+                rollback(c, sid, "Disabling swap", err, &me);
+                goto out;
+        }
+        err = maas_deploy(c->w->maas, sid, &o, &n, &me);
+        reconciler_maas_count(c->p, "deploy", err, &me);
+        if (err) {
+                rollback(c, sid, "Deploy", err, &me);
+                goto out;
+        }
+        maasmachine_event(c, "Normal", "MachineDeploying", "Deploying %s on MAAS machine %s (%s)",
+                          c->mm.spec.image ? c->mm.spec.image : "", sid,
+                          n.hostname ? n.hostname : "");
+        maasmachine_take_node(c, &n);
+out:
+        maas_node_release(&n);
+        maas_error_release(&me);
+        return err;
+}
+
+int maasmachine_deploy(struct maasmachine_ctx *c)
+{
+        char *ud = NULL, *sid = xstrdup(c->node.system_id);
+        size_t len = 0;
+        int err;
+
+        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                         SCHEMA_REASON_MACHINE_DEPLOY_STARTED, "deploying MAAS machine %s", sid);
+        err = bootstrap_data(c, &ud, &len);
+        if (err == 0)
+                err = deploy_calls(c, sid, ud, len);
+        free(ud);
+        free(sid);
+        return err;
+}

@@ -1,0 +1,53 @@
+/*
+ * maasmachine_dns: whether a control-plane machine's address is in its cluster's API
+ * endpoint record (the MaasCluster's status.network.dnsName), read from MAAS. Asking also
+ * nudges the MaasCluster controller, which owns the record.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "maasmachine_context.h"
+#include "maasmachine_steps.h"
+#include "xalloc.h"
+
+static char *endpoint_fqdn(struct maasmachine_ctx *c)
+{
+        const char *infra = json_find_str(kube_object_json(c->cluster), "spec", "infrastructureRef",
+                                          "name", NULL);
+        struct kube_object *mc = infra ? informer_get(c->p->maasclusters, c->ns, infra) : NULL;
+        const char *dns =
+                mc ? json_find_str(kube_object_json(mc), "status", "network", "dnsName", NULL)
+                   : NULL;
+        char *out = dns ? xstrdup(dns) : NULL;
+
+        if (mc && c->p->cluster_ctl)
+                controller_enqueue(c->p->cluster_ctl, c->ns, kube_object_name(mc));
+        kube_object_unref(mc);
+        return out;
+}
+
+int maasmachine_dns_registered(struct maasmachine_ctx *c, bool *ret)
+{
+        char *fqdn = c->cluster ? endpoint_fqdn(c) : NULL;
+        struct maas_dns_list l = { 0 };
+        struct maas_error me = { 0 };
+        bool found = false;
+        int err = 0;
+
+        if (!fqdn)
+                goto out;
+        err = maas_list_dns_resources(c->w->maas, fqdn, &l, &me);
+        reconciler_maas_count(c->p, "list_dns_resources", err, &me);
+        for (size_t i = 0; err == 0 && i < l.n; i++)
+                for (size_t j = 0; j < l.items[i].ips.n; j++)
+                        for (size_t k = 0; c->have_node && k < c->node.ip_addresses.n; k++)
+                                found = found ||
+                                        strcmp(l.items[i].ips.v[j], c->node.ip_addresses.v[k]) == 0;
+out:
+        if (err == 0)
+                *ret = found;
+        maas_dns_list_release(&l);
+        maas_error_release(&me);
+        free(fqdn);
+        return err;
+}

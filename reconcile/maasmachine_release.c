@@ -1,0 +1,29 @@
+/*
+ * maasmachine_release: giving a MAAS machine back (erase per --release-erase and
+ * --release-quick-erase). A machine MAAS no longer knows (404) counts as released.
+ */
+#include "err.h"
+#include "log.h"
+#include "maasmachine_context.h"
+#include "maasmachine_steps.h"
+
+int maasmachine_release(struct maasmachine_ctx *c, const char *system_id)
+{
+        struct maas_release_opts o = {
+                .erase = c->p->settings.release_erase,
+                .quick_erase = c->p->settings.release_quick_erase,
+                .comment = "released by capmaas",
+        };
+        struct maas_error me = { 0 };
+        int err;
+
+        err = maas_release(c->w->maas, system_id, &o, NULL, &me);
+        reconciler_maas_count(c->p, "release", err, &me);
+        if (err == CM_ENOTFOUND)
+                err = 0;
+        if (err)
+                log_warn(MAASMACHINE_LOGGER, "release failed", "system_id=%s error=%s", system_id,
+                         me.message ? me.message : maas_strerror(err));
+        maas_error_release(&me);
+        return err;
+}

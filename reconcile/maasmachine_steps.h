@@ -1,0 +1,46 @@
+#pragma once
+/*
+ * maasmachine_steps: the steps of a MaasMachine pass (internal), one module each. A step
+ * calls maasmachine_context.h, the steps listed above it here, and the layers below; never
+ * maasmachine.c, which runs the state machine over them. Each returns 0 or a negative
+ * error and may set res.
+ */
+
+#include <stdbool.h>
+
+#include "controller.h"
+#include "maasmachine_context.h"
+
+/* maasmachine_release.c: releases system_id (erase per the settings); 404 counts as done. */
+MUST_CHECK int maasmachine_release(struct maasmachine_ctx *c, const char *system_id);
+
+/* maasmachine_deploy.c: swap off, then deploy c->node with the Machine's bootstrap data; on
+ * failure the machine is released and the ids cleared. */
+MUST_CHECK int maasmachine_deploy(struct maasmachine_ctx *c);
+
+/* maasmachine_allocate.c: finds the MAAS machine the MaasMachine names, else adopts one
+ * stamped with its UID (have_node then says whether there is one). */
+MUST_CHECK int maasmachine_find_node(struct maasmachine_ctx *c);
+/* Allocates a machine with every constraint, stamps it and persists the providerID;
+ * *ret_got says whether one was allocated (a requeue is set when none is free). */
+MUST_CHECK int maasmachine_allocate(struct maasmachine_ctx *c,
+                                    struct reconcile_result *res,
+                                    bool *ret_got);
+/* Replaces a failed or timed-out deploy (why: "DeployFailed" | "DeployTimeout"): allocates
+ * the replacement, releases the old machine, deploys the new one. */
+MUST_CHECK int maasmachine_replace(struct maasmachine_ctx *c,
+                                   const char *why,
+                                   struct reconcile_result *res);
+
+/* maasmachine_power.c: the Deployed-machine power policy (B4). */
+MUST_CHECK int maasmachine_power(struct maasmachine_ctx *c, struct reconcile_result *res);
+
+/* maasmachine_dns.c: true in *ret when a control plane's IP is in the API endpoint record. */
+MUST_CHECK int maasmachine_dns_registered(struct maasmachine_ctx *c, bool *ret);
+
+/* maasmachine_node.c: sets the workload Node's spec.providerID (and zone label) once. */
+MUST_CHECK int maasmachine_node_provider_id(struct maasmachine_ctx *c,
+                                            struct reconcile_result *res);
+
+/* maasmachine_delete.c: a deleting MaasMachine: DNS detach, release, finalizer. */
+MUST_CHECK int maasmachine_delete_pass(struct maasmachine_ctx *c, struct reconcile_result *res);

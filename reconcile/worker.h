@@ -1,0 +1,50 @@
+#pragma once
+/*
+ * worker: one reconcile worker's own clients (internal). Each controller worker thread
+ * has a kube_client for the management cluster and a maas_client, since libcurl handles
+ * are per thread; a worker also names the transport its workload-cluster clients use.
+ *
+ * reconciler_worker_new() is what provider.c's controllers call with no options (libcurl
+ * everywhere, retry waits that end once the provider stops). Unit tests call it with fake
+ * transports (http_transport.h) and a recording sleep, then run maasmachine_reconcile /
+ * maascluster_reconcile on the calling thread: no thread, no libcurl, no sleep.
+ *
+ * Ownership: transports given in the options are borrowed and must outlive the worker;
+ * the ones the worker made itself are owned. One thread at a time uses a worker.
+ */
+
+#include <stdint.h>
+
+#include "compiler.h"
+#include "http_transport.h"
+#include "kube_client.h"
+#include "maas_client.h"
+
+struct provider;
+
+struct reconciler_worker {
+        struct provider *p;
+        struct kube_client *kube;
+        struct http_transport *maas_transport; /* owned when own_maas_transport */
+        bool own_maas_transport;
+        struct maas_client *maas;
+        struct http_transport *workload_transport; /* borrowed; NULL = libcurl */
+};
+
+struct reconciler_worker_opts {
+        struct http_transport *kube_transport;     /* management cluster; NULL = libcurl */
+        struct http_transport *maas_transport;     /* MAAS region; NULL = libcurl */
+        struct http_transport *workload_transport; /* workload API servers; NULL = libcurl */
+        /* MAAS retry waits (maas_client_opts.sleep_ms); NULL = nanosleep slices that end
+         * as soon as the provider stops. */
+        void (*sleep_ms)(void *ud, uint64_t ms);
+        void *sleep_ud;
+};
+
+/* A worker of p (o may be NULL: libcurl everywhere). Errors as kube_client_new,
+ * http_transport_curl_new and maas_client_new. */
+MUST_CHECK int reconciler_worker_new(struct provider *p,
+                                     const struct reconciler_worker_opts *o,
+                                     struct reconciler_worker **ret);
+/* Accepts NULL; returns NULL. */
+struct reconciler_worker *reconciler_worker_free(struct reconciler_worker *w);

@@ -8,7 +8,9 @@
 #include "webhook_metrics.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
+#include "certstore.h"
 #include "err.h"
 #include "metrics.h"
 
@@ -79,4 +81,74 @@ int webhook_metrics_register(struct metrics *m, struct webhook_metrics *ret)
                 *ret = w;
         }
         return r;
+}
+
+static const struct webhook_path_series *find_path_series(const struct webhook_instruments *wi,
+                                                          const char *path)
+{
+        for (size_t i = 0; i < wi->n_paths; i++)
+                if (wi->paths[i].path == path)
+                        return &wi->paths[i];
+        return NULL;
+}
+
+static void observe_begin(void *ud, const char *path)
+{
+        struct webhook_instruments *wi = ud;
+        const struct webhook_path_series *ps = find_path_series(wi, path);
+
+        metric_gauge_inc(ps ? ps->in_flight : metric_series(wi->wm.in_flight, path, NULL));
+}
+
+static void observe_end(void *ud, const char *path, unsigned status, double seconds)
+{
+        struct webhook_instruments *wi = ud;
+        const struct webhook_path_series *ps = find_path_series(wi, path);
+        char code[8];
+
+        if (ps && status == 200) {
+                metric_counter_inc(ps->ok);
+        } else {
+                (void)snprintf(code, sizeof(code), "%u", status);
+                metric_counter_inc(metric_series(wi->wm.requests, path, code, NULL));
+        }
+        metric_gauge_dec(ps ? ps->in_flight : metric_series(wi->wm.in_flight, path, NULL));
+        metric_histogram_observe(ps ? ps->latency : metric_series(wi->wm.latency, path, NULL),
+                                 seconds);
+}
+
+static void collect_cert_stats(struct metrics *m, void *ud)
+{
+        struct webhook_instruments *wi = ud;
+        struct certstore_stats st;
+
+        (void)m;
+        certstore_stats(wi->certs, &st);
+        metric_counter_set(wi->wm.cert_reads, (double)st.reads);
+        metric_counter_set(wi->wm.cert_read_errors, (double)st.read_errors);
+        metric_gauge_set(wi->wm.cert_expiry, st.loaded ? (double)st.not_after : 0);
+}
+
+int webhook_instruments_register(struct webhook_instruments *wi, struct metrics *m)
+{
+        int r;
+
+        r = webhook_metrics_register(m, &wi->wm);
+        if (r == 0)
+                r = metrics_add_collector(m, collect_cert_stats, wi, NULL);
+        wi->observer =
+                (struct http_observer){ .begin = observe_begin, .end = observe_end, .ud = wi };
+        return r;
+}
+
+void webhook_instruments_add_path(struct webhook_instruments *wi, const char *path)
+{
+        if (wi->n_paths == WEBHOOK_PATHS_MAX)
+                return;
+        wi->paths[wi->n_paths++] = (struct webhook_path_series){
+                .path = path,
+                .in_flight = metric_series(wi->wm.in_flight, path, NULL),
+                .latency = metric_series(wi->wm.latency, path, NULL),
+                .ok = metric_series(wi->wm.requests, path, "200", NULL),
+        };
 }

@@ -1,0 +1,25 @@
+#pragma once
+/*
+ * maas_setup: the MAAS side of the process configuration (server/maas_setup.c): checked at
+ * start-up so a typo is a clear error at once rather than a failed reconcile later, its API
+ * key kept out of the logs, and the inventory cache behind the admission MAAS checks.
+ * Threads: main's thread, before and after the other threads run.
+ */
+
+#include "compiler.h"
+
+struct config;
+struct maas_inventory;
+struct metrics;
+
+/* Both or neither of the MAAS endpoint and key must be set, and they must parse. */
+MUST_CHECK int maas_setup_check(const struct config *cfg, char **reterr);
+/* Registers the API key and its token secret with the log redaction (log_add_secret). */
+void maas_setup_hide_secrets(const struct config *cfg);
+/* Starts the inventory cache (beyond.md B1) when MAAS is configured and
+ * --admission-maas-checks is on; otherwise logs why not and sets nothing. The caller owns
+ * *ret (maas_inventory_free). */
+MUST_CHECK int maas_setup_inventory(const struct config *cfg,
+                                    struct metrics *m,
+                                    struct maas_inventory **ret,
+                                    char **reterr);

@@ -1,0 +1,676 @@
+/*
+ * Unit tests for the MaasMachine reconciler: the real maasmachine_reconcile() with the real
+ * maas_client and kube_client over fake transports (reconcile_world.h), on one thread and
+ * a fake clock. Table-driven: each row arranges the objects and MAAS's answers, runs one or
+ * more passes and checks what a user would notice: the MAAS requests made (or not made)
+ * and the MaasMachine (and Node) as written.
+ */
+#include "../../../reconcile/maasmachine.h"
+#include "reconcile_world.h"
+
+#define MM_URL       INFRA_API "/maasmachines/m1"
+#define MACHINE_URL  CAPI_API "/machines/m1"
+#define CLUSTER_URL  CAPI_API "/clusters/c1"
+#define BOOT_URL     CORE_API "/secrets/m1-bootstrap"
+#define NODE_URL     WORKLOAD "/api/v1/nodes/node-1"
+#define CLOUD_INIT   "#cloud-config\nruncmd: [echo hi]\n"
+#define STARTED      "maas.infrastructure.cluster.x-k8s.io/deploy-started"
+#define DEPLOY_LIMIT 1800 /* world_settings().deploy_timeout_ms in seconds */
+
+/* --- the objects --------------------------------------------------------------------------- */
+
+struct objects {
+        bool no_infra, no_bootstrap, paused_cluster, paused_machine;
+        bool finalizer, deleting, control_plane, delete_for_move;
+        const char *system_id; /* spec.systemID (and providerID) already set */
+        bool steady;           /* status says Deployed and ready */
+        int64_t started_ago_s; /* deploy-started annotation; 0 = none */
+};
+
+/* A MAAS machine as MAAS's JSON (one of four rotating buffers). */
+static const char *node_json(const char *sid, const char *status, const char *power)
+{
+        static const struct {
+                const char *name;
+                int code;
+        } codes[] = { { "Ready", 4 },
+                      { "Deployed", 6 },
+                      { "Deploying", 9 },
+                      { "Allocated", 10 },
+                      { "Failed deployment", 11 } };
+
+        static char bufs[4][1024];
+        static unsigned next;
+        char *b = bufs[next++ % 4];
+        int code = -1;
+
+        for (size_t i = 0; i < ARRAY_SIZE(codes); i++)
+                if (strcmp(codes[i].name, status) == 0)
+                        code = codes[i].code;
+        (void)snprintf(b, sizeof(bufs[0]),
+                       "{\"system_id\":\"%s\",\"hostname\":\"node-1\",\"fqdn\":\"node-1.maas\","
+                       "\"zone\":{\"name\":\"az1\"},\"pool\":{\"name\":\"default\"},"
+                       "\"status\":%d,\"status_name\":\"%s\",\"power_state\":\"%s\","
+                       "\"power_type\":\"ipmi\",\"cpu_count\":4,\"memory\":8192,"
+                       "\"ip_addresses\":[\"10.0.0.5\"],\"tag_names\":[],\"owner\":\"capmaas\","
+                       "\"owner_data\":{}}",
+                       sid, code, status, power);
+        return b;
+}
+
+static void put_objects(struct world *w, const struct objects *o)
+{
+        char *b64 = base64_encode(CLOUD_INIT, strlen(CLOUD_INIT));
+        char ids[256] = "", status[256] = "", annotations[256] = "", meta[512];
+
+        world_put(w, w->p->clusters, CLUSTER_URL,
+                  test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
+                            "\"metadata\":{\"name\":\"c1\",\"namespace\":\"" NS "\",\"uid\":"
+                            "\"uid-c1\"},\"spec\":{\"paused\":%s,\"infrastructureRef\":{\"kind\":"
+                            "\"MaasCluster\",\"name\":\"c1\"}},\"status\":{\"infrastructureReady\":"
+                            "%s}}",
+                            o->paused_cluster ? "true" : "false", o->no_infra ? "false" : "true"));
+        world_put(w, w->p->machines, MACHINE_URL,
+                  test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Machine\","
+                            "\"metadata\":{\"name\":\"m1\",\"namespace\":\"" NS "\",\"uid\":"
+                            "\"uid-machine\",\"labels\":{\"cluster.x-k8s.io/cluster-name\":\"c1\""
+                            "%s}},\"spec\":{\"clusterName\":\"c1\",\"bootstrap\":{%s}}}",
+                            o->control_plane ? ",\"cluster.x-k8s.io/control-plane\":\"\"" : "",
+                            o->no_bootstrap ? "" : "\"dataSecretName\":\"m1-bootstrap\""));
+        world_put(w, NULL, BOOT_URL,
+                  test_json("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
+                            "\"m1-bootstrap\",\"namespace\":\"" NS "\"},\"data\":{\"value\":"
+                            "\"%s\"}}",
+                            b64));
+        world_put(w, NULL, NODE_URL,
+                  test_json("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":"
+                            "\"node-1\",\"labels\":{}},\"spec\":{}}"));
+        world_put_kubeconfig(w, "c1");
+        if (o->system_id)
+                (void)snprintf(ids, sizeof(ids),
+                               ",\"systemID\":\"%s\",\"providerID\":\"maas:///az1/%s\","
+                               "\"failureDomain\":\"az1\"",
+                               o->system_id, o->system_id);
+        if (o->steady)
+                (void)snprintf(status, sizeof(status),
+                               ",\"status\":{\"ready\":true,\"machineState\":\"Deployed\","
+                               "\"machinePowered\":true}");
+        (void)snprintf(annotations, sizeof(annotations), "{%s%s%s%lld%s}",
+                       o->paused_machine ? "\"cluster.x-k8s.io/paused\":\"\"" : "",
+                       o->paused_machine && o->started_ago_s ? "," : "",
+                       o->started_ago_s ? "\"" STARTED "\":\"" : "",
+                       o->started_ago_s ? (long long)(WALL_S - o->started_ago_s) : 0LL,
+                       o->started_ago_s ? "\"" : "");
+        if (!o->started_ago_s)
+                (void)snprintf(annotations, sizeof(annotations), "{%s%s}",
+                               o->paused_machine ? "\"cluster.x-k8s.io/paused\":\"\"" : "",
+                               o->delete_for_move
+                                       ? "\"clusterctl.cluster.x-k8s.io/delete-for-move\":\"\""
+                                       : "");
+        (void)snprintf(meta, sizeof(meta),
+                       "\"name\":\"m1\",\"namespace\":\"" NS "\",\"uid\":\"uid-m1\","
+                       "\"generation\":1,\"creationTimestamp\":\"2023-11-14T22:00:00Z\","
+                       "\"labels\":{\"cluster.x-k8s.io/cluster-name\":\"c1\"%s},"
+                       "\"annotations\":%s,\"finalizers\":[%s]%s,"
+                       "\"ownerReferences\":[{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\","
+                       "\"kind\":\"Machine\",\"name\":\"m1\",\"uid\":\"uid-machine\"}]",
+                       o->control_plane ? ",\"cluster.x-k8s.io/control-plane\":\"\"" : "",
+                       annotations,
+                       o->finalizer || o->deleting ? "\"" SCHEMA_FINALIZER_MACHINE "\"" : "",
+                       o->deleting ? ",\"deletionTimestamp\":\"2023-11-14T22:13:00Z\"" : "");
+        world_put(w, w->p->maasmachines, MM_URL,
+                  test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
+                            "\"kind\":\"MaasMachine\",\"metadata\":{%s},\"spec\":{\"image\":"
+                            "\"ubuntu/jammy\",\"minCPU\":2,\"minMemory\":4096%s}%s}",
+                            meta, ids, status));
+        free(b64);
+}
+
+/* MAAS as it answers a fresh allocation of abc123 that then deploys. */
+static void maas_allocates(struct world *w)
+{
+        maas_route(&w->maas, "GET", "machines/?agent_name=uid-m1", 200, "[]");
+        maas_route(&w->maas, "POST", "machines/?op=allocate", 200, "%s",
+                   node_json("abc123", "Allocated", "off"));
+        maas_route(&w->maas, "POST", "machines/abc123/?op=set_owner_data", 200, "%s",
+                   node_json("abc123", "Allocated", "off"));
+        maas_route(&w->maas, "PUT", "machines/abc123/", 200, "%s",
+                   node_json("abc123", "Allocated", "off"));
+        maas_route(&w->maas, "POST", "machines/abc123/?op=deploy", 200, "%s",
+                   node_json("abc123", "Deploying", "on"));
+}
+
+/* abc123 in state, plus a replacement def456 MAAS hands out and deploys. */
+static void maas_has(struct world *w, const char *state, const char *power)
+{
+        maas_route(&w->maas, "GET", "machines/abc123/", 200, "%s",
+                   node_json("abc123", state, power));
+        maas_route(&w->maas, "GET", "machines/?agent_name=uid-m1", 200, "[%s]",
+                   node_json("abc123", state, power));
+        maas_route(&w->maas, "GET", "machines/?id=abc123", 200, "[%s]",
+                   node_json("abc123", state, power));
+        maas_route(&w->maas, "POST", "machines/abc123/?op=release", 200, "%s",
+                   node_json("abc123", "Releasing", power));
+        maas_route(&w->maas, "POST", "machines/?op=allocate", 200, "%s",
+                   node_json("def456", "Allocated", "off"));
+        maas_route(&w->maas, "POST", "machines/def456/?op=set_owner_data", 200, "%s",
+                   node_json("def456", "Allocated", "off"));
+        maas_route(&w->maas, "PUT", "machines/def456/", 200, "%s",
+                   node_json("def456", "Allocated", "off"));
+        maas_route(&w->maas, "POST", "machines/def456/?op=deploy", 200, "%s",
+                   node_json("def456", "Deploying", "on"));
+}
+
+static void power_reads(struct world *w, const char *state)
+{
+        maas_route(&w->maas, "GET", "machines/abc123/?op=query_power_state", 200,
+                   "{\"state\":\"%s\"}", state);
+        maas_route(&w->maas, "POST", "machines/abc123/?op=power_on", 200, "%s",
+                   node_json("abc123", "Deployed", "on"));
+}
+
+static const cJSON *mm(struct world *w)
+{
+        return world_get(w, MM_URL);
+}
+
+static void assert_ready(struct world *w, bool ready)
+{
+        assert_non_null(mm(w));
+        assert_int_equal(cJSON_IsTrue(json_at(mm(w), "status.ready")), ready);
+}
+
+static void assert_deployed_reason(struct world *w, const char *reason)
+{
+        const char *got = condition(mm(w), SCHEMA_COND_MACHINE_DEPLOYED, "reason");
+
+        assert_non_null(got);
+        assert_string_equal(got, reason);
+}
+
+/* --- the rows ------------------------------------------------------------------------------ */
+
+struct row {
+        const char *name;
+        struct objects objects;
+        void (*arrange)(struct world *w);
+        unsigned passes;                                 /* 0 = 1 */
+        uint64_t advance_ms;                             /* fake time between passes */
+        void (*between)(struct world *w, unsigned pass); /* after pass (1-based), or NULL */
+        void (*check)(struct world *w);
+};
+
+/* waiting for cluster infrastructure / bootstrap data: the finalizer, a condition, no MAAS */
+static void check_waits_for_infrastructure(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(w->maas.n_reqs, 0);
+        assert_true(has_finalizer(mm(w), SCHEMA_FINALIZER_MACHINE));
+        assert_deployed_reason(w, SCHEMA_REASON_WAITING_FOR_CLUSTER_INFRA);
+}
+
+static void check_waits_for_bootstrap(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(w->maas.n_reqs, 0);
+        assert_deployed_reason(w, SCHEMA_REASON_WAITING_FOR_BOOTSTRAP_DATA);
+}
+
+/* a machine MAAS already has stamped with our UID is adopted, never a second allocated */
+static void arrange_adopt(struct world *w)
+{
+        maas_route(&w->maas, "GET", "machines/?agent_name=uid-m1", 200, "[%s]",
+                   node_json("abc123", "Deployed", "on"));
+}
+
+static void check_adopt(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "POST", "op=allocate", NULL), 0);
+        assert_int_equal(requests(&w->maas, "POST", "op=deploy", NULL), 0);
+        assert_string_equal(json_at_str(mm(w), "spec.systemID"), "abc123");
+        assert_string_equal(json_at_str(mm(w), "spec.providerID"), "maas:///az1/abc123");
+        assert_ready(w, true);
+}
+
+/* allocate with the constraints; providerID persisted; deploy-started stamped */
+static void check_allocate(struct world *w)
+{
+        char started[32];
+
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "POST", "machines/?op=allocate",
+                                  "cpu_count=2&mem=4096&agent_name=uid-m1&comment=capmaas ns1/m1"),
+                         1);
+        assert_int_equal(requests(&w->maas, "POST", "abc123/?op=set_owner_data",
+                                  "capmaas-cluster=c1&capmaas-namespace=ns1&capmaas-machine=m1"),
+                         1);
+        assert_string_equal(json_at_str(mm(w), "spec.providerID"), "maas:///az1/abc123");
+        assert_string_equal(json_at_str(mm(w), "spec.failureDomain"), "az1");
+        (void)snprintf(started, sizeof(started), "%d", WALL_S);
+        assert_string_equal(json_find_str(mm(w), "metadata", "annotations", STARTED, NULL),
+                            started);
+        /* a deploy just started: back in a second */
+        assert_int_equal(w->res.outcome, RECONCILE_REQUEUE_AFTER);
+        assert_int_equal(w->res.after_ms, 1000);
+}
+
+/* swap is turned off (PUT swap_size=0) before the deploy is sent */
+static void check_swap_off(struct world *w)
+{
+        long put = request_at(&w->maas, 0, "PUT", "machines/abc123/");
+        long deploy = request_at(&w->maas, 0, "POST", "abc123/?op=deploy");
+
+        assert_true(put >= 0);
+        assert_string_equal(w->maas.reqs[put].body, "swap_size=0");
+        assert_true(deploy > put);
+}
+
+/* deploy carries the image and the Machine's bootstrap cloud-init (base64) */
+static void check_deploy_user_data(struct world *w)
+{
+        char *b64 = base64_encode(CLOUD_INIT, strlen(CLOUD_INIT));
+        char want[256];
+
+        (void)snprintf(want, sizeof(want),
+                       "osystem=ubuntu&distro_series=jammy&user_data=%s&ephemeral_deploy=false",
+                       b64);
+        assert_int_equal(requests(&w->maas, "POST", "abc123/?op=deploy", want), 1);
+        free(b64);
+}
+
+/* 409: no machine matches; nothing deployed, the user is told why, retried in a minute */
+static void arrange_409(struct world *w)
+{
+        maas_route(&w->maas, "GET", "machines/?agent_name=uid-m1", 200, "[]");
+        maas_route(&w->maas, "POST", "machines/?op=allocate", 409,
+                   "No available machine matches constraints: [('mem', ['4096'])]");
+}
+
+static void check_409(struct world *w)
+{
+        const char *msg = condition(mm(w), SCHEMA_COND_MACHINE_DEPLOYED, "message");
+
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "POST", "op=allocate", NULL), 1);
+        assert_int_equal(requests(&w->maas, "POST", "op=deploy", NULL), 0);
+        assert_null(json_at(mm(w), "spec.providerID"));
+        assert_deployed_reason(w, SCHEMA_REASON_MACHINE_DEPLOY_FAILED);
+        assert_non_null(msg);
+        assert_non_null(strstr(msg, "no free MAAS machine matches minCPU=2 minMemory=4096MB"));
+        assert_int_equal(w->res.outcome, RECONCILE_REQUEUE_AFTER);
+        assert_int_equal(w->res.after_ms, 60000);
+}
+
+/* 503 + Retry-After: MAAS did not act; the allocate is sent again after the wait it asked */
+static void arrange_503(struct world *w)
+{
+        maas_allocates(w);
+        maas_route(&w->maas, "POST", "machines/?op=allocate", 503, "busy")->retry_after_s = 7;
+        w->maas.routes[w->maas.n_routes - 1].times = 1;
+}
+
+static void check_503(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "POST", "op=allocate", NULL), 2);
+        assert_int_equal(w->n_sleeps, 1);
+        assert_int_equal(w->slept_ms[0], 7000);
+        assert_string_equal(json_at_str(mm(w), "spec.providerID"), "maas:///az1/abc123");
+}
+
+/* a timed-out allocate is never repeated: the next pass finds the machine by its stamp */
+static void arrange_timeout(struct world *w)
+{
+        maas_allocates(w);
+        maas_route(&w->maas, "POST", "machines/?op=allocate", 0, "")->fail = CM_ETIMEDOUT;
+}
+
+static void timeout_between(struct world *w, unsigned pass)
+{
+        assert_int_equal(w->rc, CM_ETIMEDOUT);
+        assert_int_equal(requests(&w->maas, "POST", "op=allocate", NULL), 1);
+        assert_null(json_at(mm(w), "spec.providerID"));
+        (void)pass;
+        /* MAAS did allocate it: the list by agent_name now shows it */
+        maas_route(&w->maas, "GET", "machines/?agent_name=uid-m1", 200, "[%s]",
+                   node_json("abc123", "Allocated", "off"));
+}
+
+static void check_timeout(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "POST", "op=allocate", NULL), 1);
+        assert_int_equal(requests(&w->maas, "POST", "abc123/?op=deploy", NULL), 1);
+        assert_string_equal(json_at_str(mm(w), "spec.providerID"), "maas:///az1/abc123");
+}
+
+/* Deploying -> Deployed */
+static void arrange_deploying(struct world *w)
+{
+        maas_has(w, "Deploying", "on");
+}
+
+static void deploying_between(struct world *w, unsigned pass)
+{
+        (void)pass;
+        assert_int_equal(w->rc, 0);
+        assert_ready(w, false);
+        assert_deployed_reason(w, SCHEMA_REASON_MACHINE_DEPLOYING);
+        assert_int_equal(w->res.after_ms, 10000); /* a quarter of 60 s, capped at 10 s */
+        maas_route(&w->maas, "GET", "machines/abc123/", 200, "%s",
+                   node_json("abc123", "Deployed", "on"));
+}
+
+static void check_deployed(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_ready(w, true);
+        assert_deployed_reason(w, SCHEMA_REASON_MACHINE_DEPLOYED);
+        assert_string_equal(json_at_str(mm(w), "status.machineState"), "Deployed");
+        assert_true(cJSON_IsTrue(json_at(mm(w), "status.machinePowered")));
+        assert_int_equal(requests(&w->maas, "POST", "op=", NULL), 0); /* nothing done to it */
+}
+
+/* a failed deploy, and one past the watchdog: replaced (new one allocated and deployed,
+ * old one released) */
+static void arrange_failed(struct world *w)
+{
+        maas_has(w, "Failed deployment", "off");
+}
+
+static void check_replaced(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "POST", "machines/abc123/?op=release", NULL), 1);
+        assert_int_equal(requests(&w->maas, "POST", "op=allocate", NULL), 1);
+        assert_int_equal(requests(&w->maas, "POST", "def456/?op=deploy", NULL), 1);
+        assert_int_equal(requests(&w->maas, "POST", "abc123/?op=deploy", NULL), 0);
+        assert_string_equal(json_at_str(mm(w), "spec.systemID"), "def456");
+        assert_string_equal(json_at_str(mm(w), "spec.providerID"), "maas:///az1/def456");
+}
+
+static void check_not_replaced(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(w->maas.n_reqs, 1); /* the GET, nothing else */
+        assert_string_equal(json_at_str(mm(w), "spec.systemID"), "abc123");
+        assert_deployed_reason(w, SCHEMA_REASON_MACHINE_DEPLOYING);
+}
+
+/* power: Deployed but off twice in a row -> one power-on; unknown never powers on */
+static void arrange_off(struct world *w)
+{
+        maas_has(w, "Deployed", "off");
+        power_reads(w, "off");
+}
+
+static void off_between(struct world *w, unsigned pass)
+{
+        (void)pass;
+        assert_int_equal(w->rc, 0);
+        /* one reading is not enough */
+        assert_int_equal(requests(&w->maas, "POST", "op=power_on", NULL), 0);
+        assert_deployed_reason(w, SCHEMA_REASON_MACHINE_POWERED_OFF);
+        assert_int_equal(w->res.after_ms, 3000);
+}
+
+static void check_powered_on(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "GET", "op=query_power_state", NULL), 2);
+        assert_int_equal(requests(&w->maas, "POST", "machines/abc123/?op=power_on", NULL), 1);
+}
+
+static void arrange_unknown(struct world *w)
+{
+        maas_has(w, "Deployed", "unknown");
+        power_reads(w, "unknown");
+}
+
+static void arrange_power_error(struct world *w)
+{
+        maas_has(w, "Deployed", "error");
+        power_reads(w, "error");
+}
+
+static void check_never_powered_on(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "GET", "op=query_power_state", NULL), 3);
+        assert_int_equal(requests(&w->maas, "POST", "op=power_on", NULL), 0);
+        assert_int_equal(requests(&w->maas, "POST", "op=power_off", NULL), 0);
+        assert_int_equal(w->res.after_ms, 60000);
+        assert_ready(w, false);
+}
+
+/* providerID maas:///<zone>/<system_id> on the MaasMachine and the workload Node;
+ * status.addresses from MAAS */
+static void arrange_deployed(struct world *w)
+{
+        maas_has(w, "Deployed", "on");
+}
+
+static void check_provider_id(struct world *w)
+{
+        const cJSON *a = json_at(mm(w), "status.addresses");
+        const cJSON *node = world_get(w, NODE_URL);
+
+        assert_int_equal(w->rc, 0);
+        assert_string_equal(json_at_str(mm(w), "spec.providerID"), "maas:///az1/abc123");
+        assert_int_equal(cJSON_GetArraySize(a), 3);
+        assert_string_equal(json_at_str(a, "0.type"), "Hostname");
+        assert_string_equal(json_at_str(a, "0.address"), "node-1");
+        assert_string_equal(json_at_str(a, "1.type"), "ExternalIP");
+        assert_string_equal(json_at_str(a, "1.address"), "10.0.0.5");
+        assert_string_equal(json_at_str(a, "2.type"), "InternalIP");
+        assert_string_equal(json_at_str(a, "2.address"), "10.0.0.5");
+        assert_string_equal(json_at_str(node, "spec.providerID"), "maas:///az1/abc123");
+        assert_string_equal(
+                json_find_str(node, "metadata", "labels", "topology.kubernetes.io/zone", NULL),
+                "az1");
+        assert_int_equal(requests(&w->kube, "PATCH", NODE_URL, NULL), 1);
+        assert_int_equal(w->res.after_ms, 60000); /* --machine-refresh */
+}
+
+/* delete: release (with erase), then the finalizer goes; MAAS 404s are fine */
+static void check_released(struct world *w)
+{
+        long release = request_at(&w->maas, 0, "POST", "machines/abc123/?op=release");
+        long last_patch = -1;
+
+        assert_int_equal(w->rc, 0);
+        assert_true(release >= 0);
+        assert_non_null(strstr(w->maas.reqs[release].body, "erase=true"));
+        assert_null(mm(w)); /* finalizer removed: the API server deleted it */
+        for (size_t i = 0; i < w->kube.n_reqs; i++)
+                if (strcmp(w->kube.reqs[i].method, "PATCH") == 0)
+                        last_patch = (long)i;
+        assert_non_null(strstr(w->kube.reqs[last_patch].body, "\"finalizers\""));
+}
+
+static void arrange_release_404(struct world *w)
+{
+        maas_has(w, "Deployed", "on");
+        maas_route(&w->maas, "POST", "machines/abc123/?op=release", 404, "Not Found");
+}
+
+static void check_gone_after_404(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "POST", "op=release", NULL), 1);
+        assert_null(mm(w));
+}
+
+static void arrange_machine_gone(struct world *w)
+{
+        maas_route(&w->maas, "GET", "machines/?agent_name=uid-m1", 200, "[]");
+}
+
+static void check_gone_without_release(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "GET", "machines/abc123/", NULL), 1);
+        assert_int_equal(requests(&w->maas, "POST", "op=release", NULL), 0);
+        assert_null(mm(w));
+}
+
+static void check_kept_for_move(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(w->maas.n_reqs, 0);
+        assert_null(mm(w));
+}
+
+/* pause: nothing read from or written to MAAS, nothing written to the MaasMachine */
+static void check_paused(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(w->maas.n_reqs, 0);
+        assert_int_equal(writes(&w->kube), 0);
+}
+
+static const struct row rows[] = {
+        { .name = "waits_for_cluster_infrastructure",
+          .objects = { .no_infra = true },
+          .check = check_waits_for_infrastructure },
+        { .name = "waits_for_bootstrap_data",
+          .objects = { .no_bootstrap = true, .finalizer = true },
+          .check = check_waits_for_bootstrap },
+        { .name = "adopts_machine_stamped_with_uid",
+          .objects = { .finalizer = true },
+          .arrange = arrange_adopt,
+          .check = check_adopt },
+        { .name = "allocate_persists_provider_id",
+          .objects = { .finalizer = true },
+          .arrange = maas_allocates,
+          .check = check_allocate },
+        { .name = "allocate_409_no_machine_available",
+          .objects = { .finalizer = true },
+          .arrange = arrange_409,
+          .check = check_409 },
+        { .name = "allocate_503_retry_after",
+          .objects = { .finalizer = true },
+          .arrange = arrange_503,
+          .check = check_503 },
+        { .name = "allocate_timeout_never_repeated",
+          .objects = { .finalizer = true },
+          .arrange = arrange_timeout,
+          .passes = 2,
+          .between = timeout_between,
+          .check = check_timeout },
+        { .name = "swap_off_before_deploy",
+          .objects = { .finalizer = true },
+          .arrange = maas_allocates,
+          .check = check_swap_off },
+        { .name = "deploy_with_bootstrap_cloud_init",
+          .objects = { .finalizer = true },
+          .arrange = maas_allocates,
+          .check = check_deploy_user_data },
+        { .name = "deploying_to_deployed",
+          .objects = { .finalizer = true, .system_id = "abc123", .started_ago_s = 60 },
+          .arrange = arrange_deploying,
+          .passes = 2,
+          .between = deploying_between,
+          .check = check_deployed },
+        { .name = "failed_deployment_replaced",
+          .objects = { .finalizer = true, .system_id = "abc123", .started_ago_s = 60 },
+          .arrange = arrange_failed,
+          .check = check_replaced },
+        { .name = "deploy_timeout_replaced",
+          .objects = { .finalizer = true,
+                       .system_id = "abc123",
+                       .started_ago_s = DEPLOY_LIMIT + 1 },
+          .arrange = arrange_deploying,
+          .check = check_replaced },
+        { .name = "deploying_within_timeout_kept",
+          .objects = { .finalizer = true,
+                       .system_id = "abc123",
+                       .started_ago_s = DEPLOY_LIMIT - 1 },
+          .arrange = arrange_deploying,
+          .check = check_not_replaced },
+        { .name = "deployed_but_off_powered_on",
+          .objects = { .finalizer = true, .system_id = "abc123" },
+          .arrange = arrange_off,
+          .passes = 2,
+          .advance_ms = 3000,
+          .between = off_between,
+          .check = check_powered_on },
+        { .name = "power_unknown_never_powers_on",
+          .objects = { .finalizer = true, .system_id = "abc123" },
+          .arrange = arrange_unknown,
+          .passes = 3,
+          .advance_ms = 60000,
+          .check = check_never_powered_on },
+        { .name = "power_error_never_powers_on",
+          .objects = { .finalizer = true, .system_id = "abc123" },
+          .arrange = arrange_power_error,
+          .passes = 3,
+          .advance_ms = 60000,
+          .check = check_never_powered_on },
+        { .name = "provider_id_and_addresses",
+          .objects = { .finalizer = true, .system_id = "abc123" },
+          .arrange = arrange_deployed,
+          .check = check_provider_id },
+        { .name = "delete_releases_then_removes_finalizer",
+          .objects = { .deleting = true, .system_id = "abc123", .steady = true },
+          .arrange = arrange_deployed,
+          .check = check_released },
+        { .name = "delete_release_404_is_fine",
+          .objects = { .deleting = true, .system_id = "abc123" },
+          .arrange = arrange_release_404,
+          .check = check_gone_after_404 },
+        { .name = "delete_machine_gone_from_maas",
+          .objects = { .deleting = true, .system_id = "abc123" },
+          .arrange = arrange_machine_gone,
+          .check = check_gone_without_release },
+        { .name = "delete_for_move_keeps_machine",
+          .objects = { .deleting = true, .system_id = "abc123", .delete_for_move = true },
+          .arrange = arrange_deployed,
+          .check = check_kept_for_move },
+        { .name = "paused_cluster_nothing_written",
+          .objects = { .paused_cluster = true, .system_id = "abc123" },
+          .arrange = arrange_off,
+          .check = check_paused },
+        { .name = "paused_maasmachine_nothing_written",
+          .objects = { .paused_machine = true, .finalizer = true },
+          .arrange = maas_allocates,
+          .check = check_paused },
+};
+
+static void run_row(void **state)
+{
+        const struct row *r = *state;
+        struct provider_settings s = world_settings();
+        struct world *w = world_new(&s);
+        unsigned passes = r->passes ? r->passes : 1;
+
+        put_objects(w, &r->objects);
+        if (r->arrange)
+                r->arrange(w);
+        for (unsigned i = 1; i <= passes; i++) {
+                w->res = (struct reconcile_result){ .outcome = RECONCILE_DONE };
+                w->rc = maasmachine_reconcile(w->w, NS, "m1", &w->res);
+                world_sync(w);
+                if (i < passes && r->between)
+                        r->between(w, i);
+                clock_fake_advance(&w->clock, r->advance_ms);
+        }
+        if (getenv("RECONCILE_TEST_DUMP")) {
+                dump_requests("maas", &w->maas);
+                dump_requests("kube", &w->kube);
+        }
+        r->check(w);
+        world_free(w);
+}
+
+int main(void)
+{
+        struct CMUnitTest tests[ARRAY_SIZE(rows)];
+
+        for (size_t i = 0; i < ARRAY_SIZE(rows); i++)
+                tests[i] = (struct CMUnitTest){ .name = rows[i].name,
+                                                .test_func = run_row,
+                                                .initial_state = (void *)(uintptr_t)&rows[i] };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -87,6 +87,7 @@ struct fake_http {
         struct fake_object objs[32];
         size_t n_objs;
         unsigned rv;
+        const char *refuse; /* URLs starting with this get 401 (no retry, no sleep) */
 };
 
 static char *url_decode(const char *s, size_t n)
@@ -196,6 +197,11 @@ static int kube_send(struct fake_http *f,
         size_t n;
         struct fake_object *o;
 
+        if (f->refuse && strncmp(url, f->refuse, strlen(f->refuse)) == 0) {
+                free(url);
+                answer(resp, 401, "{\"kind\":\"Status\",\"code\":401}", -1);
+                return 0;
+        }
         if (q)
                 *q = '\0';
         n = strlen(url);
@@ -475,7 +481,8 @@ static UNUSED void world_delete(struct world *w, const char *url)
         struct fake_object *o = kube_find(&w->kube, url);
 
         assert_non_null(o);
-        o->gone = true;
+        if (o)
+                o->gone = true;
         world_sync(w);
 }
 

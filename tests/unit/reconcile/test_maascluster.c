@@ -1,0 +1,304 @@
+/*
+ * Unit tests for the MaasCluster reconciler: the real maascluster_reconcile() with the real
+ * maas_client and kube_client over fake transports (reconcile_world.h), one thread, a fake
+ * clock. Table-driven: each row arranges the objects and MAAS's DNS records, runs passes
+ * and checks the MAAS requests and the MaasCluster as written.
+ */
+#include "../../../reconcile/maascluster.h"
+#include "reconcile_world.h"
+
+#define MC_URL      INFRA_API "/maasclusters/c1"
+#define CLUSTER_URL CAPI_API "/clusters/c1"
+#define DNS_NAME    "c1-a1b2c3.maas"
+#define WL_NS_URL   WORKLOAD "/api/v1/namespaces/kube-system"
+
+struct objects {
+        bool finalizer, deleting, paused, user_endpoint, api_down;
+        const char *dns_name;    /* status.network.dnsName already persisted */
+        unsigned control_planes; /* healthy control planes 10.0.0.1, .2 ... */
+        bool worker;             /* plus a worker machine 10.0.0.9 */
+};
+
+static void put_machine(struct world *w, const char *name, const char *ip, bool cp)
+{
+        char url[256];
+
+        (void)snprintf(url, sizeof(url), INFRA_API "/maasmachines/%s", name);
+        world_put(w, w->p->maasmachines, url,
+                  test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
+                            "\"kind\":\"MaasMachine\",\"metadata\":{\"name\":\"%s\","
+                            "\"namespace\":\"" NS "\",\"labels\":{\"cluster.x-k8s.io/"
+                            "cluster-name\":\"c1\"%s}},\"spec\":{},\"status\":{\"machineState\":"
+                            "\"Deployed\",\"machinePowered\":true,\"addresses\":[{\"type\":"
+                            "\"ExternalIP\",\"address\":\"%s\"}]}}",
+                            name, cp ? ",\"cluster.x-k8s.io/control-plane\":\"\"" : "", ip));
+}
+
+static void put_objects(struct world *w, const struct objects *o)
+{
+        char status[256] = "";
+
+        world_put(w, w->p->clusters, CLUSTER_URL,
+                  test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
+                            "\"metadata\":{\"name\":\"c1\",\"namespace\":\"" NS "\",\"uid\":"
+                            "\"uid-c1\"},\"spec\":{\"paused\":%s,\"clusterNetwork\":"
+                            "{\"apiServerPort\":6443}%s,\"infrastructureRef\":{\"kind\":"
+                            "\"MaasCluster\",\"name\":\"c1\"}}}",
+                            o->paused ? "true" : "false",
+                            o->user_endpoint
+                                    ? ",\"controlPlaneEndpoint\":{\"host\":\"api.example.com\","
+                                      "\"port\":6443}"
+                                    : ""));
+        if (o->dns_name)
+                (void)snprintf(status, sizeof(status),
+                               ",\"status\":{\"network\":{\"dnsName\":"
+                               "\"%s\"}}",
+                               o->dns_name);
+        world_put(w, w->p->maasclusters, MC_URL,
+                  test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
+                            "\"kind\":\"MaasCluster\",\"metadata\":{\"name\":\"c1\","
+                            "\"namespace\":\"" NS "\",\"uid\":\"uid-mc1\",\"generation\":1,"
+                            "\"labels\":{\"cluster.x-k8s.io/cluster-name\":\"c1\"},"
+                            "\"finalizers\":[%s]%s,\"ownerReferences\":[{\"apiVersion\":"
+                            "\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\",\"name\":\"c1\","
+                            "\"uid\":\"uid-c1\"}]},\"spec\":{\"dnsDomain\":\"maas\","
+                            "\"failureDomains\":[\"az1\",\"az2\"]}%s}",
+                            o->finalizer || o->deleting ? "\"" SCHEMA_FINALIZER_CLUSTER "\"" : "",
+                            o->deleting ? ",\"deletionTimestamp\":\"2023-11-14T22:13:00Z\"" : "",
+                            status));
+        for (unsigned i = 0; i < o->control_planes; i++) {
+                char name[24], ip[24];
+
+                (void)snprintf(name, sizeof(name), "cp%u", i + 1);
+                (void)snprintf(ip, sizeof(ip), "10.0.0.%u", i + 1);
+                put_machine(w, name, ip, true);
+        }
+        if (o->worker)
+                put_machine(w, "w1", "10.0.0.9", false);
+        world_put_kubeconfig(w, "c1");
+        if (o->api_down)
+                w->kube.refuse = WORKLOAD;
+        else
+                world_put(w, NULL, WL_NS_URL,
+                          test_json("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
+                                    "\"metadata\":{\"name\":\"kube-system\"}}"));
+}
+
+static const cJSON *mc(struct world *w)
+{
+        return world_get(w, MC_URL);
+}
+
+static void no_record(struct world *w)
+{
+        maas_route(&w->maas, "GET", "dnsresources/?fqdn=" DNS_NAME, 200, "[]");
+        maas_route(&w->maas, "POST", "dnsresources/", 200,
+                   "{\"id\":5,\"fqdn\":\"" DNS_NAME "\",\"address_ttl\":10,\"ip_addresses\":[]}");
+}
+
+static void record_with_one(struct world *w)
+{
+        maas_route(&w->maas, "GET", "dnsresources/?fqdn=" DNS_NAME, 200,
+                   "[{\"id\":5,\"fqdn\":\"" DNS_NAME "\",\"address_ttl\":10,"
+                   "\"ip_addresses\":[{\"ip\":\"10.0.0.1\"}]}]");
+        maas_route(&w->maas, "PUT", "dnsresources/5/", 200,
+                   "{\"id\":5,\"fqdn\":\"" DNS_NAME "\",\"address_ttl\":10,\"ip_addresses\":[]}");
+        maas_route(&w->maas, "DELETE", "dnsresources/5/", 204, "%s", "");
+}
+
+struct row {
+        const char *name;
+        struct objects objects;
+        void (*arrange)(struct world *w);
+        void (*between)(struct world *w); /* after the first of two passes, or NULL */
+        void (*check)(struct world *w);
+};
+
+/* the finalizer comes first, before anything else happens */
+static void check_finalizer(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_true(has_finalizer(mc(w), SCHEMA_FINALIZER_CLUSTER));
+        assert_int_equal(w->maas.n_reqs, 0);
+        assert_null(json_at(mc(w), "status.network.dnsName"));
+}
+
+/* the record's name is written to status before the record exists in MAAS */
+static void check_name_first(struct world *w)
+{
+        const char *name = json_at_str(mc(w), "status.network.dnsName");
+        unsigned hex;
+        char rest[32];
+
+        assert_int_equal(w->rc, 0);
+        assert_non_null(name);
+        assert_int_equal(strlen(name), strlen("c1-a1b2c3.maas"));
+        assert_int_equal(sscanf(name, "c1-%6x.%31s", &hex, rest), 2);
+        assert_string_equal(rest, "maas");
+        assert_int_equal(w->maas.n_reqs, 0); /* no record yet */
+        assert_int_equal(w->res.outcome, RECONCILE_REQUEUE_AFTER);
+        assert_string_equal(condition(mc(w), SCHEMA_COND_LOAD_BALANCER_READY, "reason"),
+                            SCHEMA_REASON_WAIT_FOR_DNS_NAME);
+}
+
+/* the record holds the control planes' IPs (not the worker's); endpoint then ready */
+static void check_record_created(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "POST", "dnsresources/",
+                                  "fqdn=" DNS_NAME
+                                  "&address_ttl=10&ip_addresses=10.0.0.1 10.0.0.2"),
+                         1);
+        assert_string_equal(json_at_str(mc(w), "spec.controlPlaneEndpoint.host"), DNS_NAME);
+        assert_int_equal(json_at(mc(w), "spec.controlPlaneEndpoint.port")->valueint, 6443);
+        assert_true(cJSON_IsTrue(json_at(mc(w), "status.ready")));
+        assert_string_equal(condition(mc(w), SCHEMA_COND_LOAD_BALANCER_READY, "status"),
+                            SCHEMA_CONDITION_TRUE);
+        assert_string_equal(condition(mc(w), SCHEMA_COND_API_SERVER_AVAILABLE, "status"),
+                            SCHEMA_CONDITION_TRUE);
+        assert_string_equal(condition(mc(w), SCHEMA_COND_READY, "status"), SCHEMA_CONDITION_TRUE);
+        assert_string_equal(json_at_str(mc(w), "status.failureDomains.1.name"), "az2");
+}
+
+static void check_record_updated(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "POST", "dnsresources/", NULL), 0);
+        assert_int_equal(
+                requests(&w->maas, "PUT", "dnsresources/5/", "ip_addresses=10.0.0.1 10.0.0.2"), 1);
+}
+
+static void check_record_steady(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(writes(&w->maas), 0); /* the set is right: nothing written */
+        assert_true(cJSON_IsTrue(json_at(mc(w), "status.ready")));
+}
+
+/* an endpoint the user set on the Cluster is used as is: no DNS record at all */
+static void check_user_endpoint(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(w->maas.n_reqs, 0);
+        assert_string_equal(json_at_str(mc(w), "spec.controlPlaneEndpoint.host"),
+                            "api.example.com");
+        assert_true(cJSON_IsTrue(json_at(mc(w), "status.ready")));
+}
+
+/* the workload API does not let us in: endpoint set, but not Ready, and probed again */
+static void check_api_down(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_string_equal(condition(mc(w), SCHEMA_COND_API_SERVER_AVAILABLE, "status"),
+                            SCHEMA_CONDITION_FALSE);
+        assert_string_equal(condition(mc(w), SCHEMA_COND_READY, "status"), SCHEMA_CONDITION_FALSE);
+        assert_int_equal(w->res.outcome, RECONCILE_REQUEUE_AFTER);
+        assert_int_equal(w->res.after_ms, 2000);
+}
+
+/* delete waits for the MaasMachines, then deletes the record, then the finalizer goes */
+static void delete_between(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "DELETE", "dnsresources/", NULL), 0);
+        assert_non_null(mc(w));
+        assert_true(has_finalizer(mc(w), SCHEMA_FINALIZER_CLUSTER));
+        assert_int_equal(w->res.after_ms, 10000);
+        world_delete(w, INFRA_API "/maasmachines/cp1");
+}
+
+static void check_deleted(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "DELETE", "dnsresources/5/", NULL), 1);
+        assert_null(mc(w)); /* finalizer removed */
+}
+
+/* pause: Paused condition, nothing asked of or written to MAAS */
+static void check_paused(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(w->maas.n_reqs, 0);
+        assert_string_equal(condition(mc(w), SCHEMA_COND_PAUSED, "status"), SCHEMA_CONDITION_TRUE);
+        assert_null(json_at(mc(w), "spec.controlPlaneEndpoint"));
+}
+
+static const struct row rows[] = {
+        { .name = "adds_finalizer_first", .objects = { 0 }, .check = check_finalizer },
+        { .name = "dns_name_persisted_before_record",
+          .objects = { .finalizer = true, .control_planes = 1 },
+          .check = check_name_first },
+        { .name = "record_holds_control_plane_ips",
+          .objects = { .finalizer = true,
+                       .dns_name = DNS_NAME,
+                       .control_planes = 2,
+                       .worker = true },
+          .arrange = no_record,
+          .check = check_record_created },
+        { .name = "record_updated_when_set_changes",
+          .objects = { .finalizer = true, .dns_name = DNS_NAME, .control_planes = 2 },
+          .arrange = record_with_one,
+          .check = check_record_updated },
+        { .name = "record_left_alone_when_right",
+          .objects = { .finalizer = true, .dns_name = DNS_NAME, .control_planes = 1 },
+          .arrange = record_with_one,
+          .check = check_record_steady },
+        { .name = "user_endpoint_used_as_is",
+          .objects = { .finalizer = true, .user_endpoint = true, .control_planes = 1 },
+          .check = check_user_endpoint },
+        { .name = "api_server_unavailable_not_ready",
+          .objects = { .finalizer = true,
+                       .dns_name = DNS_NAME,
+                       .control_planes = 1,
+                       .api_down = true },
+          .arrange = record_with_one,
+          .check = check_api_down },
+        { .name = "delete_waits_for_machines_then_deletes_record",
+          .objects = { .deleting = true, .dns_name = DNS_NAME, .control_planes = 1 },
+          .arrange = record_with_one,
+          .between = delete_between,
+          .check = check_deleted },
+        { .name = "paused_nothing_to_maas",
+          .objects = { .finalizer = true,
+                       .paused = true,
+                       .dns_name = DNS_NAME,
+                       .control_planes = 2 },
+          .arrange = no_record,
+          .check = check_paused },
+};
+
+static void run_row(void **state)
+{
+        const struct row *r = *state;
+        struct provider_settings s = world_settings();
+        struct world *w = world_new(&s);
+        unsigned passes = r->between ? 2 : 1;
+
+        put_objects(w, &r->objects);
+        if (r->arrange)
+                r->arrange(w);
+        for (unsigned i = 1; i <= passes; i++) {
+                w->res = (struct reconcile_result){ .outcome = RECONCILE_DONE };
+                w->rc = maascluster_reconcile(w->w, NS, "c1", &w->res);
+                world_sync(w);
+                if (i < passes)
+                        r->between(w);
+        }
+        if (getenv("RECONCILE_TEST_DUMP")) {
+                dump_requests("maas", &w->maas);
+                dump_requests("kube", &w->kube);
+        }
+        r->check(w);
+        world_free(w);
+}
+
+int main(void)
+{
+        struct CMUnitTest tests[ARRAY_SIZE(rows)];
+
+        for (size_t i = 0; i < ARRAY_SIZE(rows); i++)
+                tests[i] = (struct CMUnitTest){ .name = rows[i].name,
+                                                .test_func = run_row,
+                                                .initial_state = (void *)(uintptr_t)&rows[i] };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -37,12 +37,12 @@
 #include "clock.h"
 #include "err.h"
 #include "informer_priv.h"
+#include "informer_store.h"
 #include "kube_client.h"
 #include "log.h"
 #include "xalloc.h"
 
 #define MAX_HANDLERS        8
-#define INITIAL_BUCKETS     64
 #define RECONNECT_BASE_MS   1000
 #define RECONNECT_MAX_MS    30000
 #define MAX_FAILURES        16   /* stops the backoff exponent growing once capped */
@@ -50,48 +50,6 @@
 #define QUICK_WATCH_MS      1000 /* an empty watch shorter than this counts as a failure */
 #define LOG_EVERY_FAILURES  10
 #define QUICK_CLOSE         (CM_ERR_MIN - 1) /* do_watch only: closed at once, no event */
-
-struct entry {
-        struct entry *next;  /* namespace/name chain */
-        struct entry *cnext; /* cluster chain, only while the object has the label */
-        uint64_t hash;
-        uint64_t epoch;      /* relist mark */
-        const char *ns;      /* into data */
-        const char *name;    /* into data */
-        const char *rv;      /* into data */
-        const char *cluster; /* into data; NULL without the label */
-        size_t text_len;
-        size_t size; /* of the allocation */
-        char data[]; /* the JSON text, NUL, then ns, name, rv and cluster, each NUL-ended */
-};
-
-struct store {
-        pthread_rwlock_t lock;
-        struct entry **table;  /* owned chains of owned entries */
-        struct entry **ctable; /* cluster index: the same entries, borrowed */
-        size_t n_table;        /* a power of two */
-        size_t n;
-        size_t bytes; /* sum of the entries' sizes */
-        uint64_t epoch;
-};
-
-enum ev_type {
-        EV_ADD,
-        EV_UPDATE,
-        EV_DELETE,
-};
-
-struct ev {
-        enum ev_type type;
-        struct kube_object *old; /* owned reference; updates only */
-        struct kube_object *cur; /* owned reference */
-};
-
-struct evlist {
-        struct ev *v; /* owned */
-        size_t n;
-        size_t cap;
-};
 
 struct informer {
         const struct kube_resource *resource; /* borrowed */
@@ -125,283 +83,6 @@ struct informer {
         _Atomic uint64_t api_calls;
         _Atomic uint64_t list_calls;
 };
-
-/* ---- hashing ---- */
-
-static uint64_t fnv(uint64_t h, const char *s)
-{
-        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-                h ^= *p;
-                h *= 1099511628211ULL;
-        }
-        return h;
-}
-
-static uint64_t key_hash(const char *ns, const char *name)
-{
-        return fnv(fnv(14695981039346656037ULL, ns) ^ '/', name);
-}
-
-static uint64_t cluster_hash(const char *cluster)
-{
-        return fnv(14695981039346656037ULL, cluster);
-}
-
-/* ---- store (callers hold the lock as noted) ---- */
-
-static void store_init(struct store *s)
-{
-        pthread_rwlockattr_t a;
-
-        /* glibc's default rwlock lets a stream of readers starve the watch thread */
-        (void)pthread_rwlockattr_init(&a);
-        (void)pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-        (void)pthread_rwlock_init(&s->lock, &a);
-        (void)pthread_rwlockattr_destroy(&a);
-        s->n_table = INITIAL_BUCKETS;
-        s->table = xcalloc(s->n_table, sizeof(*s->table));
-        s->ctable = xcalloc(s->n_table, sizeof(*s->ctable));
-        s->n = 0;
-        s->epoch = 0;
-}
-
-static void store_release(struct store *s)
-{
-        for (size_t i = 0; s->table && i < s->n_table; i++) {
-                struct entry *e = s->table[i];
-
-                while (e) {
-                        struct entry *next = e->next;
-
-                        free(e);
-                        e = next;
-                }
-        }
-        free(s->table);
-        free(s->ctable);
-        (void)pthread_rwlock_destroy(&s->lock);
-}
-
-/* The link pointing at ns/name's entry, or at the NULL ending its chain. */
-static struct entry **find_link(struct store *s, const char *ns, const char *name)
-{
-        uint64_t h = key_hash(ns, name);
-        struct entry **link = &s->table[h & (s->n_table - 1)];
-
-        for (; *link; link = &(*link)->next)
-                if ((*link)->hash == h && !strcmp((*link)->name, name) && !strcmp((*link)->ns, ns))
-                        break;
-        return link;
-}
-
-static void cindex_link(struct store *s, struct entry *e)
-{
-        const char *c = e->cluster;
-        size_t i;
-
-        if (!c)
-                return;
-        i = cluster_hash(c) & (s->n_table - 1);
-        e->cnext = s->ctable[i];
-        s->ctable[i] = e;
-}
-
-static void cindex_unlink(struct store *s, struct entry *e)
-{
-        const char *c = e->cluster;
-        struct entry **link;
-
-        if (!c)
-                return;
-        link = &s->ctable[cluster_hash(c) & (s->n_table - 1)];
-        while (*link && *link != e)
-                link = &(*link)->cnext;
-        if (*link)
-                *link = e->cnext;
-        e->cnext = NULL;
-}
-
-static void store_grow(struct store *s)
-{
-        struct entry **old = s->table;
-        size_t n_old = s->n_table;
-
-        if (s->n < s->n_table)
-                return;
-        s->n_table *= 2;
-        s->table = xcalloc(s->n_table, sizeof(*s->table));
-        free(s->ctable);
-        s->ctable = xcalloc(s->n_table, sizeof(*s->ctable));
-        for (size_t i = 0; i < n_old; i++) {
-                struct entry *e = old[i];
-
-                while (e) {
-                        struct entry *next = e->next;
-                        size_t j = e->hash & (s->n_table - 1);
-
-                        e->next = s->table[j];
-                        s->table[j] = e;
-                        cindex_link(s, e);
-                        e = next;
-                }
-        }
-        free(old);
-}
-
-static void ev_push(struct evlist *l,
-                    enum ev_type type,
-                    struct kube_object *old,
-                    struct kube_object *cur)
-{
-        if (l->n == l->cap) {
-                l->cap = l->cap ? l->cap * 2 : 16;
-                l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
-        }
-        l->v[l->n++] = (struct ev){ .type = type, .old = old, .cur = cur };
-}
-
-static char *put_str(char *p, const char *str, size_t len)
-{
-        memcpy(p, str, len);
-        p[len] = '\0';
-        return p + len + 1;
-}
-
-/* One allocation: o's JSON text and its index fields. */
-static struct entry *entry_new(const struct kube_object *o, uint64_t epoch)
-{
-        char *text = cJSON_PrintUnformatted(kube_object_json(o));
-        const char *ns = kube_object_namespace(o), *name = kube_object_name(o);
-        const char *rv = kube_object_resource_version(o), *cl = kube_object_cluster_name(o);
-        size_t lt, ln = strlen(ns), lm = strlen(name), lr = strlen(rv);
-        size_t lc = cl ? strlen(cl) : 0;
-        size_t size;
-        struct entry *e;
-        char *p;
-
-        if (!text)
-                abort(); /* out of memory: the project's allocators abort too (xalloc.h) */
-        lt = strlen(text);
-        size = sizeof(struct entry) + lt + ln + lm + lr + lc + 5;
-        e = xmalloc(size);
-        p = e->data;
-
-        *e = (struct entry){
-                .hash = key_hash(ns, name), .epoch = epoch, .text_len = lt, .size = size
-        };
-        p = put_str(p, text, lt);
-        e->ns = p;
-        p = put_str(p, ns, ln);
-        e->name = p;
-        p = put_str(p, name, lm);
-        e->rv = p;
-        p = put_str(p, rv, lr);
-        if (cl) {
-                e->cluster = p;
-                (void)put_str(p, cl, lc);
-        }
-        cJSON_free(text);
-        return e;
-}
-
-/* A new snapshot parsed from the entry's text (NULL only if memory ran out). */
-static struct kube_object *entry_object(const struct entry *e)
-{
-        cJSON *tree = cJSON_ParseWithLengthOpts(e->data, e->text_len, NULL, false);
-        struct kube_object *o = NULL;
-
-        if (tree && kube_object_new(tree, &o) < 0)
-                return NULL; /* cannot happen: the text was printed from a named object */
-        return o;
-}
-
-/* Write lock held. Inserts or replaces o's entry with e (entry_new(o), made before taking
- * the lock); o's reference moves to the event. */
-static void store_put(struct store *s, struct kube_object *o, struct entry *e, struct evlist *l)
-{
-        struct entry **link = find_link(s, kube_object_namespace(o), kube_object_name(o));
-        struct entry *old = *link;
-
-        e->epoch = s->epoch;
-        s->bytes += e->size;
-
-        if (old) {
-                e->next = old->next;
-                *link = e;
-                cindex_unlink(s, old);
-                cindex_link(s, e);
-                ev_push(l, EV_UPDATE, entry_object(old), o);
-                s->bytes -= old->size;
-                free(old);
-                return;
-        }
-        *link = e;
-        cindex_link(s, e);
-        s->n++;
-        ev_push(l, EV_ADD, NULL, o);
-        store_grow(s);
-}
-
-/* Write lock held. Unlinks the entry at link and reports it deleted, as last (the final
- * state a watch reported; reference consumed) or else as the cached state. */
-static void store_unlink(struct store *s,
-                         struct entry **link,
-                         struct kube_object *last,
-                         struct evlist *l)
-{
-        struct entry *e = *link;
-
-        *link = e->next;
-        cindex_unlink(s, e);
-        s->n--;
-        s->bytes -= e->size;
-        ev_push(l, EV_DELETE, NULL, last ? last : entry_object(e));
-        free(e);
-}
-
-/* Write lock held. o's reference is consumed. */
-static void store_del(struct store *s, struct kube_object *o, struct evlist *l)
-{
-        struct entry **link = find_link(s, kube_object_namespace(o), kube_object_name(o));
-
-        if (!*link) {
-                kube_object_unref(o); /* never cached (or already gone): nothing to report */
-                return;
-        }
-        store_unlink(s, link, o, l);
-}
-
-/* Write lock held. Stores listed objects (references consumed) and marks them with the
- * current epoch: part of a relist, which store_sweep finishes. */
-static void store_mark(struct store *s, struct kube_object **objs, size_t n, struct evlist *l)
-{
-        for (size_t i = 0; i < n; i++) {
-                struct entry *e =
-                        *find_link(s, kube_object_namespace(objs[i]), kube_object_name(objs[i]));
-
-                if (e && !strcmp(e->rv, kube_object_resource_version(objs[i]))) {
-                        e->epoch = s->epoch; /* unchanged: nothing to store or report */
-                        kube_object_unref(objs[i]);
-                        continue;
-                }
-                store_put(s, objs[i], entry_new(objs[i], s->epoch), l);
-        }
-}
-
-/* Write lock held. Ends a relist: whatever the list did not mark is reported deleted. */
-static void store_sweep(struct store *s, struct evlist *l)
-{
-        for (size_t i = 0; i < s->n_table; i++) {
-                struct entry **link = &s->table[i];
-
-                while (*link) {
-                        if ((*link)->epoch != s->epoch)
-                                store_unlink(s, link, NULL, l);
-                        else
-                                link = &(*link)->next;
-                }
-        }
-}
 
 /* ---- events to handlers ---- */
 
@@ -482,12 +163,12 @@ int informer_feed_event(struct informer *inf, enum kube_watch_event type, cJSON 
                 return r;
         set_rv(inf, kube_object_resource_version(o));
         if (type != KUBE_WATCH_DELETED)
-                e = entry_new(o, 0); /* printing takes longer than the update: unlocked */
+                e = informer_entry_new(o, 0); /* printing takes longer than the update: unlocked */
         (void)pthread_rwlock_wrlock(&inf->store.lock);
         if (e)
-                store_put(&inf->store, o, e, &l);
+                informer_store_put(&inf->store, o, e, &l);
         else
-                store_del(&inf->store, o, &l);
+                informer_store_del(&inf->store, o, &l);
         (void)pthread_rwlock_unlock(&inf->store.lock);
         dispatch(inf, &l);
         return 0;
@@ -547,7 +228,7 @@ static void relist_page(struct informer *inf, cJSON *page)
 
         gather(&g, page);
         (void)pthread_rwlock_wrlock(&inf->store.lock);
-        store_mark(&inf->store, g.objs, g.n, &l);
+        informer_store_mark(&inf->store, g.objs, g.n, &l);
         (void)pthread_rwlock_unlock(&inf->store.lock);
         g.n = 0; /* the store and the events hold the references now */
         gathered_release(&g);
@@ -561,7 +242,7 @@ static void relist_end(struct informer *inf, const char *rv)
 
         set_rv(inf, rv);
         (void)pthread_rwlock_wrlock(&inf->store.lock);
-        store_sweep(&inf->store, &l);
+        informer_store_sweep(&inf->store, &l);
         (void)pthread_rwlock_unlock(&inf->store.lock);
         dispatch(inf, &l);
         mark_synced(inf);
@@ -592,75 +273,6 @@ int informer_feed_list(struct informer *inf, cJSON *list)
         return 0;
 }
 
-/* What informer_list, informer_each_key and resync gather under the read lock. */
-struct collect {
-        const char *ns;           /* NULL = any */
-        const char *cluster;      /* NULL = any */
-        bool keys;                /* gather keys, else snapshots */
-        char **key;               /* owned array of owned keys */
-        struct kube_object **obj; /* owned array of owned references */
-        size_t n;
-        size_t cap;
-};
-
-/* "ns" NUL "name" NUL in one allocation. */
-static char *key_dup(const struct entry *e)
-{
-        size_t ln = strlen(e->ns), lm = strlen(e->name);
-        char *k = xmalloc(ln + lm + 2);
-
-        (void)put_str(put_str(k, e->ns, ln), e->name, lm);
-        return k;
-}
-
-static const char *key_name(const char *key)
-{
-        return key + strlen(key) + 1;
-}
-
-static void collect_one(struct collect *c, const struct entry *e)
-{
-        struct kube_object *o = NULL;
-
-        if (c->ns && strcmp(e->ns, c->ns) != 0)
-                return;
-        if (c->cluster && (!e->cluster || strcmp(e->cluster, c->cluster) != 0))
-                return;
-        if (!c->keys) {
-                o = entry_object(e);
-                if (!o)
-                        return;
-        }
-        if (c->n == c->cap) {
-                c->cap = c->cap ? c->cap * 2 : 16;
-                if (c->keys)
-                        c->key = xrealloc(c->key, c->cap * sizeof(*c->key));
-                else
-                        c->obj = xrealloc(c->obj, c->cap * sizeof(*c->obj));
-        }
-        if (c->keys)
-                c->key[c->n++] = key_dup(e);
-        else
-                c->obj[c->n++] = o;
-}
-
-/* Takes the read lock; walks the cluster index when a cluster is given. */
-static void collect_all(struct store *s, struct collect *c)
-{
-        (void)pthread_rwlock_rdlock(&s->lock);
-        if (c->cluster) {
-                size_t i = cluster_hash(c->cluster) & (s->n_table - 1);
-
-                for (struct entry *e = s->ctable[i]; e; e = e->cnext)
-                        collect_one(c, e);
-        } else {
-                for (size_t i = 0; i < s->n_table; i++)
-                        for (struct entry *e = s->table[i]; e; e = e->next)
-                                collect_one(c, e);
-        }
-        (void)pthread_rwlock_unlock(&s->lock);
-}
-
 /* Replays the cache one object at a time, so a resync of a large cache never holds more
  * than one parsed object. Objects deleted meanwhile are skipped. */
 size_t informer_resync_if_due(struct informer *inf)
@@ -672,15 +284,15 @@ size_t informer_resync_if_due(struct informer *inf)
         if (!inf->resync_ms || !atomic_load(&inf->synced) || now < inf->next_resync_ms)
                 return 0;
         inf->next_resync_ms = now + inf->resync_ms;
-        collect_all(&inf->store, &c);
+        informer_store_collect(&inf->store, &c);
         for (size_t i = 0; i < c.n; i++) {
                 struct evlist l = { 0 };
-                struct kube_object *o = informer_get(inf, c.key[i], key_name(c.key[i]));
+                struct kube_object *o = informer_get(inf, c.key[i], informer_key_name(c.key[i]));
 
                 free(c.key[i]);
                 if (!o)
                         continue;
-                ev_push(&l, EV_UPDATE, NULL, o);
+                informer_evlist_push(&l, EV_UPDATE, NULL, o);
                 dispatch(inf, &l);
                 done++;
         }
@@ -945,7 +557,7 @@ int informer_new(const struct informer_opts *o, struct informer **ret)
         inf->selector = o->label_selector && *o->label_selector ? xstrdup(o->label_selector) : NULL;
         inf->resync_ms = o->resync_ms;
         inf->rng = (clock_now_ms(NULL) ^ (uint64_t)(uintptr_t)inf) | 1;
-        store_init(&inf->store);
+        informer_store_init(&inf->store);
         (void)pthread_mutex_init(&inf->mu, NULL);
         (void)pthread_condattr_init(&ca);
         (void)pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1016,7 +628,7 @@ struct informer *informer_free(struct informer *inf)
         if (!inf)
                 return NULL;
         informer_stop(inf);
-        store_release(&inf->store);
+        informer_store_release(&inf->store);
         kube_client_free(inf->client);
         (void)pthread_cond_destroy(&inf->cond);
         (void)pthread_mutex_destroy(&inf->mu);
@@ -1064,9 +676,9 @@ struct kube_object *informer_get(struct informer *inf, const char *ns, const cha
         struct kube_object *o = NULL;
 
         (void)pthread_rwlock_rdlock(&inf->store.lock);
-        e = *find_link(&inf->store, ns ? ns : "", name);
+        e = *informer_store_find(&inf->store, ns ? ns : "", name);
         if (e)
-                o = entry_object(e);
+                o = informer_entry_object(e);
         (void)pthread_rwlock_unlock(&inf->store.lock);
         return o;
 }
@@ -1088,7 +700,7 @@ int informer_list(struct informer *inf,
 {
         struct collect c = { .ns = ns, .cluster = cluster };
 
-        collect_all(&inf->store, &c);
+        informer_store_collect(&inf->store, &c);
         if (c.n > 1)
                 qsort(c.obj, c.n, sizeof(*c.obj), cmp_object);
         *ret = c.obj;
@@ -1104,9 +716,9 @@ size_t informer_each_key(struct informer *inf,
 {
         struct collect c = { .ns = ns, .cluster = cluster, .keys = true };
 
-        collect_all(&inf->store, &c);
+        informer_store_collect(&inf->store, &c);
         for (size_t i = 0; i < c.n; i++) {
-                fn(arg, c.key[i], key_name(c.key[i]));
+                fn(arg, c.key[i], informer_key_name(c.key[i]));
                 free(c.key[i]);
         }
         free(c.key);

@@ -61,7 +61,7 @@ static const char *node_json(const char *sid, const char *status, const char *po
 static void put_objects(struct world *w, const struct objects *o)
 {
         char *b64 = base64_encode(CLOUD_INIT, strlen(CLOUD_INIT));
-        char ids[256] = "", status[256] = "", annotations[256] = "", meta[512];
+        char ids[256] = "", status[256] = "", annotations[256] = "", meta[1024];
 
         world_put(w, w->p->clusters, CLUSTER_URL,
                   test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","

@@ -16,7 +16,8 @@ void rfc3339_format(time_t t, char out[RFC3339_LEN])
 
 void rfc3339_format_micro(const struct timespec *t, char out[RFC3339_MICRO_LEN])
 {
-        long us = t->tv_nsec >= 0 && t->tv_nsec < 1000000000L ? t->tv_nsec / 1000 : 0;
+        unsigned us =
+                t->tv_nsec >= 0 && t->tv_nsec < 1000000000L ? (unsigned)(t->tv_nsec / 1000) : 0;
         struct tm tm;
 
         if (!gmtime_r(&t->tv_sec, &tm) ||
@@ -24,7 +25,7 @@ void rfc3339_format_micro(const struct timespec *t, char out[RFC3339_MICRO_LEN])
                 memcpy(out, "1970-01-01T00:00:00.000000Z", RFC3339_MICRO_LEN);
                 return;
         }
-        snprintf(out + 19, RFC3339_MICRO_LEN - 19, ".%06ldZ", us);
+        snprintf(out + 19, RFC3339_MICRO_LEN - 19, ".%06uZ", us % 1000000u);
 }
 
 int64_t rfc3339_parse(const char *s)

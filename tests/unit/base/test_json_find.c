@@ -1,0 +1,73 @@
+/* json_find / json_at: the one nested accessor. Keys may hold dots with json_find; json_at
+ * walks dotted paths and array indexes; a missing step or a wrong type is NULL, never a
+ * crash. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "json.h"
+#include "testutil.h"
+
+static const char doc[] = "{\"metadata\":{\"annotations\":{\"cluster.x-k8s.io/paused\":\"\"},"
+                          "\"name\":\"m1\"},\"status\":{\"ready\":true,\"addresses\":["
+                          "{\"type\":\"Hostname\",\"address\":\"h1\"},"
+                          "{\"type\":\"ExternalIP\",\"address\":\"10.0.0.5\"}]}}";
+
+static void test_json_find__keys_with_dots(void **state)
+{
+        cJSON *o = test_json("%s", doc);
+
+        (void)state;
+        assert_string_equal(
+                json_find_str(o, "metadata", "annotations", "cluster.x-k8s.io/paused", NULL), "");
+        assert_string_equal(json_find_str(o, "metadata", "name", NULL), "m1");
+        assert_true(cJSON_IsTrue(json_find(o, "status", "ready", NULL)));
+        assert_ptr_equal(json_find(o, NULL), o);
+        cJSON_Delete(o);
+}
+
+static void test_json_find__missing_or_wrong_type_is_null(void **state)
+{
+        cJSON *o = test_json("%s", doc);
+
+        (void)state;
+        assert_null(json_find(o, "spec", "x", NULL));
+        assert_null(json_find(o, "metadata", "name", "deeper", NULL)); /* a string has no keys */
+        assert_null(json_find_str(o, "status", "ready", NULL));        /* not a string */
+        assert_null(json_find(o, "status", "addresses", "0", NULL));   /* arrays: json_at */
+        assert_null(json_find(NULL, "a", NULL));
+        cJSON_Delete(o);
+}
+
+static void test_json_at__dotted_paths_and_indexes(void **state)
+{
+        cJSON *o = test_json("%s", doc);
+
+        (void)state;
+        assert_string_equal(json_at_str(o, "status.addresses.1.address"), "10.0.0.5");
+        assert_string_equal(json_at_str(o, "status.addresses.0.type"), "Hostname");
+        assert_string_equal(json_at_str(o, "metadata.name"), "m1");
+        assert_ptr_equal(json_at(o, ""), o);
+        assert_null(json_at(o, "status.addresses.2"));
+        assert_null(json_at(o, "status.addresses.x"));
+        assert_null(json_at(o, "status.addresses.-1"));
+        assert_null(json_at(o, "status..ready"));
+        assert_null(json_at(o, "status.addresses.99999999999999999999"));
+        assert_null(json_at_str(o, "status.ready"));
+        cJSON_Delete(o);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_json_find__keys_with_dots),
+                cmocka_unit_test(test_json_find__missing_or_wrong_type_is_null),
+                cmocka_unit_test(test_json_at__dotted_paths_and_indexes),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,6 +1,6 @@
 /*
- * maasmachine_release: giving a MAAS machine back (erase per --release-erase and
- * --release-quick-erase). A machine MAAS no longer knows (404) counts as released.
+ * maasmachine_release: giving a MAAS machine back, its disks erased as --release-erase says
+ * (none, quick or full). A machine MAAS no longer knows (404) counts as released.
  */
 #include "err.h"
 #include "log.h"

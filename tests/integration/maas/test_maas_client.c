@@ -8,10 +8,7 @@
  * Needs $CAPMAAS_BUILD_DIR/maas-sim (build the maas-sim target) and $CAPMAAS_SOURCE_DIR.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,20 +25,23 @@
 #include "base64.h"
 #include "err.h"
 #include "maas_client.h"
+#include "maassim.h"
 #include "testutil.h"
 #include "xalloc.h"
 
 #define ADMIN_KEY "ck:tk:secret1"
 #define USER2_KEY "ck2:tk2:secret2"
 
-struct sim_proc {
-        pid_t pid;
-        char url[128];  /* http://127.0.0.1:N/MAAS */
-        char root[128]; /* http://127.0.0.1:N */
-};
+/* Every test's maas-sim: the sample inventory, two users, quick deploys and releases. */
+#define SIM_ARGS(...)                                                                          \
+        (const char *const[])                                                                  \
+        {                                                                                      \
+                "--api-key", USER2_KEY, "--deploy-seconds", "0.2", "--release-seconds", "0.1", \
+                        __VA_ARGS__                                                            \
+        }
 
 struct fx {
-        struct sim_proc sim;
+        struct maassim sim;
         struct maas_config cfg;
         struct http_transport *t;
         struct maas_client *mc;
@@ -49,127 +49,11 @@ struct fx {
         size_t n_slept;
 };
 
-/* --- maas-sim process -------------------------------------------------------------------- */
-
-static int read_line(int fd, char *out, size_t n, int timeout_ms)
-{
-        size_t len = 0;
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-
-        while (len + 1 < n) {
-                char c;
-                ssize_t r;
-
-                if (poll(&p, 1, timeout_ms) <= 0)
-                        return -1;
-                r = read(fd, &c, 1);
-                if (r <= 0)
-                        return -1;
-                if (c == '\n')
-                        break;
-                out[len++] = c;
-        }
-        out[len] = '\0';
-        return 0;
-}
-
-static void exec_sim(int out_fd, const char *const *extra)
-{
-        const char *args[32];
-        char sim[512], inv[512];
-        size_t n = 0;
-
-        snprintf(sim, sizeof(sim), "%s/maas-sim", test_env("CAPMAAS_BUILD_DIR"));
-        snprintf(inv, sizeof(inv), "%s/tests/sim/maas/inventory-sample.yaml",
-                 test_env("CAPMAAS_SOURCE_DIR"));
-        dup2(out_fd, 1);
-        args[n++] = sim;
-        args[n++] = "--port";
-        args[n++] = "0";
-        args[n++] = "--inventory";
-        args[n++] = inv;
-        args[n++] = "--api-key";
-        args[n++] = ADMIN_KEY;
-        args[n++] = "--api-key";
-        args[n++] = USER2_KEY;
-        args[n++] = "--deploy-seconds";
-        args[n++] = "0.2";
-        args[n++] = "--release-seconds";
-        args[n++] = "0.1";
-        for (; extra && *extra && n < 30; extra++)
-                args[n++] = *extra;
-        args[n] = NULL;
-        execv(sim, (char *const *)(uintptr_t)args);
-        _exit(127);
-}
-
-static int sim_start(struct sim_proc *p, const char *const *extra)
-{
-        int fds[2];
-        char line[256];
-        const char *u;
-
-        if (pipe(fds) < 0)
-                return -1;
-        p->pid = fork();
-        if (p->pid == 0) {
-                close(fds[0]);
-                exec_sim(fds[1], extra);
-        }
-        close(fds[1]);
-        if (p->pid < 0 || read_line(fds[0], line, sizeof(line), 10000) < 0) {
-                close(fds[0]);
-                return -1;
-        }
-        close(fds[0]);
-        u = strstr(line, "http");
-        if (strncmp(line, "listening on ", 13) != 0 || !u)
-                return -1;
-        snprintf(p->url, sizeof(p->url), "%s", u);
-        snprintf(p->root, sizeof(p->root), "%.*s", (int)(strstr(u, "/MAAS") - u), u);
-        return 0;
-}
-
-static int sim_stop(struct sim_proc *p)
-{
-        int status = -1;
-
-        if (p->pid <= 0)
-                return -1;
-        kill(p->pid, SIGTERM);
-        for (int i = 0; i < 500; i++) { /* up to 5 s, then SIGKILL */
-                if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
-                        p->pid = 0;
-                        return status;
-                }
-                usleep(10000);
-        }
-        kill(p->pid, SIGKILL);
-        waitpid(p->pid, &status, 0);
-        p->pid = 0;
-        return -1;
-}
-
 /* --- admin endpoint ------------------------------------------------------------------------- */
 
 static cJSON *admin(struct fx *f, const char *method, const char *path, const char *body)
 {
-        char url[256];
-        struct test_http_result res;
-        cJSON *doc;
-
-        snprintf(url, sizeof(url), "%s/_sim/%s", f->sim.root, path);
-        assert_int_equal(
-                test_http_do(&(struct test_http){ .method = method,
-                                                  .url = url,
-                                                  .content_type = body ? "application/json" : NULL,
-                                                  .body = body },
-                             &res),
-                0);
-        assert_int_equal(res.status, 200);
-        doc = cJSON_Parse(res.body);
-        test_http_result_release(&res);
-        return doc;
+        return maassim_call(&f->sim, method, path, body);
 }
 
 static void faults(struct fx *f, const char *json)
@@ -199,19 +83,11 @@ static int count_requests(struct fx *f, const char *op, long status)
 /* The sim's view of one machine (for fields the API does not show, like user_data). */
 static char *sim_field(struct fx *f, const char *system_id, const char *key)
 {
-        cJSON *doc = admin(f, "GET", "state", NULL);
-        const cJSON *e;
-        char *v = NULL;
+        cJSON *m = maassim_machine(&f->sim, system_id);
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(m, key);
+        char *v = cJSON_IsString(x) ? xstrdup(x->valuestring) : NULL;
 
-        cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(doc, "machines")) {
-                const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "system_id");
-                const cJSON *x = cJSON_GetObjectItemCaseSensitive(e, key);
-
-                if (cJSON_IsString(id) && strcmp(id->valuestring, system_id) == 0 &&
-                    cJSON_IsString(x))
-                        v = xstrdup(x->valuestring);
-        }
-        cJSON_Delete(doc);
+        cJSON_Delete(m);
         return v;
 }
 
@@ -252,11 +128,11 @@ static int setup(void **state)
 {
         struct fx *f = xcalloc(1, sizeof(*f));
 
-        if (sim_start(&f->sim, NULL) < 0) {
+        if (maassim_start(&f->sim, ADMIN_KEY, SIM_ARGS(NULL)) < 0) {
                 free(f);
                 return -1;
         }
-        f->mc = client_for(f, f->sim.url, ADMIN_KEY,
+        f->mc = client_for(f, f->sim.proc.url, ADMIN_KEY,
                            &(struct http_transport_opts){ .timeout_ms = 5000 }, &f->t, &f->cfg);
         *state = f;
         return 0;
@@ -270,7 +146,7 @@ static int teardown(void **state)
         maas_client_free(f->mc);
         http_transport_free(f->t);
         maas_config_release(&f->cfg);
-        st = sim_stop(&f->sim);
+        st = maassim_stop(&f->sim);
         free(f);
         /* maas-sim must exit cleanly (0) on SIGTERM: no leaks under ASan either */
         return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
@@ -558,7 +434,7 @@ static void test_maas_client__401_for_a_wrong_key(void **state)
         struct fx *f = *state;
         struct maas_config cfg = { 0 };
         struct http_transport *t = NULL;
-        struct maas_client *mc = client_for(f, f->sim.url, "ck:tk:wrong",
+        struct maas_client *mc = client_for(f, f->sim.proc.url, "ck:tk:wrong",
                                             &(struct http_transport_opts){ 0 }, &t, &cfg);
         struct maas_error err = { 0 };
         struct maas_version v = { 0 };
@@ -581,8 +457,8 @@ static void test_maas_client__403_for_another_users_machine(void **state)
         struct fx *f = *state;
         struct maas_config cfg = { 0 };
         struct http_transport *t = NULL;
-        struct maas_client *mc =
-                client_for(f, f->sim.url, USER2_KEY, &(struct http_transport_opts){ 0 }, &t, &cfg);
+        struct maas_client *mc = client_for(f, f->sim.proc.url, USER2_KEY,
+                                            &(struct http_transport_opts){ 0 }, &t, &cfg);
         struct maas_error err = { 0 };
         struct maas_node m = { 0 };
 
@@ -700,11 +576,12 @@ static void test_maas_client__transport_error_is_transient(void **state)
         struct maas_client *mc;
         struct maas_error err = { 0 };
         struct maas_named_list l = { 0 };
-        char url[160];
+        char url[256];
 
-        snprintf(url, sizeof(url), "%s", f->sim.url);
-        assert_int_equal(sim_stop(&f->sim) >= 0, 1);
-        assert_int_equal(sim_start(&f->sim, NULL), 0); /* the old port is now closed */
+        snprintf(url, sizeof(url), "%s", f->sim.proc.url);
+        assert_int_equal(maassim_stop(&f->sim) >= 0, 1);
+        assert_int_equal(maassim_start(&f->sim, ADMIN_KEY, SIM_ARGS(NULL)),
+                         0); /* the old port is now closed */
         mc = client_for(f, url, ADMIN_KEY, &(struct http_transport_opts){ 0 }, &t, &cfg);
         assert_int_equal(maas_list_zones(mc, &l, &err), CM_ETRANSPORT);
         assert_int_equal(err.cls, MAAS_ERR_TRANSIENT);
@@ -723,7 +600,7 @@ static void test_maas_client__total_timeout_applies(void **state)
         struct maas_config cfg = { 0 };
         struct http_transport *t = NULL;
         struct maas_client *mc =
-                client_for(f, f->sim.url, ADMIN_KEY,
+                client_for(f, f->sim.proc.url, ADMIN_KEY,
                            &(struct http_transport_opts){ .timeout_ms = 100 }, &t, &cfg);
         struct maas_error err = { 0 };
 
@@ -829,8 +706,7 @@ static void test_maas_client__tls_verification_uses_the_given_ca(void **state)
         struct fx *f = *state;
         const char *certs = test_env("CAPMAAS_TEST_CERTS");
         char cert[512], key[512], ca[512], other[256], other_ca[300];
-        struct sim_proc tls = { 0 };
-        const char *extra[] = { "--tls-cert", cert, "--tls-key", key, NULL };
+        struct maassim tls = { 0 };
 
         snprintf(cert, sizeof(cert), "%s/tls.crt", certs);
         snprintf(key, sizeof(key), "%s/tls.key", certs);
@@ -840,15 +716,17 @@ static void test_maas_client__tls_verification_uses_the_given_ca(void **state)
                                  test_env("CAPMAAS_SOURCE_DIR"), other),
                          0);
         snprintf(other_ca, sizeof(other_ca), "%s/ca.crt", other);
-        assert_int_equal(sim_start(&tls, extra), 0);
-        assert_true(strncmp(tls.url, "https://127.0.0.1:", 18) == 0);
-        tls_version_call(f, tls.url, &(struct http_transport_opts){ .ca_file = ca }, 0);
-        tls_version_call(f, tls.url, &(struct http_transport_opts){ .ca_file = other_ca },
-                         CM_ETRANSPORT);
-        tls_version_call(f, tls.url, &(struct http_transport_opts){ 0 }, CM_ETRANSPORT);
-        tls_version_call(f, tls.url, &(struct http_transport_opts){ .insecure_skip_verify = true },
+        assert_int_equal(maassim_start(&tls, ADMIN_KEY,
+                                       SIM_ARGS("--tls-cert", cert, "--tls-key", key, NULL)),
                          0);
-        assert_int_equal(sim_stop(&tls), 0);
+        assert_true(strncmp(tls.proc.url, "https://127.0.0.1:", 18) == 0);
+        tls_version_call(f, tls.proc.url, &(struct http_transport_opts){ .ca_file = ca }, 0);
+        tls_version_call(f, tls.proc.url, &(struct http_transport_opts){ .ca_file = other_ca },
+                         CM_ETRANSPORT);
+        tls_version_call(f, tls.proc.url, &(struct http_transport_opts){ 0 }, CM_ETRANSPORT);
+        tls_version_call(f, tls.proc.url,
+                         &(struct http_transport_opts){ .insecure_skip_verify = true }, 0);
+        assert_int_equal(maassim_stop(&tls), 0);
         test_sh("rm -rf '%s'", other);
 }
 

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "base64.h"
+#include "clusters.h"
 #include "err.h"
 #include "json.h"
 #include "kube_client.h"
@@ -25,30 +26,7 @@
 #include "testutil.h"
 #include "xalloc.h"
 
-#define WAIT_MS  10000
-#define OR(a, b) ((a) ? (a) : (b))
-/* cmocka's assert_string_equal crashes on NULL: fail cleanly instead */
-#define assert_str(a, b)                      \
-        do {                                  \
-                const char *a_ = (a);         \
-                assert_non_null(a_);          \
-                assert_string_equal(a_, (b)); \
-        } while (0)
-
-static const struct kube_resource KCPS = { "controlplane.cluster.x-k8s.io", "v1beta1",
-                                           "kubeadmcontrolplanes", "KubeadmControlPlane", true };
-static const struct kube_resource MDS = { "cluster.x-k8s.io", "v1beta1", "machinedeployments",
-                                          "MachineDeployment", true };
-
-struct fx {
-        struct kubesim mgmt, workload;
-        struct simproc capi;
-        struct kube_client *kube, *wl;
-        char ns[32];
-};
-
-static struct fx *G;
-static unsigned ns_seq;
+static struct simproc capi;
 
 /* --- helpers ------------------------------------------------------------------------------------
  */
@@ -73,47 +51,6 @@ static const char *annotation(const cJSON *o, const char *key)
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(json_at(o, "metadata.annotations"), key);
 
         return cJSON_IsString(x) ? x->valuestring : NULL;
-}
-
-static void sleep_ms(unsigned ms)
-{
-        usleep(ms * 1000u);
-}
-
-static struct kube_client *client_for(const struct kube_resource *r)
-{
-        return r == &KUBE_RES_NODES ? G->wl : G->kube;
-}
-
-static cJSON *get(const struct kube_resource *r, const char *name)
-{
-        cJSON *o = NULL;
-
-        if (kube_get(client_for(r), r, G->ns, name, &o, NULL) != 0)
-                return NULL;
-        return o;
-}
-
-typedef bool pred_fn(const cJSON *o, const void *arg);
-
-/* Polls r/name until pred holds (or until the object is gone when pred is NULL). */
-static cJSON *wait_obj(const struct kube_resource *r,
-                       const char *name,
-                       pred_fn *pred,
-                       const void *arg)
-{
-        for (unsigned t = 0; t < WAIT_MS; t += 25) {
-                cJSON *o = get(r, name);
-
-                if (!pred && !o)
-                        return NULL;
-                if (pred && o && pred(o, arg))
-                        return o;
-                cJSON_Delete(o);
-                sleep_ms(25);
-        }
-        fail_msg("timed out waiting for %s %s/%s", r->kind, G->ns, name);
-        return NULL;
 }
 
 static bool pred_exists(const cJSON *o, const void *arg)
@@ -158,76 +95,6 @@ static bool pred_finalizer(const cJSON *o, const void *arg)
         return false;
 }
 
-static cJSON *list(const struct kube_resource *r, const char *selector)
-{
-        cJSON *l = NULL;
-
-        assert_int_equal(kube_list(client_for(r), r, G->ns,
-                                   &(struct kube_list_opts){ .label_selector = selector }, &l,
-                                   NULL),
-                         0);
-        return l;
-}
-
-/* Waits until exactly n objects match selector; returns the list. */
-static cJSON *wait_count(const struct kube_resource *r, const char *selector, int n)
-{
-        int have = -1;
-
-        for (unsigned t = 0; t < WAIT_MS; t += 25) {
-                cJSON *l = list(r, selector);
-
-                have = cJSON_GetArraySize(json_at(l, "items"));
-                if (have == n)
-                        return l;
-                cJSON_Delete(l);
-                sleep_ms(25);
-        }
-        fail_msg("timed out waiting for %d %s (%s), have %d", n, r->kind, OR(selector, "all"),
-                 have);
-        return NULL;
-}
-
-static int count(const struct kube_resource *r, const char *selector)
-{
-        cJSON *l = list(r, selector);
-        int n = cJSON_GetArraySize(json_at(l, "items"));
-
-        cJSON_Delete(l);
-        return n;
-}
-
-static void create(const struct kube_resource *r, cJSON *obj)
-{
-        struct kube_error e = { 0 };
-        int err = kube_create(client_for(r), r, G->ns, obj, NULL, &e);
-
-        if (err)
-                fail_msg("create %s: %s %s", r->kind, cm_strerror(err), OR(e.message, ""));
-        kube_error_release(&e);
-        cJSON_Delete(obj);
-}
-
-static void patch(const struct kube_resource *r,
-                  const char *name,
-                  const char *sub,
-                  const char *body)
-{
-        struct kube_error e = { 0 };
-        int err = kube_patch(client_for(r),
-                             &(struct kube_patch_opts){ .resource = r,
-                                                        .ns = G->ns,
-                                                        .name = name,
-                                                        .subresource = sub,
-                                                        .type = KUBE_PATCH_MERGE,
-                                                        .body = body },
-                             NULL, &e);
-
-        if (err)
-                fail_msg("patch %s %s: %s %s", r->kind, name, cm_strerror(err), OR(e.message, ""));
-        kube_error_release(&e);
-}
-
 static char *file_b64(const char *path)
 {
         char *text = xmalloc(1 << 16), *b64;
@@ -244,60 +111,31 @@ static char *file_b64(const char *path)
 
 /* --- simulators and CRDs --------------------------------------------------------------------- */
 
-static void install_all_crds(void)
-{
-        kubesim_install_crds(G->kube);
-        /* CRD establishment: wait until the newest kinds answer a LIST */
-        for (unsigned t = 0; t < WAIT_MS; t += 25) {
-                cJSON *a = NULL, *b = NULL;
-                bool ok = kube_list(G->kube, &MDS, NULL, NULL, &a, NULL) == 0 &&
-                          kube_list(G->kube, &KCPS, NULL, NULL, &b, NULL) == 0;
-
-                cJSON_Delete(a);
-                cJSON_Delete(b);
-                if (ok)
-                        return;
-                sleep_ms(25);
-        }
-        fail_msg("CRDs not established");
-}
-
 static void start_capi_sim(void)
 {
         assert_int_equal(
-                simproc_start(&G->capi, "capi-sim",
-                              (const char *const[]){ "--kubeconfig", G->mgmt.kubeconfig,
+                simproc_start(&capi, "capi-sim",
+                              (const char *const[]){ "--kubeconfig", CL.mgmt.kubeconfig,
                                                      "--workload-kubeconfig",
-                                                     G->workload.kubeconfig, "--port", "0", NULL }),
+                                                     CL.workload.kubeconfig, "--port", "0", NULL }),
                 0);
 }
 
 static int group_setup(void **state)
 {
-        G = xcalloc(1, sizeof(*G));
-        assert_int_equal(kubesim_start(&G->mgmt, NULL), 0);
-        assert_int_equal(kubesim_start(&G->workload, NULL), 0);
-        assert_int_equal(
-                kube_client_new(&(struct kube_client_opts){ .config = &G->mgmt.cfg }, &G->kube), 0);
-        assert_int_equal(
-                kube_client_new(&(struct kube_client_opts){ .config = &G->workload.cfg }, &G->wl),
-                0);
-        install_all_crds();
+        (void)state;
+        if (clusters_setup() < 0)
+                return -1;
         start_capi_sim();
-        *state = G;
         return 0;
 }
 
 static int group_teardown(void **state)
 {
-        int capi_status = G->capi.pid > 0 ? simproc_stop(&G->capi) : 0;
+        int capi_status = capi.pid > 0 ? simproc_stop(&capi) : 0;
 
         (void)state;
-        kube_client_free(G->kube);
-        kube_client_free(G->wl);
-        kubesim_stop(&G->mgmt);
-        kubesim_stop(&G->workload);
-        free(G);
+        clusters_teardown();
         assert_int_equal(capi_status, 0); /* a clean exit on SIGTERM */
         return 0;
 }
@@ -305,11 +143,7 @@ static int group_teardown(void **state)
 static int setup(void **state)
 {
         (void)state;
-        snprintf(G->ns, sizeof(G->ns), "t%u", ++ns_seq);
-        create(&KUBE_RES_NAMESPACES,
-               test_json("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":"
-                         "\"%s\"}}",
-                         G->ns));
+        clusters_new_namespace();
         return 0;
 }
 
@@ -317,25 +151,26 @@ static int setup(void **state)
 
 static void make_cluster_only(const char *name)
 {
-        create(&KUBE_RES_CLUSTERS,
-               test_json(
-                       "{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
-                       "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"controlPlaneRef\":{"
-                       "\"apiVersion\":"
-                       "\"controlplane.cluster.x-k8s.io/v1beta1\",\"kind\":\"KubeadmControlPlane\","
-                       "\"name\":\"%s-cp\"},\"infrastructureRef\":{\"apiVersion\":"
-                       "\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"MaasCluster\","
-                       "\"name\":\"%s\"}}}",
-                       name, name, name));
+        cl_create(&KUBE_RES_CLUSTERS,
+                  test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
+                            "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"controlPlaneRef\":{"
+                            "\"apiVersion\":"
+                            "\"controlplane.cluster.x-k8s.io/"
+                            "v1beta1\",\"kind\":\"KubeadmControlPlane\","
+                            "\"name\":\"%s-cp\"},\"infrastructureRef\":{\"apiVersion\":"
+                            "\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"MaasCluster\","
+                            "\"name\":\"%s\"}}}",
+                            name, name, name));
 }
 
 static void make_maascluster(const char *name)
 {
-        create(&KUBE_RES_MAASCLUSTERS,
-               test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
-                         "\"MaasCluster\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"dnsDomain\":"
-                         "\"maas\"}}",
-                         name));
+        cl_create(
+                &KUBE_RES_MAASCLUSTERS,
+                test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                          "\"MaasCluster\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"dnsDomain\":"
+                          "\"maas\"}}",
+                          name));
 }
 
 static void make_cluster(const char *name)
@@ -346,50 +181,52 @@ static void make_cluster(const char *name)
 
 static void make_template(const char *name, int cpu, int mem)
 {
-        create(&KUBE_RES_MAASMACHINETEMPLATES,
-               test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
-                         "\"MaasMachineTemplate\",\"metadata\":{\"name\":\"%s\"},\"spec\":{"
-                         "\"template\":{\"spec\":{\"image\":\"u-2204-0-k-1264-0\",\"minCPU\":%d,"
-                         "\"minMemory\":%d,\"resourcePool\":\"capi\"}}}}",
-                         name, cpu, mem));
+        cl_create(&KUBE_RES_MAASMACHINETEMPLATES,
+                  test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                            "\"MaasMachineTemplate\",\"metadata\":{\"name\":\"%s\"},\"spec\":{"
+                            "\"template\":{\"spec\":{\"image\":\"u-2204-0-k-1264-0\",\"minCPU\":%d,"
+                            "\"minMemory\":%d,\"resourcePool\":\"capi\"}}}}",
+                            name, cpu, mem));
 }
 
 static void make_kcp(const char *cluster, int cp)
 {
         make_template("cp-tmpl", 4, 8192);
-        create(&KCPS,
-               test_json("{\"apiVersion\":\"controlplane.cluster.x-k8s.io/v1beta1\",\"kind\":"
-                         "\"KubeadmControlPlane\",\"metadata\":{\"name\":\"%s-cp\"},\"spec\":{"
-                         "\"replicas\":%d,\"version\":\"v1.26.4\",\"machineTemplate\":{"
-                         "\"infrastructureRef\":{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/"
-                         "v1beta1\",\"kind\":\"MaasMachineTemplate\",\"name\":\"cp-tmpl\"}}}}",
-                         cluster, cp));
+        cl_create(
+                &CL_KCPS,
+                test_json("{\"apiVersion\":\"controlplane.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                          "\"KubeadmControlPlane\",\"metadata\":{\"name\":\"%s-cp\"},\"spec\":{"
+                          "\"replicas\":%d,\"version\":\"v1.26.4\",\"machineTemplate\":{"
+                          "\"infrastructureRef\":{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/"
+                          "v1beta1\",\"kind\":\"MaasMachineTemplate\",\"name\":\"cp-tmpl\"}}}}",
+                          cluster, cp));
 }
 
 static void make_kcp_md(const char *cluster, int cp, int md)
 {
         make_kcp(cluster, cp);
         make_template("md-tmpl", 2, 4096);
-        create(&MDS,
-               test_json(
-                       "{\"apiVersion\":\"cluster.x-k8s.io/"
-                       "v1beta1\",\"kind\":\"MachineDeployment\","
-                       "\"metadata\":{\"name\":\"%s-md\"},\"spec\":{\"clusterName\":\"%s\","
-                       "\"replicas\":%d,\"template\":{\"spec\":{\"clusterName\":\"%s\",\"version\":"
-                       "\"v1.26.4\",\"infrastructureRef\":{\"apiVersion\":\"infrastructure.cluster."
-                       "x-k8s.io/v1beta1\",\"kind\":\"MaasMachineTemplate\",\"name\":"
-                       "\"md-tmpl\"}}}}}",
-                       cluster, cluster, md, cluster));
+        cl_create(&CL_MDS,
+                  test_json("{\"apiVersion\":\"cluster.x-k8s.io/"
+                            "v1beta1\",\"kind\":\"MachineDeployment\","
+                            "\"metadata\":{\"name\":\"%s-md\"},\"spec\":{\"clusterName\":\"%s\","
+                            "\"replicas\":%d,\"template\":{\"spec\":{\"clusterName\":\"%s\","
+                            "\"version\":"
+                            "\"v1.26.4\",\"infrastructureRef\":{\"apiVersion\":\"infrastructure."
+                            "cluster."
+                            "x-k8s.io/v1beta1\",\"kind\":\"MaasMachineTemplate\",\"name\":"
+                            "\"md-tmpl\"}}}}}",
+                            cluster, cluster, md, cluster));
 }
 
 /* --- the provider's part, played by the test ------------------------------------------------ */
 
 static void provision_cluster(const char *name)
 {
-        patch(&KUBE_RES_MAASCLUSTERS, name, NULL,
-              "{\"spec\":{\"controlPlaneEndpoint\":{\"host\":\"demo.maas\",\"port\":6443}}}");
-        patch(&KUBE_RES_MAASCLUSTERS, name, "status",
-              "{\"status\":{\"ready\":true,\"initialization\":{\"provisioned\":true}}}");
+        cl_patch(&KUBE_RES_MAASCLUSTERS, name, NULL,
+                 "{\"spec\":{\"controlPlaneEndpoint\":{\"host\":\"demo.maas\",\"port\":6443}}}");
+        cl_patch(&KUBE_RES_MAASCLUSTERS, name, "status",
+                 "{\"status\":{\"ready\":true,\"initialization\":{\"provisioned\":true}}}");
 }
 
 static unsigned host_seq;
@@ -400,15 +237,15 @@ static char *deploy(const char *name)
         char *body, *host;
         unsigned n = ++host_seq;
 
-        host = xasprintf("%s-Host-%u", G->ns, n);
+        host = xasprintf("%s-Host-%u", CL.ns, n);
         body = xasprintf("{\"spec\":{\"providerID\":\"maas:///az1/sys%u\"}}", n);
-        patch(&KUBE_RES_MAASMACHINES, name, NULL, body);
+        cl_patch(&KUBE_RES_MAASMACHINES, name, NULL, body);
         free(body);
         body = xasprintf("{\"status\":{\"ready\":true,\"initialization\":{\"provisioned\":true},"
                          "\"hostname\":\"%s\",\"addresses\":[{\"type\":\"InternalIP\","
                          "\"address\":\"10.20.0.%u\"}]}}",
                          host, n);
-        patch(&KUBE_RES_MAASMACHINES, name, "status", body);
+        cl_patch(&KUBE_RES_MAASMACHINES, name, "status", body);
         free(body);
         for (char *p = host; *p; p++)
                 *p = (char)tolower((unsigned char)*p);
@@ -422,7 +259,7 @@ static void deploy_all(const cJSON *machines)
 
         cJSON_ArrayForEach (m, json_at(machines, "items")) {
                 const char *name = json_at_str(m, "metadata.name");
-                cJSON *mm = wait_obj(&KUBE_RES_MAASMACHINES, name, pred_exists, NULL);
+                cJSON *mm = cl_wait(&KUBE_RES_MAASMACHINES, name, pred_exists, NULL);
 
                 if (!cJSON_IsTrue(json_at(mm, "status.ready")))
                         free(deploy(name));
@@ -434,7 +271,7 @@ static void deploy_all(const cJSON *machines)
  * machine is NULL). */
 static int nodes_of(const char *machine)
 {
-        cJSON *l = list(&KUBE_RES_NODES, NULL);
+        cJSON *l = cl_list(&KUBE_RES_NODES, NULL);
         const cJSON *n;
         int found = 0;
 
@@ -442,7 +279,7 @@ static int nodes_of(const char *machine)
                 const char *m = annotation(n, "cluster.x-k8s.io/machine");
                 const char *ns = annotation(n, "cluster.x-k8s.io/cluster-namespace");
 
-                found += m && ns && (!machine || strcmp(m, machine) == 0) && strcmp(ns, G->ns) == 0;
+                found += m && ns && (!machine || strcmp(m, machine) == 0) && strcmp(ns, CL.ns) == 0;
         }
         cJSON_Delete(l);
         return found;
@@ -461,7 +298,7 @@ static void test_capi_sim__serves_healthz_once_synced(void **state)
         char *body;
 
         (void)state;
-        assert_int_equal(sscanf(G->capi.url, "http://127.0.0.1:%u", &port), 1);
+        assert_int_equal(sscanf(capi.url, "http://127.0.0.1:%u", &port), 1);
         body = test_http_get((uint16_t)port, "/healthz", &status);
         assert_int_equal(status, 200);
         assert_str(body, "ok");
@@ -475,8 +312,8 @@ static void test_capi_sim__cluster_owns_maascluster_and_mirrors_it(void **state)
 
         (void)state;
         make_cluster("c1");
-        cl = wait_obj(&KUBE_RES_CLUSTERS, "c1", pred_finalizer, "cluster.cluster.x-k8s.io");
-        mc = wait_obj(&KUBE_RES_MAASCLUSTERS, "c1", pred_label, "cluster.x-k8s.io/cluster-name=c1");
+        cl = cl_wait(&KUBE_RES_CLUSTERS, "c1", pred_finalizer, "cluster.cluster.x-k8s.io");
+        mc = cl_wait(&KUBE_RES_MAASCLUSTERS, "c1", pred_label, "cluster.x-k8s.io/cluster-name=c1");
         ref = cJSON_GetArrayItem(json_at(mc, "metadata.ownerReferences"), 0);
         assert_str(json_at_str(ref, "kind"), "Cluster");
         assert_str(json_at_str(ref, "apiVersion"), "cluster.x-k8s.io/v1beta1");
@@ -485,12 +322,12 @@ static void test_capi_sim__cluster_owns_maascluster_and_mirrors_it(void **state)
         assert_true(cJSON_IsTrue(json_at(ref, "controller")));
         cJSON_Delete(mc);
         cJSON_Delete(cl);
-        cl = wait_obj(&KUBE_RES_CLUSTERS, "c1", pred_field, "status.phase=Provisioning");
+        cl = cl_wait(&KUBE_RES_CLUSTERS, "c1", pred_field, "status.phase=Provisioning");
         assert_false(cJSON_IsTrue(json_at(cl, "status.infrastructureReady")));
         cJSON_Delete(cl);
 
         provision_cluster("c1");
-        cl = wait_obj(&KUBE_RES_CLUSTERS, "c1", pred_field, "status.infrastructureReady");
+        cl = cl_wait(&KUBE_RES_CLUSTERS, "c1", pred_field, "status.infrastructureReady");
         assert_true(cJSON_IsTrue(json_at(cl, "status.initialization.infrastructureProvisioned")));
         assert_str(json_at_str(cl, "spec.controlPlaneEndpoint.host"), "demo.maas");
         assert_int_equal((int)at_num(cl, "spec.controlPlaneEndpoint.port"), 6443);
@@ -508,18 +345,18 @@ static void test_capi_sim__objects_created_after_their_cluster_are_adopted(void 
 
         (void)state;
         make_cluster_only("c5");
-        cl = wait_obj(&KUBE_RES_CLUSTERS, "c5", pred_finalizer, "cluster.cluster.x-k8s.io");
+        cl = cl_wait(&KUBE_RES_CLUSTERS, "c5", pred_finalizer, "cluster.cluster.x-k8s.io");
         cJSON_Delete(cl);
         make_maascluster("c5");
         make_kcp("c5", 1);
-        x = wait_obj(&KUBE_RES_MAASCLUSTERS, "c5", pred_label, "cluster.x-k8s.io/cluster-name=c5");
+        x = cl_wait(&KUBE_RES_MAASCLUSTERS, "c5", pred_label, "cluster.x-k8s.io/cluster-name=c5");
         cJSON_Delete(x);
-        x = wait_obj(&KCPS, "c5-cp", pred_label, "cluster.x-k8s.io/cluster-name=c5");
+        x = cl_wait(&CL_KCPS, "c5-cp", pred_label, "cluster.x-k8s.io/cluster-name=c5");
         cJSON_Delete(x);
         provision_cluster("c5");
-        cl = wait_obj(&KUBE_RES_CLUSTERS, "c5", pred_field, "status.infrastructureReady");
+        cl = cl_wait(&KUBE_RES_CLUSTERS, "c5", pred_field, "status.infrastructureReady");
         cJSON_Delete(cl);
-        x = wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
+        x = cl_wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
         cJSON_Delete(x);
 }
 
@@ -550,7 +387,7 @@ static void check_cp_machine(const cJSON *m, const cJSON *kcp)
 static void check_maasmachine(const cJSON *m)
 {
         const char *name = json_at_str(m, "metadata.name");
-        cJSON *mm = wait_obj(&KUBE_RES_MAASMACHINES, name, pred_exists, NULL);
+        cJSON *mm = cl_wait(&KUBE_RES_MAASMACHINES, name, pred_exists, NULL);
         const cJSON *ref = cJSON_GetArrayItem(json_at(mm, "metadata.ownerReferences"), 0);
 
         assert_str(label(mm, "cluster.x-k8s.io/cluster-name"), "c2");
@@ -575,7 +412,7 @@ static void check_bootstrap_secret(const char *machine)
         const char *v;
 
         snprintf(name, sizeof(name), "%s-bootstrap", machine);
-        sec = wait_obj(&KUBE_RES_SECRETS, name, pred_exists, NULL);
+        sec = cl_wait(&KUBE_RES_SECRETS, name, pred_exists, NULL);
         assert_str(label(sec, "cluster.x-k8s.io/cluster-name"), "c2");
         assert_str(json_at_str(sec, "type"), "cluster.x-k8s.io/secret");
         v = json_at_str(sec, "data.value");
@@ -589,8 +426,8 @@ static void check_bootstrap_secret(const char *machine)
 /* The <cluster>-kubeconfig Secret holds the workload kubeconfig. */
 static void check_kubeconfig_secret(void)
 {
-        cJSON *sec = wait_obj(&KUBE_RES_SECRETS, "c2-kubeconfig", pred_exists, NULL);
-        char *b64 = file_b64(G->workload.kubeconfig);
+        cJSON *sec = cl_wait(&KUBE_RES_SECRETS, "c2-kubeconfig", pred_exists, NULL);
+        char *b64 = file_b64(CL.workload.kubeconfig);
 
         assert_str(json_at_str(sec, "data.value"), b64);
         assert_str(json_at_str(sec, "type"), "cluster.x-k8s.io/secret");
@@ -606,8 +443,8 @@ static char *first_control_plane(void)
         cJSON *l, *kcp, *m;
         char *node, *name;
 
-        l = wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
-        kcp = get(&KCPS, "c2-cp");
+        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
+        kcp = cl_get(&CL_KCPS, "c2-cp");
         m = cJSON_Duplicate(cJSON_GetArrayItem(json_at(l, "items"), 0), true);
         cJSON_Delete(l);
         name = xstrdup(json_at_str(m, "metadata.name"));
@@ -617,30 +454,30 @@ static char *first_control_plane(void)
         cJSON_Delete(kcp);
         cJSON_Delete(m);
         /* kubeadm: no second control plane and no worker before the first is up */
-        m = wait_obj(&KUBE_RES_MACHINES, name, pred_field, "status.phase=Provisioning");
+        m = cl_wait(&KUBE_RES_MACHINES, name, pred_field, "status.phase=Provisioning");
         cJSON_Delete(m);
-        assert_int_equal(count(&KUBE_RES_MACHINES, NULL), 1);
-        assert_null(get(&KUBE_RES_SECRETS, "c2-kubeconfig"));
+        assert_int_equal(cl_count(&KUBE_RES_MACHINES, NULL), 1);
+        assert_null(cl_get(&KUBE_RES_SECRETS, "c2-kubeconfig"));
 
         node = deploy(name);
         check_kubeconfig_secret();
         /* status and spec are separate writes, in either order over two passes: wait for
          * each */
-        m = wait_obj(&KUBE_RES_MACHINES, name, pred_field, "spec.providerID=maas:///az1/sys1");
+        m = cl_wait(&KUBE_RES_MACHINES, name, pred_field, "spec.providerID=maas:///az1/sys1");
         cJSON_Delete(m);
-        m = wait_obj(&KUBE_RES_MACHINES, name, pred_field, "status.phase=Provisioned");
+        m = cl_wait(&KUBE_RES_MACHINES, name, pred_field, "status.phase=Provisioned");
         assert_str(json_at_str(m, "spec.providerID"), "maas:///az1/sys1");
         assert_true(cJSON_IsTrue(json_at(m, "status.infrastructureReady")));
         assert_str(json_at_str(cJSON_GetArrayItem(json_at(m, "status.addresses"), 0), "address"),
                    "10.20.0.1");
         cJSON_Delete(m);
-        m = wait_obj(&KUBE_RES_NODES, node, pred_exists, NULL);
+        m = cl_wait(&KUBE_RES_NODES, node, pred_exists, NULL);
         assert_str(annotation(m, "cluster.x-k8s.io/machine"), name);
-        assert_str(annotation(m, "cluster.x-k8s.io/cluster-namespace"), G->ns);
+        assert_str(annotation(m, "cluster.x-k8s.io/cluster-namespace"), CL.ns);
         cJSON_Delete(m);
         /* the provider writes the providerID on the Node: the Machine gets its nodeRef */
-        patch(&KUBE_RES_NODES, node, NULL, "{\"spec\":{\"providerID\":\"maas:///az1/sys1\"}}");
-        m = wait_obj(&KUBE_RES_MACHINES, name, pred_field, "status.phase=Running");
+        cl_patch(&KUBE_RES_NODES, node, NULL, "{\"spec\":{\"providerID\":\"maas:///az1/sys1\"}}");
+        m = cl_wait(&KUBE_RES_MACHINES, name, pred_field, "status.phase=Running");
         assert_str(json_at_str(m, "status.nodeRef.name"), node);
         assert_str(json_at_str(m, "status.nodeRef.kind"), "Node");
         cJSON_Delete(m);
@@ -654,27 +491,27 @@ static void the_rest_follow(void)
         cJSON *l, *x;
         const cJSON *m;
 
-        l = wait_count(&KUBE_RES_MACHINES, SEL_CP, 3);
+        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_CP, 3);
         deploy_all(l);
         cJSON_Delete(l);
-        l = wait_count(&KUBE_RES_MACHINES, SEL_MD "=c2-md", 2);
+        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_MD "=c2-md", 2);
         cJSON_ArrayForEach (m, json_at(l, "items")) {
                 const cJSON *ref = cJSON_GetArrayItem(json_at(m, "metadata.ownerReferences"), 0);
 
                 assert_str(json_at_str(ref, "kind"), "MachineDeployment");
                 assert_null(label(m, SEL_CP));
-                x = wait_obj(&KUBE_RES_MAASMACHINES, json_at_str(m, "metadata.name"), pred_exists,
-                             NULL);
+                x = cl_wait(&KUBE_RES_MAASMACHINES, json_at_str(m, "metadata.name"), pred_exists,
+                            NULL);
                 assert_int_equal((int)at_num(x, "spec.minCPU"), 2);
                 assert_null(label(x, SEL_CP));
                 cJSON_Delete(x);
         }
         deploy_all(l);
         cJSON_Delete(l);
-        x = wait_obj(&KCPS, "c2-cp", pred_field, "status.readyReplicas=3");
+        x = cl_wait(&CL_KCPS, "c2-cp", pred_field, "status.readyReplicas=3");
         assert_int_equal((int)at_num(x, "status.replicas"), 3);
         cJSON_Delete(x);
-        x = wait_obj(&MDS, "c2-md", pred_field, "status.readyReplicas=2");
+        x = cl_wait(&CL_MDS, "c2-md", pred_field, "status.readyReplicas=2");
         cJSON_Delete(x);
         assert_int_equal(nodes_of(NULL), 5);
 }
@@ -687,7 +524,7 @@ static void scale_down_keeps_oldest(const char *first)
         char gone[2][128];
         int n_gone = 0;
 
-        l = list(&KUBE_RES_MACHINES, SEL_CP);
+        l = cl_list(&KUBE_RES_MACHINES, SEL_CP);
         cJSON_ArrayForEach (m, json_at(l, "items")) {
                 if (strcmp(json_at_str(m, "metadata.name"), first) != 0 && n_gone < 2)
                         snprintf(gone[n_gone++], sizeof(gone[0]), "%s",
@@ -695,21 +532,21 @@ static void scale_down_keeps_oldest(const char *first)
         }
         cJSON_Delete(l);
         assert_int_equal(n_gone, 2);
-        patch(&KCPS, "c2-cp", NULL, "{\"spec\":{\"replicas\":1}}");
-        l = wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
+        cl_patch(&CL_KCPS, "c2-cp", NULL, "{\"spec\":{\"replicas\":1}}");
+        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
         assert_str(json_at_str(cJSON_GetArrayItem(json_at(l, "items"), 0), "metadata.name"), first);
         cJSON_Delete(l);
         for (int i = 0; i < n_gone; i++) {
                 char sec[300];
 
-                assert_null(wait_obj(&KUBE_RES_MAASMACHINES, gone[i], NULL, NULL));
+                assert_null(cl_wait(&KUBE_RES_MAASMACHINES, gone[i], NULL, NULL));
                 snprintf(sec, sizeof(sec), "%s-bootstrap", gone[i]);
-                assert_null(wait_obj(&KUBE_RES_SECRETS, sec, NULL, NULL));
+                assert_null(cl_wait(&KUBE_RES_SECRETS, sec, NULL, NULL));
                 assert_int_equal(nodes_of(gone[i]), 0);
         }
         assert_int_equal(nodes_of(first), 1);
-        assert_int_equal(count(&KUBE_RES_MAASMACHINES, SEL_CP), 1);
-        x = wait_obj(&KCPS, "c2-cp", pred_field, "status.replicas=1");
+        assert_int_equal(cl_count(&KUBE_RES_MAASMACHINES, SEL_CP), 1);
+        x = cl_wait(&CL_KCPS, "c2-cp", pred_field, "status.replicas=1");
         cJSON_Delete(x);
 }
 
@@ -721,15 +558,15 @@ static void test_capi_sim__machines_follow_replicas(void **state)
         (void)state;
         make_cluster("c2");
         make_kcp_md("c2", 3, 2);
-        x = wait_obj(&KCPS, "c2-cp", pred_label, "cluster.x-k8s.io/cluster-name=c2");
+        x = cl_wait(&CL_KCPS, "c2-cp", pred_label, "cluster.x-k8s.io/cluster-name=c2");
         cJSON_Delete(x);
-        x = wait_obj(&MDS, "c2-md", pred_label, "cluster.x-k8s.io/cluster-name=c2");
+        x = cl_wait(&CL_MDS, "c2-md", pred_label, "cluster.x-k8s.io/cluster-name=c2");
         cJSON_Delete(x);
-        assert_int_equal(count(&KUBE_RES_MACHINES, NULL), 0); /* infrastructure not ready */
+        assert_int_equal(cl_count(&KUBE_RES_MACHINES, NULL), 0); /* infrastructure not ready */
 
         provision_cluster("c2");
         first = first_control_plane();
-        x = wait_obj(&KUBE_RES_CLUSTERS, "c2", pred_field, "status.controlPlaneReady");
+        x = cl_wait(&KUBE_RES_CLUSTERS, "c2", pred_field, "status.controlPlaneReady");
         assert_true(cJSON_IsTrue(json_at(x, "status.initialization.controlPlaneInitialized")));
         cJSON_Delete(x);
         the_rest_follow();
@@ -745,22 +582,22 @@ static void test_capi_sim__cluster_delete_removes_everything_below_it(void **sta
         make_cluster("c3");
         make_kcp_md("c3", 1, 1);
         provision_cluster("c3");
-        l = wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
+        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
         deploy_all(l);
         cJSON_Delete(l);
-        l = wait_count(&KUBE_RES_MACHINES, SEL_MD, 1);
+        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_MD, 1);
         deploy_all(l);
         cJSON_Delete(l);
-        for (unsigned t = 0; t < WAIT_MS && nodes_of(NULL) < 2; t += 25)
-                sleep_ms(25);
+        for (unsigned t = 0; t < CLUSTERS_WAIT_MS && nodes_of(NULL) < 2; t += 25)
+                cl_sleep_ms(25);
         assert_int_equal(nodes_of(NULL), 2);
-        assert_int_equal(kube_delete(G->kube, &KUBE_RES_CLUSTERS, G->ns, "c3", NULL, NULL), 0);
-        assert_null(wait_obj(&KUBE_RES_CLUSTERS, "c3", NULL, NULL));
-        assert_int_equal(count(&KUBE_RES_MACHINES, NULL), 0);
-        assert_int_equal(count(&KUBE_RES_MAASMACHINES, NULL), 0);
-        assert_int_equal(count(&KCPS, NULL), 0);
-        assert_int_equal(count(&MDS, NULL), 0);
-        assert_null(get(&KUBE_RES_MAASCLUSTERS, "c3"));
+        assert_int_equal(kube_delete(CL.kube, &KUBE_RES_CLUSTERS, CL.ns, "c3", NULL, NULL), 0);
+        assert_null(cl_wait(&KUBE_RES_CLUSTERS, "c3", NULL, NULL));
+        assert_int_equal(cl_count(&KUBE_RES_MACHINES, NULL), 0);
+        assert_int_equal(cl_count(&KUBE_RES_MAASMACHINES, NULL), 0);
+        assert_int_equal(cl_count(&CL_KCPS, NULL), 0);
+        assert_int_equal(cl_count(&CL_MDS, NULL), 0);
+        assert_null(cl_get(&KUBE_RES_MAASCLUSTERS, "c3"));
         assert_int_equal(nodes_of(NULL), 0);
 }
 
@@ -774,26 +611,26 @@ static void test_capi_sim__restart_keeps_replica_counts(void **state)
         make_kcp_md("c4", 1, 2);
         make_cluster("c4");
         provision_cluster("c4");
-        l = wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
+        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
         deploy_all(l);
         cJSON_Delete(l);
-        l = wait_count(&KUBE_RES_MACHINES, SEL_MD, 2);
+        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_MD, 2);
         deploy_all(l);
         cJSON_Delete(l);
-        x = wait_obj(&MDS, "c4-md", pred_field, "status.readyReplicas=2");
+        x = cl_wait(&CL_MDS, "c4-md", pred_field, "status.readyReplicas=2");
         cJSON_Delete(x);
 
-        simproc_kill(&G->capi);
+        simproc_kill(&capi);
         start_capi_sim();
-        patch(&MDS, "c4-md", NULL, "{\"spec\":{\"replicas\":3}}");
-        l = wait_count(&KUBE_RES_MACHINES, SEL_MD, 3);
+        cl_patch(&CL_MDS, "c4-md", NULL, "{\"spec\":{\"replicas\":3}}");
+        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_MD, 3);
         deploy_all(l);
         cJSON_Delete(l);
-        x = wait_obj(&MDS, "c4-md", pred_field, "status.readyReplicas=3");
+        x = cl_wait(&CL_MDS, "c4-md", pred_field, "status.readyReplicas=3");
         assert_int_equal((int)at_num(x, "status.replicas"), 3);
         cJSON_Delete(x);
-        assert_int_equal(count(&KUBE_RES_MACHINES, NULL), 4);
-        assert_int_equal(count(&KUBE_RES_MAASMACHINES, NULL), 4);
+        assert_int_equal(cl_count(&KUBE_RES_MACHINES, NULL), 4);
+        assert_int_equal(cl_count(&KUBE_RES_MAASMACHINES, NULL), 4);
         assert_int_equal(nodes_of(NULL), 4);
 }
 

@@ -8,10 +8,8 @@
  *
  * Needs $CAPMAAS_BUILD_DIR/maas-sim and capmaas; objects are written with ' for ".
  */
-#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -27,6 +24,7 @@
 #include <curl/curl.h>
 
 #include "compiler.h"
+#include "maassim.h"
 #include "testutil.h"
 #include "xalloc.h"
 
@@ -62,14 +60,8 @@
         "{'system_id':'odd001','cpu_count':32,'memory':4096,'zone':'az1','tags':['odd']},"  \
         "{'system_id':'odd002','cpu_count':2,'memory':131072,'zone':'az1','tags':['odd']}]"
 
-struct sim_proc {
-        pid_t pid;
-        char url[128];  /* http://127.0.0.1:N/MAAS */
-        char root[128]; /* http://127.0.0.1:N */
-};
-
 struct env {
-        struct sim_proc sim;
+        struct maassim sim;
         struct capmaas_proc cm;
         char ca[300];
         bool cm_running;
@@ -86,69 +78,9 @@ struct verdict {
 
 /* --- maas-sim -------------------------------------------------------------------------------- */
 
-static int read_line(int fd, char *out, size_t n, int timeout_ms)
+static void sim_start(struct maassim *m)
 {
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        size_t len = 0;
-        char c;
-
-        while (len + 1 < n) {
-                if (poll(&p, 1, timeout_ms) <= 0 || read(fd, &c, 1) <= 0)
-                        return -1;
-                if (c == '\n')
-                        break;
-                out[len++] = c;
-        }
-        out[len] = '\0';
-        return 0;
-}
-
-static void exec_sim(int out_fd)
-{
-        char sim[512], inv[512];
-
-        snprintf(sim, sizeof(sim), "%s/maas-sim", test_env("CAPMAAS_BUILD_DIR"));
-        snprintf(inv, sizeof(inv), "%s/tests/sim/maas/inventory-sample.yaml",
-                 test_env("CAPMAAS_SOURCE_DIR"));
-        dup2(out_fd, 1);
-        execl(sim, sim, "--port", "0", "--inventory", inv, "--api-key", ADMIN_KEY, (char *)NULL);
-        _exit(127);
-}
-
-static void sim_start(struct sim_proc *p)
-{
-        int fds[2];
-        char line[256];
-        const char *u;
-
-        assert_int_equal(pipe(fds), 0);
-        p->pid = fork();
-        if (p->pid == 0) {
-                close(fds[0]);
-                exec_sim(fds[1]);
-        }
-        close(fds[1]);
-        assert_true(p->pid > 0);
-        assert_int_equal(read_line(fds[0], line, sizeof(line), 10000), 0);
-        close(fds[0]);
-        u = strstr(line, "http");
-        assert_non_null(u);
-        snprintf(p->url, sizeof(p->url), "%s", u);
-        snprintf(p->root, sizeof(p->root), "%.*s", (int)(strstr(u, "/MAAS") - u), u);
-}
-
-static void sim_stop(struct sim_proc *p)
-{
-        int status;
-
-        if (p->pid <= 0)
-                return;
-        kill(p->pid, SIGTERM);
-        for (int i = 0; i < 500 && waitpid(p->pid, &status, WNOHANG) != p->pid; i++)
-                usleep(10000);
-        kill(p->pid, SIGKILL); /* no-op when it has exited */
-        waitpid(p->pid, &status, WNOHANG);
-        p->pid = 0;
+        assert_int_equal(maassim_start(m, ADMIN_KEY, NULL), 0);
 }
 
 static char *squote(const char *s);
@@ -156,17 +88,8 @@ static char *squote(const char *s);
 static void sim_post(struct env *e, const char *what, const char *json_sq)
 {
         char *json = squote(json_sq);
-        char url[256];
-        struct test_http_result res;
 
-        snprintf(url, sizeof(url), "%s/_sim/%s", e->sim.root, what);
-        assert_int_equal(test_http_do(&(struct test_http){ .url = url,
-                                                           .content_type = "application/json",
-                                                           .body = json },
-                                      &res),
-                         0);
-        assert_int_equal(res.status, 200);
-        test_http_result_release(&res);
+        cJSON_Delete(maassim_call(&e->sim, "POST", what, json));
         free(json);
 }
 
@@ -174,7 +97,7 @@ static void sim_post(struct env *e, const char *what, const char *json_sq)
 
 static void cm_start(struct env *e, const char *key, const char *const *extra)
 {
-        setenv("MAAS_ENDPOINT", e->sim.url, 1);
+        setenv("MAAS_ENDPOINT", e->sim.proc.url, 1);
         setenv("MAAS_API_KEY", key, 1);
         assert_int_equal(capmaas_start(&e->cm, NULL, extra, NULL), 0);
         unsetenv("MAAS_ENDPOINT");
@@ -217,7 +140,7 @@ static void env_free(struct env *e)
                 curl_easy_cleanup(e->curl);
         if (e->cm_running)
                 assert_int_equal(capmaas_stop(&e->cm, 10000), 0);
-        sim_stop(&e->sim);
+        (void)maassim_stop(&e->sim);
         free(e);
 }
 
@@ -553,7 +476,7 @@ static void test_admission_maas__maas_stopped_allows_with_a_warning(void **state
         review(e, MMT(JAMMY), NULL, &v);
         assert_true(v.allowed);
         verdict_release(&v);
-        sim_stop(&e->sim);
+        (void)maassim_stop(&e->sim);
         /* An unknown name forces a refresh, which finds MAAS gone. */
         review(e, MMT(JAMMY ",'resourcePool':'nowhere'"), NULL, &v);
         assert_true(v.allowed);

@@ -42,13 +42,27 @@ stack_wait_line() {
   return 1
 }
 
-stack_start_sim() { # NAME ARGS...: starts BUILD/NAME, waits for "listening on", sets REPLY
-  local name=$1
-  shift
-  "$BUILD/$name" "$@" >"$STACK_DIR/$name.$STACK_N.out" 2>"$STACK_DIR/$name.$STACK_N.log" &
-  STACK_PIDS+=($!)
-  REPLY=$(stack_wait_line "$STACK_DIR/$name.$STACK_N.out" '^listening on \(.*\)$' 20 $!) || return 1
-  STACK_N=$((STACK_N + 1))
+# sim_start DIR NAME ARGS...: the one way every script starts a simulator: runs BUILD/NAME
+# (stdout DIR/NAME.K.out, stderr DIR/NAME.K.log, K counting up), waits up to 20 s for its
+# "listening on URL" line. Sets REPLY=URL and SIM_PID; returns 1 (with the log) if it never
+# came.
+SIM_SEQ=0
+sim_start() {
+  local dir=$1 name=$2
+  shift 2
+  SIM_SEQ=$((SIM_SEQ + 1))
+  mkdir -p "$dir"
+  "${BUILD:-$CAPMAAS_BUILD_DIR}/$name" "$@" >"$dir/$name.$SIM_SEQ.out" \
+    2>"$dir/$name.$SIM_SEQ.log" &
+  SIM_PID=$!
+  REPLY=$(stack_wait_line "$dir/$name.$SIM_SEQ.out" '^listening on \(.*\)$' 20 "$SIM_PID")
+}
+
+stack_start_sim() { # NAME ARGS...: sim_start in STACK_DIR, the process joins STACK_PIDS
+  sim_start "$STACK_DIR" "$@"
+  local rc=$?
+  STACK_PIDS+=("$SIM_PID")
+  return $rc
 }
 
 stack_kubectl() {
@@ -89,7 +103,6 @@ stack_install() {
 
 stack_up() {
   STACK_DIR=$1
-  STACK_N=0
   mkdir -p "$STACK_DIR" && rm -f "$STACK_DIR"/*.out "$STACK_DIR"/*.log
   bash "$SRC/certs/gen-dev-certs.sh" "$STACK_DIR/certs" >/dev/null 2>&1 || {
     echo "stack: cannot make certificates" >&2

@@ -3,6 +3,10 @@
 # free port in a temporary directory, run the real kubectl against it, count assertions.
 #
 #   ks_start [extra kube-sim args]   starts kube-sim; sets KS_DIR, KS_URL, KS_PID, KS_WORK
+#   ks_maas_start KEY [args]         starts maas-sim (sample inventory); sets MAAS_URL, MAAS_PID
+#   ks_capmaas_webhooks [args]       starts capmaas --webhooks-only on free ports; sets CM_PID,
+#                                    CM_PORT, CM_LOG (stopped at exit)
+#   wait_until SECONDS CMD...        polls CMD every 0.2 s until it succeeds (1 if it never does)
 #   K ARGS...                        kubectl with the sim's kubeconfig and a private cache
 #   check DESC EXPECTED_RC EXPECTED_REGEX -- CMD...   runs CMD, asserts rc and output
 #   ks_finish                        stops kube-sim, checks a clean exit, prints the tally
@@ -10,13 +14,22 @@
 KS_PASS=0
 KS_FAIL=0
 KS_PID=
+MAAS_PID=
+CM_PID=
 KS_WORK=$(mktemp -d)
+# shellcheck source=scripts/stack.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/stack.sh"
 
-ks_cleanup() {
-  if [ -n "$KS_PID" ] && kill -0 "$KS_PID" 2>/dev/null; then
-    kill "$KS_PID" 2>/dev/null
-    wait "$KS_PID" 2>/dev/null
+ks_stop_pid() { # ks_stop_pid PID: SIGTERM, then wait for it
+  if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
+    kill "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
   fi
+}
+ks_cleanup() {
+  ks_stop_pid "$CM_PID"
+  ks_stop_pid "$MAAS_PID"
+  ks_stop_pid "$KS_PID"
   rm -rf "$KS_WORK"
 }
 trap ks_cleanup EXIT
@@ -33,21 +46,45 @@ ks_need() {
 }
 
 ks_start() {
-  local sim=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}/kube-sim
   KS_DIR=$KS_WORK/sim
-  "$sim" --port 0 --dir "$KS_DIR" "$@" >"$KS_WORK/stdout" 2>"$KS_WORK/stderr" &
-  KS_PID=$!
-  for _ in $(seq 1 200); do
-    if grep -q '^listening on ' "$KS_WORK/stdout" 2>/dev/null; then
-      KS_URL=$(sed -n 's/^listening on //p' "$KS_WORK/stdout" | head -1)
-      return 0
-    fi
-    kill -0 "$KS_PID" 2>/dev/null || break
-    sleep 0.1
+  sim_start "$KS_WORK" kube-sim --port 0 --dir "$KS_DIR" "$@" || exit 1
+  KS_PID=$SIM_PID
+  KS_URL=$REPLY
+  KS_LOG=$KS_WORK/kube-sim.$SIM_SEQ.log
+}
+
+ks_maas_start() { # KEY [maas-sim args]
+  local key=$1
+  shift
+  sim_start "$KS_WORK" maas-sim --port 0 --inventory \
+    "${CAPMAAS_SOURCE_DIR:?}/tests/sim/maas/inventory-sample.yaml" --api-key "$key" "$@" || exit 1
+  MAAS_PID=$SIM_PID
+  MAAS_URL=$REPLY
+}
+
+wait_until() { # wait_until SECONDS CMD...
+  local i
+  for i in $(seq 1 $(($1 * 5))); do
+    "${@:2}" >/dev/null 2>&1 && return 0
+    sleep 0.2
   done
-  echo "kube-sim did not start:" >&2
-  cat "$KS_WORK/stderr" >&2
-  exit 1
+  return 1
+}
+
+cm_port() { sed -n 's/.*"webhook_port":"\([0-9]*\)".*/\1/p' "$CM_LOG" | head -1; }
+cm_listening() { [ -n "$(cm_port)" ]; }
+ks_capmaas_webhooks() { # [capmaas args]: --webhooks-only with the test certs, every port 0
+  CM_LOG=$KS_WORK/capmaas.log
+  "${CAPMAAS_BIN:?CAPMAAS_BIN is not set}" --webhooks-only --webhook-port 0 \
+    --webhook-host 127.0.0.1 --health-addr 127.0.0.1:0 --metrics-bind-addr 127.0.0.1:0 \
+    --webhook-cert-dir "${CAPMAAS_TEST_CERTS:?}" "$@" 2>"$CM_LOG" &
+  CM_PID=$!
+  if ! wait_until 10 cm_listening; then
+    echo "capmaas did not start:" >&2
+    cat "$CM_LOG" >&2
+    exit 1
+  fi
+  CM_PORT=$(cm_port)
 }
 
 K() {
@@ -89,20 +126,20 @@ ks_finish() {
     sleep 0.1
   done
   if kill -0 "$KS_PID" 2>/dev/null; then
-    echo "kube-sim did not stop within 10 s of SIGTERM" >>"$KS_WORK/stderr"
+    echo "kube-sim did not stop within 10 s of SIGTERM" >>"$KS_LOG"
     kill -KILL "$KS_PID"
   fi
   wait "$KS_PID"
   rc=$?
   KS_PID=
   if [ "$rc" -eq 0 ] && ! grep -Eq 'runtime error|AddressSanitizer|LeakSanitizer' \
-    "$KS_WORK/stderr"; then
+    "$KS_LOG"; then
     KS_PASS=$((KS_PASS + 1))
     echo "ok - kube-sim exits cleanly on SIGTERM"
   else
     KS_FAIL=$((KS_FAIL + 1))
     echo "not ok - kube-sim exit status $rc"
-    tail -30 "$KS_WORK/stderr" | sed 's/^/    | /'
+    tail -30 "$KS_LOG" | sed 's/^/    | /'
   fi
   echo "$KS_PASS passed, $KS_FAIL failed"
   [ "$KS_FAIL" -eq 0 ]

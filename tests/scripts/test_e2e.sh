@@ -11,22 +11,12 @@ set -uo pipefail
 ks_need kubectl curl
 SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
 BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
-# shellcheck source=scripts/stack.sh
-. "$SRC/scripts/stack.sh"
 STACK_DEPLOY_SECONDS=0.5
 STACK_RELEASE_SECONDS=0.3
 STACK_CAPMAAS_ARGS="--machine-refresh-interval 2s --maas-inventory-interval 1h --leader-elect --leader-election-namespace default"
 trap 'stack_down; ks_cleanup' EXIT
 PY=/usr/bin/python3
 
-wait_until() { # wait_until SECONDS CMD...
-  local i
-  for i in $(seq 1 $(($1 * 5))); do
-    "${@:2}" >/dev/null 2>&1 && return 0
-    sleep 0.2
-  done
-  return 1
-}
 mm_json() { stack_kubectl get maasmachines -o json; }
 ready_mms() { # the number of Ready MaasMachines
   mm_json | $PY -c 'import json,sys; print(sum(1 for i in json.load(sys.stdin)["items"] if i.get("status",{}).get("ready")))'
@@ -95,9 +85,15 @@ check "the endpoint record holds the 3 control-plane IPs" 0 '' -- wait_until 30 
 # B6: at steady state the 8 Deployed machines cost one MAAS list call per interval and no
 # write at all.
 maas_counts() { stack_maas GET requests | $PY -c 'import json,sys; d=json.load(sys.stdin); print(d["reads"], d["writes"])'; }
-sleep 3 # let the last status writes and DNS checks settle
+# Let the last status writes and DNS checks settle: no MAAS write for a whole second.
+writes() { maas_counts | cut -d' ' -f2; }
+settled() {
+  local w
+  w=$(writes) && sleep 1 && [ "$(writes)" = "$w" ]
+}
+wait_until 15 settled
 read -r R1 W1 <<<"$(maas_counts)"
-sleep 8
+sleep 8 # the steady-state window itself: four refresh intervals
 read -r R2 W2 <<<"$(maas_counts)"
 echo "# steady state: $((R2 - R1)) MAAS reads and $((W2 - W1)) writes in 8 s (interval 2 s)"
 check "steady state: no MAAS write" 0 '^0$' -- echo $((W2 - W1))

@@ -14,54 +14,16 @@ SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
 CERTS=${CAPMAAS_TEST_CERTS:?CAPMAAS_TEST_CERTS is not set}
 BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
 KEY=ck:tk:secret1
-CM_PID=
-SIM_PID=
-CM_LOG=$KS_WORK/capmaas.log
-
-stop_pid() { # stop_pid PID: SIGTERM, then wait for it
-  if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
-    kill "$1" 2>/dev/null
-    wait "$1" 2>/dev/null
-  fi
-}
-cm_cleanup() {
-  stop_pid "$CM_PID"
-  stop_pid "$SIM_PID"
-  ks_cleanup
-}
-trap cm_cleanup EXIT
-
-"$BUILD/maas-sim" --port 0 --inventory "$SRC/tests/sim/maas/inventory-sample.yaml" \
-  --api-key "$KEY" >"$KS_WORK/maas-sim.out" 2>"$KS_WORK/maas-sim.err" &
-SIM_PID=$!
-MAAS_URL=
-for _ in $(seq 1 100); do
-  MAAS_URL=$(sed -n 's/^listening on //p' "$KS_WORK/maas-sim.out" | head -1)
-  [ -n "$MAAS_URL" ] && break
-  sleep 0.1
-done
-[ -n "$MAAS_URL" ] || { echo "maas-sim did not start"; cat "$KS_WORK/maas-sim.err"; exit 1; }
+ks_maas_start "$KEY"
 SIM_ROOT=${MAAS_URL%/MAAS}
-
-MAAS_ENDPOINT=$MAAS_URL MAAS_API_KEY=$KEY "${CAPMAAS_BIN:?CAPMAAS_BIN is not set}" \
-  --webhooks-only --webhook-port 0 --webhook-host 127.0.0.1 --health-addr 127.0.0.1:0 \
-  --metrics-bind-addr 127.0.0.1:0 --webhook-cert-dir "$CERTS" --maas-inventory-interval 1s \
-  2>"$CM_LOG" &
-CM_PID=$!
-PORT=
-for _ in $(seq 1 100); do
-  PORT=$(sed -n 's/.*"webhook_port":"\([0-9]*\)".*/\1/p' "$CM_LOG" | head -1)
-  [ -n "$PORT" ] && grep -q 'MAAS inventory refreshed' "$CM_LOG" && break
-  kill -0 "$CM_PID" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$PORT" ] || ! grep -q 'MAAS inventory refreshed' "$CM_LOG"; then
-  echo "capmaas did not start or did not load the MAAS inventory:" >&2
+MAAS_ENDPOINT=$MAAS_URL MAAS_API_KEY=$KEY ks_capmaas_webhooks --maas-inventory-interval 1s
+if ! wait_until 10 grep -q 'MAAS inventory refreshed' "$CM_LOG"; then
+  echo "capmaas did not load the MAAS inventory:" >&2
   cat "$CM_LOG" >&2
   exit 1
 fi
 
-ks_start --service-override "capmaas-system/capmaas-webhook-service=127.0.0.1:$PORT"
+ks_start --service-override "capmaas-system/capmaas-webhook-service=127.0.0.1:$CM_PORT"
 
 M=$KS_WORK/manifests
 mkdir -p "$M"
@@ -118,8 +80,8 @@ check "kubectl prints the denial of an image MAAS does not have" 1 \
   'spec.template.spec.image: Invalid value: "custom/u-2404": no such boot resource in MAAS' -- \
   K apply -f "$M/img.yaml"
 
-stop_pid "$SIM_PID"
-SIM_PID=
+ks_stop_pid "$MAAS_PID"
+MAAS_PID=
 template cp-down 'image: ubuntu/jammy' 'minCPU: 2' 'minMemory: 4096' 'resourcePool: gone-pool' \
   >"$M/down.yaml"
 # The background refresh (every second here) notices that MAAS is gone.

@@ -15,11 +15,10 @@ KEY=ck:tk:secret1
 LEASE_S=4
 LEASE=/apis/coordination.k8s.io/v1/namespaces/default/leases/controller-leader-election-capmaas
 PIDS=()
-SIM_PID=
 
 stop_all() {
   local p
-  for p in "${PIDS[@]}" "$SIM_PID"; do
+  for p in "${PIDS[@]}"; do
     [ -n "$p" ] && kill -0 "$p" 2>/dev/null && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
   done
   ks_cleanup
@@ -28,16 +27,7 @@ trap stop_all EXIT
 
 ks_start
 
-"$BUILD/maas-sim" --port 0 --inventory "$SRC/tests/sim/maas/inventory-sample.yaml" \
-  --api-key "$KEY" >"$KS_WORK/maas-sim.out" 2>"$KS_WORK/maas-sim.err" &
-SIM_PID=$!
-MAAS_URL=
-for _ in $(seq 1 100); do
-  MAAS_URL=$(sed -n 's/^listening on //p' "$KS_WORK/maas-sim.out" | head -1)
-  [ -n "$MAAS_URL" ] && break
-  sleep 0.1
-done
-[ -n "$MAAS_URL" ] || { echo "maas-sim did not start"; exit 1; }
+ks_maas_start "$KEY"
 
 # The provider's informers need the CRDs: kube-sim takes YAML bodies.
 install_crds() {
@@ -73,19 +63,11 @@ master_status() {
   curl -s "http://127.0.0.1:$(metrics_port "$1")/metrics" |
     sed -n 's/^leader_election_master_status{[^}]*} //p'
 }
-wait_for() { # wait_for SECONDS CMD...: polls every 100 ms
-  local i
-  for i in $(seq 1 $(($1 * 10))); do
-    "${@:2}" && return 0
-    sleep 0.1
-  done
-  return 1
-}
 one_leader() { [ $(($(leads a) + $(leads b))) -eq 1 ]; }
 
 start_capmaas a
 start_capmaas b
-check "exactly one of two replicas leads" 0 '' -- wait_for 20 one_leader
+check "exactly one of two replicas leads" 0 '' -- wait_until 20 one_leader
 sleep 1.5 # three retry periods: a second leader would have shown by now
 check "still exactly one leader after three retry periods" 0 '' -- one_leader
 if [ "$(leads a)" -eq 1 ]; then LEADER=a L=0 OTHER=b; else LEADER=b L=1 OTHER=a; fi
@@ -100,7 +82,7 @@ wait "${PIDS[$L]}" 2>/dev/null
 PIDS[L]=
 T0=$(date +%s%N)
 check "the other replica takes over after the leader is killed" 0 '' -- \
-  wait_for $((LEASE_S + 6)) bash -c "grep -q 'became the leader' '$KS_WORK/$OTHER.log'"
+  wait_until $((LEASE_S + 6)) bash -c "grep -q 'became the leader' '$KS_WORK/$OTHER.log'"
 MS=$((($(date +%s%N) - T0) / 1000000))
 echo "# takeover after ${MS} ms (lease ${LEASE_S} s)"
 # client-go semantics: the candidate may take the Lease once it has seen no renewal for the
@@ -120,7 +102,6 @@ check "it released the Lease on the way out" 0 '"leaseDurationSeconds": ?1[,}]' 
 check "no sanitizer reports" 1 '' -- grep -Eq 'runtime error|AddressSanitizer|ThreadSanitizer' \
   "$KS_WORK/a.log" "$KS_WORK/b.log"
 
-kill "$SIM_PID" 2>/dev/null
-wait "$SIM_PID" 2>/dev/null
-SIM_PID=
+ks_stop_pid "$MAAS_PID"
+MAAS_PID=
 ks_finish

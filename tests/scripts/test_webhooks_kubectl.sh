@@ -11,36 +11,9 @@ ks_need kubectl openssl base64
 
 SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
 CERTS=${CAPMAAS_TEST_CERTS:?CAPMAAS_TEST_CERTS is not set}
-CM_PID=
-CM_LOG=$KS_WORK/capmaas.log
+ks_capmaas_webhooks
 
-cm_cleanup() {
-  if [ -n "$CM_PID" ] && kill -0 "$CM_PID" 2>/dev/null; then
-    kill "$CM_PID" 2>/dev/null
-    wait "$CM_PID" 2>/dev/null
-  fi
-  ks_cleanup
-}
-trap cm_cleanup EXIT
-
-"${CAPMAAS_BIN:?CAPMAAS_BIN is not set}" --webhooks-only --webhook-port 0 \
-  --webhook-host 127.0.0.1 --health-addr 127.0.0.1:0 --metrics-bind-addr 127.0.0.1:0 \
-  --webhook-cert-dir "$CERTS" 2>"$CM_LOG" &
-CM_PID=$!
-PORT=
-for _ in $(seq 1 100); do
-  PORT=$(sed -n 's/.*"webhook_port":"\([0-9]*\)".*/\1/p' "$CM_LOG" | head -1)
-  [ -n "$PORT" ] && break
-  kill -0 "$CM_PID" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$PORT" ]; then
-  echo "capmaas did not start:" >&2
-  cat "$CM_LOG" >&2
-  exit 1
-fi
-
-ks_start --service-override "capmaas-system/capmaas-webhook-service=127.0.0.1:$PORT"
+ks_start --service-override "capmaas-system/capmaas-webhook-service=127.0.0.1:$CM_PORT"
 
 M=$KS_WORK/manifests
 mkdir -p "$M"

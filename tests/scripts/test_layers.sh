@@ -11,47 +11,51 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fails=0
 
-# The compile command of the first file under folder $1, with -o and -c dropped.
-command_for() {
-  python3 - "$build/compile_commands.json" "$src/$1/" <<'PY'
+# The compile command of one file of each layer, with -o, -c and the file dropped:
+# "layer<TAB>command" lines.
+python3 - "$build/compile_commands.json" "$src" >"$work/commands" <<'PY'
 import json, shlex, sys
+seen = {}
 for e in json.load(open(sys.argv[1])):
-    if e["file"].startswith(sys.argv[2]):
-        args = shlex.split(e["command"])
-        out, skip = [], False
-        for a in args:
-            if skip:
-                skip = False
-                continue
-            if a in ("-o", "-c"):
-                skip = a == "-o"
-                continue
-            if a == e["file"]:
-                continue
+    rel = e["file"][len(sys.argv[2]) + 1:] if e["file"].startswith(sys.argv[2] + "/") else ""
+    layer = rel.split("/")[0] if "/" in rel else ""
+    if not layer or layer in seen or layer == "tests":
+        continue
+    args, out, skip = shlex.split(e["command"]), [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in ("-o", "-c"):
+            skip = a == "-o"
+        elif a != e["file"]:
             out.append(a)
-        print(shlex.join(out))
-        break
+    seen[layer] = shlex.join(out)
+for layer, cmd in seen.items():
+    print(layer + "\t" + cmd)
 PY
-}
 
-# probe LAYER HEADER want(ok|fail)
+# Each probe compiles in the background; the results are read in order below.
+n=0
 probe() {
-  local layer=$1 header=$2 want=$3 cmd got
-  cmd=$(command_for "$layer")
-  [ -n "$cmd" ] || { echo "FAIL: no compile command for $layer/"; fails=$((fails + 1)); return; }
+  local layer=$1 header=$2 want=$3 cmd
+  n=$((n + 1))
+  cmd=$(awk -F'\t' -v l="$layer" '$1 == l { print $2 }' "$work/commands")
+  printf '%s %s %s\n' "$layer" "$header" "$want" >"$work/probe$n.what"
+  if [ -z "$cmd" ]; then
+    echo nocmd >"$work/probe$n.got"
+    return
+  fi
   printf '#include "%s"\nint layer_probe(void);\nint layer_probe(void) { return 0; }\n' \
-    "$header" >"$work/probe.c"
-  if (cd "$build" && eval "$cmd -fsyntax-only $work/probe.c") >"$work/out" 2>&1; then
-    got=ok
-  else
-    got=fail
-  fi
-  if [ "$got" = "$want" ]; then
-    echo "ok: $layer/ including $header: $([ "$want" = ok ] && echo compiles || echo refused)"
-  else
-    echo "FAIL: $layer/ including $header: wanted $want, got $got"; cat "$work/out"
-    fails=$((fails + 1))
-  fi
+    "$header" >"$work/probe$n.c"
+  (
+    if (cd "$build" && eval "$cmd -fsyntax-only $work/probe$n.c") >"$work/probe$n.out" 2>&1; then
+      echo ok >"$work/probe$n.got"
+    elif grep -Eq "$header: No such file|'$header' file not found" "$work/probe$n.out"; then
+      echo fail >"$work/probe$n.got" # refused because the header is not on its path
+    else
+      echo error >"$work/probe$n.got"
+    fi
+  ) &
 }
 
 probe webhooks informer.h fail      # the Kubernetes runtime is not the webhooks' to see
@@ -70,6 +74,18 @@ probe base metrics.h ok
 probe base http_server.h fail       # base sees nothing above it
 probe schema maas_client.h fail
 probe http config.h fail            # nothing below the process sees its configuration
+wait
+for i in $(seq 1 "$n"); do
+  read -r layer header want <"$work/probe$i.what"
+  got=$(cat "$work/probe$i.got")
+  if [ "$got" = "$want" ]; then
+    echo "ok: $layer/ including $header: $([ "$want" = ok ] && echo compiles || echo refused)"
+  else
+    echo "FAIL: $layer/ including $header: wanted $want, got $got"
+    cat "$work/probe$i.out" 2>/dev/null || true
+    fails=$((fails + 1))
+  fi
+done
 
 # scripts/lint names the rule for the same mistake, before any build.
 copy=$work/tree

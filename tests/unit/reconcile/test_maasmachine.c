@@ -656,21 +656,10 @@ static void run_row(void **state)
                         r->between(w, i);
                 clock_fake_advance(&w->clock, r->advance_ms);
         }
-        if (getenv("RECONCILE_TEST_DUMP")) {
-                dump_requests("maas", &w->maas);
-                dump_requests("kube", &w->kube);
-        }
-        r->check(w);
-        world_free(w);
+        world_finish(w, r->check);
 }
 
 int main(void)
 {
-        struct CMUnitTest tests[ARRAY_SIZE(rows)];
-
-        for (size_t i = 0; i < ARRAY_SIZE(rows); i++)
-                tests[i] = (struct CMUnitTest){ .name = rows[i].name,
-                                                .test_func = run_row,
-                                                .initial_state = (void *)(uintptr_t)&rows[i] };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+        return world_run_rows(rows, ARRAY_SIZE(rows), sizeof(rows[0]), run_row);
 }

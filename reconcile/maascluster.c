@@ -37,46 +37,8 @@ struct maascluster_ctx {
         cJSON *cur;
         const char *cluster_name;
         time_t now;
+        struct reconciler_conditions conds; /* into mc.status and now */
 };
-
-static void maascluster_cond(struct maascluster_ctx *c,
-                             const char *type,
-                             const char *status,
-                             const char *reason,
-                             const char *fmt,
-                             ...) PRINTF_LIKE(5, 6);
-
-static void maascluster_cond(struct maascluster_ctx *c,
-                             const char *type,
-                             const char *status,
-                             const char *reason,
-                             const char *fmt,
-                             ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        c->mc.status.present = true;
-        reconciler_cond_v(&c->mc.status.conditions, c->mc.meta.generation, c->now, type, status,
-                          reason, fmt, ap);
-        va_end(ap);
-}
-
-static void maascluster_event(struct maascluster_ctx *c,
-                              const char *type,
-                              const char *reason,
-                              const char *fmt,
-                              ...) PRINTF_LIKE(4, 5);
-
-static void maascluster_event(
-        struct maascluster_ctx *c, const char *type, const char *reason, const char *fmt, ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        reconciler_event_v(c->p, c->cur, type, reason, fmt, ap);
-        va_end(ap);
-}
 
 /* Ready from LoadBalancerReady and APIServerAvailable. */
 static void summary(struct maascluster_ctx *c)
@@ -84,7 +46,7 @@ static void summary(struct maascluster_ctx *c)
         static const char *const types[] = { SCHEMA_COND_LOAD_BALANCER_READY,
                                              SCHEMA_COND_API_SERVER_AVAILABLE };
 
-        reconciler_ready_summary(&c->mc.status.conditions, types, 2, c->mc.meta.generation, c->now);
+        reconciler_ready_summary(&c->conds, types, 2);
 }
 
 /* As maasmachine_flush: the diff is against what this pass read and wrote, so other clients'
@@ -280,21 +242,20 @@ static int sync_record(struct maascluster_ctx *c, const char *fqdn)
                 err = maas_create_dns_resource(c->w->maas, fqdn, DNS_TTL, want, k, NULL, &me);
                 reconciler_maas_count(c->p, "create_dns_resource", err, &me);
                 if (err == 0)
-                        maascluster_event(c, "Normal", "DNSRecordCreated",
-                                          "Created MAAS DNS record %s with %zu addresses", fqdn, k);
+                        reconciler_event(c->p, c->cur, "Normal", "DNSRecordCreated",
+                                         "Created MAAS DNS record %s with %zu addresses", fqdn, k);
         } else if (!same_set(want, k, &rec.ips)) {
                 err = maas_update_dns_resource_ips(c->w->maas, rec.id, want, k, NULL, &me);
                 reconciler_maas_count(c->p, "update_dns_resource", err, &me);
                 if (err == 0)
-                        maascluster_event(
-                                c, "Normal", "DNSRecordUpdated",
-                                "MAAS DNS record %s now holds %zu control-plane addresses", fqdn,
-                                k);
+                        reconciler_event(c->p, c->cur, "Normal", "DNSRecordUpdated",
+                                         "MAAS DNS record %s now holds %zu control-plane addresses",
+                                         fqdn, k);
         }
         if (err)
-                maascluster_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
-                                 SCHEMA_REASON_LOAD_BALANCER_FAILED, "%s",
-                                 me.message ? me.message : maas_strerror(err));
+                reconciler_cond(&c->conds, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
+                                SCHEMA_REASON_LOAD_BALANCER_FAILED, "%s",
+                                me.message ? me.message : maas_strerror(err));
         kube_object_list_free(cps.v, cps.n);
         maas_dns_resource_release(&rec);
         maas_error_release(&me);
@@ -315,8 +276,8 @@ static int delete_record(struct maascluster_ctx *c, const char *fqdn)
                 if (err == CM_ENOTFOUND)
                         err = 0;
                 if (err == 0)
-                        maascluster_event(c, "Normal", "DNSRecordDeleted",
-                                          "Deleted MAAS DNS record %s", fqdn);
+                        reconciler_event(c->p, c->cur, "Normal", "DNSRecordDeleted",
+                                         "Deleted MAAS DNS record %s", fqdn);
         }
         maas_dns_resource_release(&rec);
         maas_error_release(&me);
@@ -407,13 +368,13 @@ static int api_server(struct maascluster_ctx *c, struct reconcile_result *res)
                 err = 0; /* the API answered */
         delay = probe_delay(c->p, key, err == 0);
         if (err == 0)
-                maascluster_cond(c, SCHEMA_COND_API_SERVER_AVAILABLE, SCHEMA_CONDITION_TRUE,
-                                 SCHEMA_REASON_API_SERVER_AVAILABLE, NULL);
+                reconciler_cond(&c->conds, SCHEMA_COND_API_SERVER_AVAILABLE, SCHEMA_CONDITION_TRUE,
+                                SCHEMA_REASON_API_SERVER_AVAILABLE, NULL);
         else {
-                maascluster_cond(c, SCHEMA_COND_API_SERVER_AVAILABLE, SCHEMA_CONDITION_FALSE,
-                                 SCHEMA_REASON_API_SERVER_NOT_READY, "%s",
-                                 wl ? "the workload API server does not answer yet"
-                                    : "waiting for the cluster's kubeconfig secret");
+                reconciler_cond(&c->conds, SCHEMA_COND_API_SERVER_AVAILABLE, SCHEMA_CONDITION_FALSE,
+                                SCHEMA_REASON_API_SERVER_NOT_READY, "%s",
+                                wl ? "the workload API server does not answer yet"
+                                   : "waiting for the cluster's kubeconfig secret");
                 res->outcome = RECONCILE_REQUEUE_AFTER;
                 res->after_ms = delay;
         }
@@ -446,9 +407,9 @@ static int reconcile_endpoint(struct maascluster_ctx *c, struct reconcile_result
                 err = flush(c, true);
                 if (err)
                         return err;
-                maascluster_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_TRUE,
-                                 SCHEMA_REASON_LOAD_BALANCER_READY,
-                                 "using the endpoint set on the Cluster");
+                reconciler_cond(&c->conds, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_TRUE,
+                                SCHEMA_REASON_LOAD_BALANCER_READY,
+                                "using the endpoint set on the Cluster");
                 *ret_go = true;
                 return 0;
         }
@@ -456,9 +417,9 @@ static int reconcile_endpoint(struct maascluster_ctx *c, struct reconcile_result
                 if (!c->mc.status.network)
                         c->mc.status.network = xcalloc(1, sizeof(*c->mc.status.network));
                 c->mc.status.network->dns_name = generate_dns_name(c);
-                maascluster_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
-                                 SCHEMA_REASON_WAIT_FOR_DNS_NAME, "creating DNS record %s",
-                                 c->mc.status.network->dns_name);
+                reconciler_cond(&c->conds, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
+                                SCHEMA_REASON_WAIT_FOR_DNS_NAME, "creating DNS record %s",
+                                c->mc.status.network->dns_name);
                 /* Persist the name before the record exists in MAAS. */
                 res->outcome = RECONCILE_REQUEUE_AFTER;
                 res->after_ms = 1;
@@ -472,8 +433,8 @@ static int reconcile_endpoint(struct maascluster_ctx *c, struct reconcile_result
         err = flush(c, true);
         if (err)
                 return err;
-        maascluster_cond(c, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_TRUE,
-                         SCHEMA_REASON_LOAD_BALANCER_READY, NULL);
+        reconciler_cond(&c->conds, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_TRUE,
+                        SCHEMA_REASON_LOAD_BALANCER_READY, NULL);
         *ret_go = true;
         return 0;
 }
@@ -547,12 +508,12 @@ static int pass(struct maascluster_ctx *c, struct reconcile_result *res)
                 return 0;
         }
         if (reconciler_paused(kube_object_json(c->cluster), kube_object_json(c->obj))) {
-                maascluster_cond(c, SCHEMA_COND_PAUSED, SCHEMA_CONDITION_TRUE, SCHEMA_REASON_PAUSED,
-                                 NULL);
+                reconciler_cond(&c->conds, SCHEMA_COND_PAUSED, SCHEMA_CONDITION_TRUE,
+                                SCHEMA_REASON_PAUSED, NULL);
                 return flush(c, false);
         }
-        maascluster_cond(c, SCHEMA_COND_PAUSED, SCHEMA_CONDITION_FALSE, SCHEMA_REASON_NOT_PAUSED,
-                         NULL);
+        reconciler_cond(&c->conds, SCHEMA_COND_PAUSED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_NOT_PAUSED, NULL);
         failure_domains(c);
         err = reconcile_normal(c, res);
         ferr = flush(c, false);
@@ -567,6 +528,11 @@ int maascluster_reconcile(void *wctx,
         struct reconciler_worker *w = wctx;
         struct maascluster_ctx c = { .w = w, .p = w->p, .ns = ns, .name = name };
         int err = 0;
+
+        c.conds = (struct reconciler_conditions){ .list = &c.mc.status.conditions,
+                                                  .status_present = &c.mc.status.present,
+                                                  .generation = &c.mc.meta.generation,
+                                                  .now = &c.now };
 
         maas_cluster_init(&c.mc);
         c.now = (time_t)clock_wall_s(w->p->clock);

@@ -92,12 +92,12 @@ static int dns_attachment(struct maasmachine_ctx *c, struct reconcile_result *re
         c->mm.status.dns_attached = registered;
         c->mm.status.has_dns_attached = true;
         if (registered) {
-                maasmachine_cond(c, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_TRUE,
-                                 SCHEMA_REASON_DNS_ATTACHED, NULL);
+                reconciler_cond(&c->conds, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_TRUE,
+                                SCHEMA_REASON_DNS_ATTACHED, NULL);
                 return 0;
         }
-        maasmachine_cond(c, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_FALSE,
-                         SCHEMA_REASON_DNS_ATTACH_PENDING, "waiting for the API endpoint record");
+        reconciler_cond(&c->conds, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_DNS_ATTACH_PENDING, "waiting for the API endpoint record");
         maasmachine_requeue(res, 5000);
         return 0;
 }
@@ -118,8 +118,8 @@ static int state_deployed(struct maasmachine_ctx *c, struct reconcile_result *re
                                          c->now);
         }
         set_ready(c, true);
-        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_TRUE,
-                         SCHEMA_REASON_MACHINE_DEPLOYED, NULL);
+        reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_TRUE,
+                        SCHEMA_REASON_MACHINE_DEPLOYED, NULL);
         maasmachine_requeue(res, c->p->settings.machine_refresh_ms);
         if (c->control_plane) {
                 err = dns_attachment(c, res);
@@ -150,9 +150,9 @@ static int state_deploying(struct maasmachine_ctx *c, struct reconcile_result *r
         set_ready(c, false);
         if (t0 > 0 && c->now - t0 > (int64_t)limit_s)
                 return maasmachine_replace(c, "DeployTimeout", res);
-        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                         SCHEMA_REASON_MACHINE_DEPLOYING, "MAAS machine %s is deploying",
-                         c->node.system_id);
+        reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_MACHINE_DEPLOYING, "MAAS machine %s is deploying",
+                        c->node.system_id);
         maasmachine_requeue(res, deploy_poll_ms(t0 > 0 ? c->now - t0 : 0));
         return 0;
 }
@@ -160,13 +160,13 @@ static int state_deploying(struct maasmachine_ctx *c, struct reconcile_result *r
 /* The machine left our hands (released, recommissioned): forget it and allocate anew. */
 static int state_lost(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
-        maasmachine_event(c, "Warning", "MachineUnexpectedTermination",
-                          "MAAS machine %s is %s and no longer deployed for this MaasMachine; "
-                          "allocating another",
-                          c->node.system_id, c->node.status_name);
-        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                         SCHEMA_REASON_MACHINE_TERMINATED, "MAAS machine %s is %s",
+        reconciler_event(c->p, c->cur, "Warning", "MachineUnexpectedTermination",
+                         "MAAS machine %s is %s and no longer deployed for this MaasMachine; "
+                         "allocating another",
                          c->node.system_id, c->node.status_name);
+        reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_MACHINE_TERMINATED, "MAAS machine %s is %s",
+                        c->node.system_id, c->node.status_name);
         set_ready(c, false);
         maasmachine_set_ids(c, NULL, NULL);
         maasmachine_requeue(res, 1000);
@@ -175,11 +175,11 @@ static int state_lost(struct maasmachine_ctx *c, struct reconcile_result *res)
 
 static int state_undefined(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
-        maasmachine_event(c, "Warning", "MachineUnhandledState", "MAAS machine %s is in state %s",
-                          c->node.system_id, c->node.status_name);
-        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_UNKNOWN,
-                         SCHEMA_REASON_MACHINE_STATE_UNDEFINED, "MAAS machine %s is in state %s",
-                         c->node.system_id, c->node.status_name);
+        reconciler_event(c->p, c->cur, "Warning", "MachineUnhandledState",
+                         "MAAS machine %s is in state %s", c->node.system_id, c->node.status_name);
+        reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_UNKNOWN,
+                        SCHEMA_REASON_MACHINE_STATE_UNDEFINED, "MAAS machine %s is in state %s",
+                        c->node.system_id, c->node.status_name);
         set_ready(c, false);
         maasmachine_requeue(res, 60000);
         return 0;
@@ -230,16 +230,16 @@ static int normal_prereqs(struct maasmachine_ctx *c, bool *ret_go)
 
         *ret_go = false;
         if (!reconciler_cluster_infra_ready(cluster)) {
-                maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                                 SCHEMA_REASON_WAITING_FOR_CLUSTER_INFRA,
-                                 "waiting for the cluster infrastructure to be provisioned");
+                reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                                SCHEMA_REASON_WAITING_FOR_CLUSTER_INFRA,
+                                "waiting for the cluster infrastructure to be provisioned");
                 return 0;
         }
         if (!json_find_str(kube_object_json(c->machine), "spec", "bootstrap", "dataSecretName",
                            NULL)) {
-                maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                                 SCHEMA_REASON_WAITING_FOR_BOOTSTRAP_DATA,
-                                 "waiting for the bootstrap data secret");
+                reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                                SCHEMA_REASON_WAITING_FOR_BOOTSTRAP_DATA,
+                                "waiting for the bootstrap data secret");
                 return 0;
         }
         *ret_go = true;
@@ -262,9 +262,9 @@ static int reconcile_normal(struct maasmachine_ctx *c, struct reconcile_result *
                 return err;
         err = maasmachine_find_node(c);
         if (err) {
-                maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_UNKNOWN,
-                                 SCHEMA_REASON_MACHINE_NOT_FOUND,
-                                 "cannot read the MAAS machine: %s", cm_strerror(err));
+                reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_UNKNOWN,
+                                SCHEMA_REASON_MACHINE_NOT_FOUND, "cannot read the MAAS machine: %s",
+                                cm_strerror(err));
                 return err;
         }
         if (!c->have_node) {
@@ -334,6 +334,11 @@ int maasmachine_reconcile(void *wctx,
         struct reconciler_worker *w = wctx;
         struct maasmachine_ctx c = { .w = w, .p = w->p, .ns = ns, .name = name };
         int err;
+
+        c.conds = (struct reconciler_conditions){ .list = &c.mm.status.conditions,
+                                                  .status_present = &c.mm.status.present,
+                                                  .generation = &c.mm.meta.generation,
+                                                  .now = &c.now };
 
         maas_machine_init(&c.mm);
         c.now = (time_t)clock_wall_s(w->p->clock);

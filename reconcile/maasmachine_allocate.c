@@ -103,8 +103,8 @@ int maasmachine_find_node(struct maasmachine_ctx *c)
         if (sid && err != CM_ENOTFOUND)
                 return err;
         if (sid && !c->mm.meta.deletion_timestamp) {
-                maasmachine_event(c, "Warning", "MachineNotFound",
-                                  "MAAS machine %s no longer exists; allocating another", sid);
+                reconciler_event(c->p, c->cur, "Warning", "MachineNotFound",
+                                 "MAAS machine %s no longer exists; allocating another", sid);
         }
         if (sid)
                 maasmachine_set_ids(c, NULL, NULL);
@@ -161,25 +161,25 @@ static int allocate_failed(struct maasmachine_ctx *c,
 
         describe_constraints(c, what, sizeof(what));
         if (err == MAAS_ENOMATCH) {
-                maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                                 SCHEMA_REASON_MACHINE_DEPLOY_FAILED,
-                                 "no free MAAS machine matches %s; retrying", what);
-                maasmachine_event(c, "Warning", "NoMachineAvailable",
-                                  "no free MAAS machine matches %s", what);
+                reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                                SCHEMA_REASON_MACHINE_DEPLOY_FAILED,
+                                "no free MAAS machine matches %s; retrying", what);
+                reconciler_event(c->p, c->cur, "Warning", "NoMachineAvailable",
+                                 "no free MAAS machine matches %s", what);
                 res->outcome = RECONCILE_REQUEUE_AFTER;
                 res->after_ms = 60000;
                 return 0;
         }
         if (me->message && strstr(me->message, "Invalid transition: Broken")) {
-                maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                                 SCHEMA_REASON_MACHINE_DEPLOYING, "retrying after broken machine");
+                reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                                SCHEMA_REASON_MACHINE_DEPLOYING, "retrying after broken machine");
                 res->outcome = RECONCILE_REQUEUE_AFTER;
                 res->after_ms = 120000;
                 return 0;
         }
-        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                         SCHEMA_REASON_MACHINE_DEPLOY_FAILED, "unable to allocate a machine: %s",
-                         me->message ? me->message : maas_strerror(err));
+        reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_MACHINE_DEPLOY_FAILED, "unable to allocate a machine: %s",
+                        me->message ? me->message : maas_strerror(err));
         return err;
 }
 
@@ -213,9 +213,9 @@ int maasmachine_allocate(struct maasmachine_ctx *c, struct reconcile_result *res
         maasmachine_set_ids(c, n.zone, n.system_id);
         (void)snprintf(started, sizeof(started), "%lld", (long long)c->now);
         maasmachine_set_annotation(c, RECONCILER_ANNOTATION_DEPLOY_STARTED, started);
-        maasmachine_event(c, "Normal", "MachineAllocated",
-                          "Allocated MAAS machine %s (%s) in zone %s", n.system_id,
-                          n.hostname ? n.hostname : "", n.zone ? n.zone : "");
+        reconciler_event(c->p, c->cur, "Normal", "MachineAllocated",
+                         "Allocated MAAS machine %s (%s) in zone %s", n.system_id,
+                         n.hostname ? n.hostname : "", n.zone ? n.zone : "");
         maasmachine_take_node(c, &n);
         *ret_got = true;
         /* Persist the providerID before anything else happens to the machine. */
@@ -244,12 +244,12 @@ int maasmachine_replace(struct maasmachine_ctx *c, const char *why, struct recon
         if (err == 0 && !c->have_node)
                 err = maasmachine_allocate(c, res, &got);
         if (maasmachine_release(c, old) == 0)
-                maasmachine_event(c, "Warning", "MachineReplaced",
-                                  "MAAS machine %s: %s; released it%s%s", old,
-                                  strcmp(why, "DeployTimeout") == 0 ? "deploy deadline passed"
-                                                                    : "deployment failed",
-                                  c->have_node ? " and allocated " : "",
-                                  c->have_node ? c->node.system_id : "");
+                reconciler_event(c->p, c->cur, "Warning", "MachineReplaced",
+                                 "MAAS machine %s: %s; released it%s%s", old,
+                                 strcmp(why, "DeployTimeout") == 0 ? "deploy deadline passed"
+                                                                   : "deployment failed",
+                                 c->have_node ? " and allocated " : "",
+                                 c->have_node ? c->node.system_id : "");
         if (!c->have_node) {
                 maasmachine_set_ids(c, NULL, NULL);
                 free(old);

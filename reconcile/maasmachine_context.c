@@ -11,32 +11,6 @@
 #include "patch_helper.h"
 #include "xalloc.h"
 
-void maasmachine_cond(struct maasmachine_ctx *c,
-                      const char *type,
-                      const char *status,
-                      const char *reason,
-                      const char *fmt,
-                      ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        c->mm.status.present = true;
-        reconciler_cond_v(&c->mm.status.conditions, c->mm.meta.generation, c->now, type, status,
-                          reason, fmt, ap);
-        va_end(ap);
-}
-
-void maasmachine_event(
-        struct maasmachine_ctx *c, const char *type, const char *reason, const char *fmt, ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        reconciler_event_v(c->p, c->cur, type, reason, fmt, ap);
-        va_end(ap);
-}
-
 void maasmachine_set_annotation(struct maasmachine_ctx *c, const char *key, const char *value)
 {
         if (value)
@@ -88,8 +62,7 @@ static void ready_summary(struct maasmachine_ctx *c)
         static const char *const types[] = { SCHEMA_COND_MACHINE_DEPLOYED,
                                              SCHEMA_COND_DNS_ATTACHED };
 
-        reconciler_ready_summary(&c->mm.status.conditions, types, c->control_plane ? 2 : 1,
-                                 c->mm.meta.generation, c->now);
+        reconciler_ready_summary(&c->conds, types, c->control_plane ? 2 : 1);
 }
 
 /*

@@ -31,24 +31,12 @@ struct maasmachine_ctx {
         bool have_node;
         bool control_plane;
         time_t now;
-        unsigned writes; /* PATCH calls made by this pass */
+        unsigned writes;                    /* PATCH calls made by this pass */
+        struct reconciler_conditions conds; /* into mm.status and now, set as the pass begins */
 };
 
 #define MAASMACHINE_LOGGER "maasmachine"
 
-/* Sets a condition on the MaasMachine (observedGeneration and transition time handled). */
-void maasmachine_cond(struct maasmachine_ctx *c,
-                      const char *type,
-                      const char *status,
-                      const char *reason,
-                      const char *fmt,
-                      ...) PRINTF_LIKE(5, 6);
-/* Event on the MaasMachine. */
-void maasmachine_event(struct maasmachine_ctx *c,
-                       const char *type,
-                       const char *reason,
-                       const char *fmt,
-                       ...) PRINTF_LIKE(4, 5);
 /* Writes the difference between cur and the mutated object (metadata_only: not status). */
 MUST_CHECK int maasmachine_flush(struct maasmachine_ctx *c, bool metadata_only);
 /* Sets or clears spec.systemID and spec.providerID. */

@@ -54,10 +54,10 @@ static int wait_dns_detach(struct maasmachine_ctx *c, struct reconcile_result *r
         err = maasmachine_dns_registered(c, &registered);
         if (err || !registered)
                 return err;
-        maasmachine_cond(c, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_FALSE,
-                         SCHEMA_REASON_DNS_DETACH_PENDING,
-                         "waiting for the API endpoint record to drop %s",
-                         c->node.ip_addresses.v[0]);
+        reconciler_cond(&c->conds, SCHEMA_COND_DNS_ATTACHED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_DNS_DETACH_PENDING,
+                        "waiting for the API endpoint record to drop %s",
+                        c->node.ip_addresses.v[0]);
         c->mm.status.dns_attached = true;
         c->mm.status.has_dns_attached = true;
         res->outcome = RECONCILE_REQUEUE_AFTER;
@@ -90,14 +90,14 @@ int maasmachine_delete_pass(struct maasmachine_ctx *c, struct reconcile_result *
                 err = maasmachine_release(c, sid);
                 if (err)
                         return err;
-                maasmachine_event(c, "Normal", "SuccessfulRelease", "Released instance \"%s\"",
-                                  sid);
+                reconciler_event(c->p, c->cur, "Normal", "SuccessfulRelease",
+                                 "Released instance \"%s\"", sid);
         } else if (!sid && had) {
-                maasmachine_event(c, "Warning", "NoMachineFound",
-                                  "Unable to find matching MaaS machine");
+                reconciler_event(c->p, c->cur, "Warning", "NoMachineFound",
+                                 "Unable to find matching MaaS machine");
         }
-        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                         SCHEMA_REASON_DELETED, NULL);
+        reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_DELETED, NULL);
         /* Status first: once the finalizer is gone the object may vanish at once. */
         err = maasmachine_flush(c, false);
         if (err)

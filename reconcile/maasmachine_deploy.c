@@ -31,10 +31,10 @@ static int bootstrap_data(struct maasmachine_ctx *c, char **ret, size_t *ret_len
         err = base64_decode(b64, strlen(b64), (unsigned char **)ret, ret_len);
 out:
         if (err)
-                maasmachine_event(c, "Warning", "FailedGetBootstrapData",
-                                  "error retrieving bootstrap data from secret %s: %s", secret,
-                                  err == CM_EINVAL ? "secret value key is missing"
-                                                   : cm_strerror(err));
+                reconciler_event(c->p, c->cur, "Warning", "FailedGetBootstrapData",
+                                 "error retrieving bootstrap data from secret %s: %s", secret,
+                                 err == CM_EINVAL ? "secret value key is missing"
+                                                  : cm_strerror(err));
         cJSON_Delete(obj);
         return err;
 }
@@ -50,11 +50,11 @@ static void rollback(struct maasmachine_ctx *c,
         (void)!maasmachine_release(c, id);
         maasmachine_set_ids(c, NULL, NULL);
         maasmachine_drop_node(c);
-        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                         SCHEMA_REASON_MACHINE_DEPLOY_FAILED, "%s on MAAS machine %s failed: %s",
-                         what, id, me && me->message ? me->message : maas_strerror(err));
-        maasmachine_event(c, "Warning", "MachineDeployFailed",
-                          "%s on MAAS machine %s failed; released it", what, id);
+        reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_MACHINE_DEPLOY_FAILED, "%s on MAAS machine %s failed: %s",
+                        what, id, me && me->message ? me->message : maas_strerror(err));
+        reconciler_event(c->p, c->cur, "Warning", "MachineDeployFailed",
+                         "%s on MAAS machine %s failed; released it", what, id);
         free(id);
 }
 
@@ -83,9 +83,9 @@ static int deploy_calls(struct maasmachine_ctx *c, const char *sid, const char *
                 rollback(c, sid, "Deploy", err, &me);
                 goto out;
         }
-        maasmachine_event(c, "Normal", "MachineDeploying", "Deploying %s on MAAS machine %s (%s)",
-                          c->mm.spec.image ? c->mm.spec.image : "", sid,
-                          n.hostname ? n.hostname : "");
+        reconciler_event(
+                c->p, c->cur, "Normal", "MachineDeploying", "Deploying %s on MAAS machine %s (%s)",
+                c->mm.spec.image ? c->mm.spec.image : "", sid, n.hostname ? n.hostname : "");
         maasmachine_take_node(c, &n);
 out:
         maas_node_release(&n);
@@ -99,8 +99,8 @@ int maasmachine_deploy(struct maasmachine_ctx *c)
         size_t len = 0;
         int err;
 
-        maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                         SCHEMA_REASON_MACHINE_DEPLOY_STARTED, "deploying MAAS machine %s", sid);
+        reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_MACHINE_DEPLOY_STARTED, "deploying MAAS machine %s", sid);
         err = bootstrap_data(c, &ud, &len);
         if (err == 0)
                 err = deploy_calls(c, sid, ud, len);

@@ -105,9 +105,9 @@ static int patch_node(struct maasmachine_ctx *c, struct kube_client *wl, const c
         int err = 0;
 
         if (have && *have && strcmp(have, want) != 0) {
-                maasmachine_event(c, "Warning", "NodeProviderIDConflict",
-                                  "Node %s already has providerID %s; leaving it alone",
-                                  kube_meta_str(node, "name"), have);
+                reconciler_event(c->p, c->cur, "Warning", "NodeProviderIDConflict",
+                                 "Node %s already has providerID %s; leaving it alone",
+                                 kube_meta_str(node, "name"), have);
                 return 0;
         }
         patch = node_patch(have && strcmp(have, want) == 0 ? NULL : want, zone_to_label(c, node));
@@ -123,9 +123,9 @@ static int patch_node(struct maasmachine_ctx *c, struct kube_client *wl, const c
                          NULL, NULL);
         cJSON_free(patch);
         if (err)
-                maasmachine_event(c, "Warning", "NodeProviderUpdateFailed",
-                                  "Unable to set the providerID of Node %s: %s",
-                                  kube_meta_str(node, "name"), cm_strerror(err));
+                reconciler_event(c->p, c->cur, "Warning", "NodeProviderUpdateFailed",
+                                 "Unable to set the providerID of Node %s: %s",
+                                 kube_meta_str(node, "name"), cm_strerror(err));
         return err;
 }
 

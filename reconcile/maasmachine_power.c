@@ -53,9 +53,9 @@ static int power_on(struct maasmachine_ctx *c, struct reconcile_result *res)
         maas_error_release(&me);
         if (err)
                 return err;
-        maasmachine_event(c, "Normal", "MachinePoweredOn",
-                          "MAAS machine %s was confirmed off twice; powering it on",
-                          c->node.system_id);
+        reconciler_event(c->p, c->cur, "Normal", "MachinePoweredOn",
+                         "MAAS machine %s was confirmed off twice; powering it on",
+                         c->node.system_id);
         res->outcome = RECONCILE_REQUEUE_AFTER;
         res->after_ms = 60000;
         return 0;
@@ -74,16 +74,16 @@ int maasmachine_power(struct maasmachine_ctx *c, struct reconcile_result *res)
                 (void)count_off(c, false);
                 c->mm.status.machine_powered = true;
         } else if (strcmp(state, "off") == 0) {
-                maasmachine_cond(c, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                                 SCHEMA_REASON_MACHINE_POWERED_OFF,
-                                 "MAAS machine %s is powered off", c->node.system_id);
+                reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                                SCHEMA_REASON_MACHINE_POWERED_OFF, "MAAS machine %s is powered off",
+                                c->node.system_id);
                 if (count_off(c, true))
                         err = power_on(c, res);
         } else {
                 (void)count_off(c, false);
-                maasmachine_event(c, "Warning", "PowerStateUnknown",
-                                  "MAAS reports power state %s for machine %s; leaving it alone",
-                                  state, c->node.system_id);
+                reconciler_event(c->p, c->cur, "Warning", "PowerStateUnknown",
+                                 "MAAS reports power state %s for machine %s; leaving it alone",
+                                 state, c->node.system_id);
                 res->after_ms = 60000;
         }
         free(state);

@@ -127,89 +127,84 @@ void reconciler_observe_phase(struct provider *p, const char *phase, const char 
         metric_histogram_observe(metric_series(p->phase_seconds, phase), (double)(now - t0));
 }
 
-void reconciler_cond_v(struct schema_conditions *l,
-                       int64_t generation,
-                       time_t now,
-                       const char *type,
-                       const char *status,
-                       const char *reason,
-                       const char *fmt,
-                       va_list ap)
+static void set_condition(const struct reconciler_conditions *at,
+                          const struct schema_condition_in *in)
+{
+        (void)schema_conditions_set(at->list, in, *at->generation, *at->now);
+}
+
+void reconciler_cond(const struct reconciler_conditions *at,
+                     const char *type,
+                     const char *status,
+                     const char *reason,
+                     const char *fmt,
+                     ...)
 {
         char msg[512] = "";
+        va_list ap;
 
+        va_start(ap, fmt);
         if (fmt)
                 (void)vsnprintf(msg, sizeof(msg), fmt, ap);
-        (void)schema_conditions_set(
-                l,
-                &(struct schema_condition_in){
-                        .type = type, .status = status, .reason = reason, .message = msg },
-                generation, now);
+        va_end(ap);
+        *at->status_present = true;
+        set_condition(at,
+                      &(struct schema_condition_in){
+                              .type = type, .status = status, .reason = reason, .message = msg });
 }
 
-void reconciler_event_v(struct provider *p,
-                        const cJSON *obj,
-                        const char *type,
-                        const char *reason,
-                        const char *fmt,
-                        va_list ap)
-{
-        char msg[1024];
-
-        if (!p->events)
-                return;
-        (void)vsnprintf(msg, sizeof(msg), fmt, ap);
-        event_record(p->events, obj, type, reason, "%s", msg);
-}
-
-static void set_ready(struct schema_conditions *l,
-                      int64_t generation,
-                      time_t now,
-                      const char *status,
-                      const char *reason,
-                      const char *fmt,
-                      ...) PRINTF_LIKE(6, 7);
-
-static void set_ready(struct schema_conditions *l,
-                      int64_t generation,
-                      time_t now,
-                      const char *status,
+void reconciler_event(struct provider *p,
+                      const cJSON *obj,
+                      const char *type,
                       const char *reason,
                       const char *fmt,
                       ...)
 {
+        char msg[1024];
         va_list ap;
 
+        if (!p->events)
+                return;
         va_start(ap, fmt);
-        reconciler_cond_v(l, generation, now, SCHEMA_COND_READY, status, reason, fmt, ap);
+        (void)vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        event_record(p->events, obj, type, reason, "%s", msg);
 }
 
-void reconciler_ready_summary(struct schema_conditions *l,
+void reconciler_ready_summary(const struct reconciler_conditions *at,
                               const char *const *types,
-                              size_t n,
-                              int64_t generation,
-                              time_t now)
+                              size_t n)
 {
+        struct schema_condition_in ready = { .type = SCHEMA_COND_READY,
+                                             .status = SCHEMA_CONDITION_TRUE,
+                                             .reason = "Ready",
+                                             .message = "" };
         const struct schema_condition *bad = NULL;
         bool unknown = false;
+        char msg[512];
 
         for (size_t i = 0; i < n; i++) {
-                const struct schema_condition *k = schema_conditions_find(l, types[i]);
+                const struct schema_condition *k = schema_conditions_find(at->list, types[i]);
 
                 if (!k || strcmp(k->status, SCHEMA_CONDITION_UNKNOWN) == 0)
                         unknown = true;
                 else if (strcmp(k->status, SCHEMA_CONDITION_FALSE) == 0 && !bad)
                         bad = k;
         }
-        if (bad)
-                set_ready(l, generation, now, SCHEMA_CONDITION_FALSE, bad->reason, "%s: %s",
-                          bad->type, bad->message ? bad->message : "");
-        else if (unknown)
-                set_ready(l, generation, now, SCHEMA_CONDITION_UNKNOWN, "NotYetReported",
-                          "Condition not yet reported");
-        else
-                set_ready(l, generation, now, SCHEMA_CONDITION_TRUE, "Ready", NULL);
+        if (bad) {
+                (void)snprintf(msg, sizeof(msg), "%s: %s", bad->type,
+                               bad->message ? bad->message : "");
+                ready = (struct schema_condition_in){ .type = SCHEMA_COND_READY,
+                                                      .status = SCHEMA_CONDITION_FALSE,
+                                                      .reason = bad->reason,
+                                                      .message = msg };
+        } else if (unknown) {
+                ready = (struct schema_condition_in){ .type = SCHEMA_COND_READY,
+                                                      .status = SCHEMA_CONDITION_UNKNOWN,
+                                                      .reason = "NotYetReported",
+                                                      .message = "Condition not yet reported" };
+        }
+        set_condition(at, &ready); /* status.present is the caller's: a summary adds nothing */
 }
 
 void reconciler_keep_status(cJSON *after, const cJSON *cur)

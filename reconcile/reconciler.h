@@ -116,29 +116,34 @@ int64_t reconciler_parse_time(const char *s);
 void reconciler_observe_phase(struct provider *p, const char *phase, const char *since, time_t now);
 
 /* --- conditions, events and writes shared by both reconcilers --- */
-/* Sets a condition (message formatted from fmt/ap, "" when fmt is NULL). */
-void reconciler_cond_v(struct schema_conditions *l,
-                       int64_t generation,
-                       time_t now,
-                       const char *type,
-                       const char *status,
-                       const char *reason,
-                       const char *fmt,
-                       va_list ap) PRINTF_LIKE(7, 0);
+/* Where a reconciler writes the conditions of the object it reconciles; every pointer is
+ * into that reconcile's context, which outlives it. */
+struct reconciler_conditions {
+        struct schema_conditions *list;
+        bool *status_present;      /* set when a condition is written */
+        const int64_t *generation; /* metadata.generation -> observedGeneration */
+        const time_t *now;         /* lastTransitionTime */
+};
+
+/* Sets a condition (message formatted from fmt, "" when fmt is NULL). */
+void reconciler_cond(const struct reconciler_conditions *at,
+                     const char *type,
+                     const char *status,
+                     const char *reason,
+                     const char *fmt,
+                     ...) PRINTF_LIKE(5, 6);
 /* Queues an event about obj; nothing when the provider has no recorder. */
-void reconciler_event_v(struct provider *p,
-                        const cJSON *obj,
-                        const char *type,
-                        const char *reason,
-                        const char *fmt,
-                        va_list ap) PRINTF_LIKE(5, 0);
+void reconciler_event(struct provider *p,
+                      const cJSON *obj,
+                      const char *type,
+                      const char *reason,
+                      const char *fmt,
+                      ...) PRINTF_LIKE(5, 6);
 /* Ready from the listed conditions (CAPI's summary: any False wins, then any Unknown or
  * missing, else True). */
-void reconciler_ready_summary(struct schema_conditions *l,
+void reconciler_ready_summary(const struct reconciler_conditions *at,
                               const char *const *types,
-                              size_t n,
-                              int64_t generation,
-                              time_t now);
+                              size_t n);
 /* Replaces after's status by cur's, so a patch computed between them leaves status alone. */
 void reconciler_keep_status(cJSON *after, const cJSON *cur);
 

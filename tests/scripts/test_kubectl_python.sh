@@ -43,18 +43,7 @@ import threading
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-passed = failed = 0
-
-
-def check(desc, cond):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok - " + desc)
-    else:
-        failed += 1
-        print("not ok - " + desc)
-
+from ks_proto import check, finish
 
 config.load_kube_config(config_file=sys.argv[1])
 v1 = client.CoreV1Api()
@@ -70,7 +59,7 @@ check("list with a label selector", [i.metadata.name for i in lst.items] == ["py
 check("list with a non-matching selector is empty",
       v1.list_namespaced_config_map(ns, label_selector="app=other").items == [])
 
-threading.Timer(0.5, lambda: v1.patch_namespaced_config_map(
+threading.Timer(0.1, lambda: v1.patch_namespaced_config_map(
     "py-cm", ns, {"data": {"b": "2"}})).start()
 events = []
 w = watch.Watch()
@@ -108,7 +97,7 @@ check("create custom object drops status (status subresource)",
 lst = co.list_namespaced_custom_object(g, ver, ns, plural, label_selector="tier=gold")
 check("list custom objects", [i["metadata"]["name"] for i in lst["items"]] == ["w1"])
 
-threading.Timer(0.5, lambda: co.patch_namespaced_custom_object(
+threading.Timer(0.1, lambda: co.patch_namespaced_custom_object(
     g, ver, ns, plural, "w1", {"spec": {"size": 2}})).start()
 seen = []
 for ev in w.stream(co.list_namespaced_custom_object, g, ver, ns, plural,
@@ -125,7 +114,7 @@ check("status patch sets status without bumping generation",
 
 bookmarks = []
 for ev in w.stream(co.list_namespaced_custom_object, g, ver, ns, plural,
-                   resource_version=st["metadata"]["resourceVersion"], timeout_seconds=2):
+                   resource_version=st["metadata"]["resourceVersion"], timeout_seconds=1):
     bookmarks.append(ev["type"])
 check("watch with nothing new ends at timeoutSeconds", bookmarks == [])
 
@@ -139,11 +128,10 @@ except ApiException as e:
 v1.delete_namespaced_config_map("py-cm", ns)
 check("deleted ConfigMap is gone",
       v1.list_namespaced_config_map(ns, label_selector="app=py").items == [])
-print("python: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+finish("python")
 EOF
 
 check "python3-kubernetes client scenarios" 0 'python: [0-9]+ passed, 0 failed' -- \
-  timeout 120 /usr/bin/python3 "$KS_WORK/check.py" "$KS_DIR/kubeconfig"
+  env PYTHONPATH="$(dirname "$0")" timeout 120 /usr/bin/python3 "$KS_WORK/check.py" "$KS_DIR/kubeconfig"
 
 ks_finish

@@ -48,6 +48,32 @@ void test_mkdtemp(char *out, size_t n)
                 abort();
 }
 
+long long test_now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool test_http_wait_for(uint16_t port, const char *path, const char *needle, unsigned timeout_ms)
+{
+        long long deadline = test_now_ms() + timeout_ms;
+
+        for (;;) {
+                long st;
+                char *b = test_http_get(port, path, &st);
+                bool found = b && strstr(b, needle);
+
+                free(b);
+                if (found)
+                        return true;
+                if (test_now_ms() >= deadline)
+                        return false;
+                usleep(10 * 1000);
+        }
+}
+
 int test_pin_to_one_cpu(cpu_set_t *saved)
 {
         cpu_set_t one;
@@ -384,7 +410,7 @@ int tls_conn_send(struct tls_conn *c, const void *data, size_t n)
         return r == (ssize_t)n ? 0 : -1;
 }
 
-size_t tls_conn_recv_all(struct tls_conn *c, unsigned timeout_ms, char **ret)
+size_t tls_conn_recv_until(struct tls_conn *c, const char *needle, unsigned timeout_ms, char **ret)
 {
         struct buf b;
         char chunk[4096];
@@ -394,6 +420,8 @@ size_t tls_conn_recv_all(struct tls_conn *c, unsigned timeout_ms, char **ret)
                 struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
                 ssize_t n;
 
+                if (needle && b.data && strstr(b.data, needle))
+                        break;
                 if (gnutls_record_check_pending(c->session) == 0 && poll(&pfd, 1, 50) <= 0) {
                         waited += 50;
                         continue;
@@ -406,6 +434,11 @@ size_t tls_conn_recv_all(struct tls_conn *c, unsigned timeout_ms, char **ret)
         }
         *ret = buf_take(&b, NULL);
         return strlen(*ret);
+}
+
+size_t tls_conn_recv_all(struct tls_conn *c, unsigned timeout_ms, char **ret)
+{
+        return tls_conn_recv_until(c, NULL, timeout_ms, ret);
 }
 
 void tls_conn_peer_serial(struct tls_conn *c, char out[64])

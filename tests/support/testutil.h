@@ -33,6 +33,11 @@ void test_mkdtemp(char *out, size_t n);
 /* Runs a shell command; returns its exit status. */
 int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* CLOCK_MONOTONIC in milliseconds (for deadlines). */
+long long test_now_ms(void);
+/* Polls GET http://127.0.0.1:port<path> every 10 ms until the body contains needle; true if
+ * it did within timeout_ms. */
+bool test_http_wait_for(uint16_t port, const char *path, const char *needle, unsigned timeout_ms);
 /* Narrows the calling thread's affinity to its first allowed CPU (as taskset -c would),
  * saving the previous mask in *saved for test_restore_cpus. Threads and processes started
  * afterwards inherit it. Returns 0 or -1. */
@@ -92,6 +97,8 @@ int tls_conn_open(struct tls_conn *c, uint16_t port, const char *priority, const
 int tls_conn_send(struct tls_conn *c, const void *data, size_t n);
 /* Reads until the peer closes or timeout_ms passes; returns bytes read (malloc'd in *ret). */
 size_t tls_conn_recv_all(struct tls_conn *c, unsigned timeout_ms, char **ret);
+/* ... or until what it read contains needle (a response on a kept-alive connection). */
+size_t tls_conn_recv_until(struct tls_conn *c, const char *needle, unsigned timeout_ms, char **ret);
 /* The serial number of the peer's leaf certificate as hex (out must hold 64 bytes). */
 void tls_conn_peer_serial(struct tls_conn *c, char out[64]);
 void tls_conn_close(struct tls_conn *c);

@@ -6,7 +6,7 @@
 #   ks_maas_start KEY [args]         starts maas-sim (sample inventory); sets MAAS_URL, MAAS_PID
 #   ks_capmaas_webhooks [args]       starts capmaas --webhooks-only on free ports; sets CM_PID,
 #                                    CM_PORT, CM_LOG (stopped at exit)
-#   wait_until SECONDS CMD...        polls CMD every 0.2 s until it succeeds (1 if it never does)
+#   wait_until SECONDS CMD...        polls CMD every 0.05 s until it succeeds (1 if it never does)
 #   K ARGS...                        kubectl with the sim's kubeconfig and a private cache
 #   check DESC EXPECTED_RC EXPECTED_REGEX -- CMD...   runs CMD, asserts rc and output
 #   ks_finish                        stops kube-sim, checks a clean exit, prints the tally
@@ -64,9 +64,9 @@ ks_maas_start() { # KEY [maas-sim args]
 
 wait_until() { # wait_until SECONDS CMD...
   local i
-  for i in $(seq 1 $(($1 * 5))); do
+  for i in $(seq 1 $(($1 * 20))); do
     "${@:2}" >/dev/null 2>&1 && return 0
-    sleep 0.2
+    sleep 0.05
   done
   return 1
 }

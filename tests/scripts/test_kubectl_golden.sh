@@ -165,15 +165,16 @@ check "unsupported field selector is 400" 1 'field label not supported: spec.ima
   K get mm --field-selector spec.image=x
 
 # get -w: the watch prints the change made while it runs, and exits 0 when the stream ends
-(K get mm -w --request-timeout=4s >"$KS_WORK/watch.out" 2>&1; echo "rc=$?" >>"$KS_WORK/watch.out") &
+# (kube-sim ends it once the change is printed, as a watch timeout would)
+(K get mm -w >"$KS_WORK/watch.out" 2>&1; echo "rc=$?" >>"$KS_WORK/watch.out") &
 wpid=$!
-for _ in $(seq 1 50); do
-  grep -q 'mm-1' "$KS_WORK/watch.out" 2>/dev/null && break
-  sleep 0.1
-done
+wait_until 10 grep -q 'mm-1' "$KS_WORK/watch.out"
 K patch mm mm-1 --type merge -p '{"spec":{"minCPU":6}}' >/dev/null
+wait_until 10 grep -q 'mm-1 \+6 ' "$KS_WORK/watch.out"
+ks_curl POST /_sim/faults -d '{"dropWatches":true}' >/dev/null
 wait "$wpid"
 check "get -w shows the modification" 0 'mm-1 +6 ' -- cat "$KS_WORK/watch.out"
+check "get -w exits 0 when the stream ends" 0 '^rc=0$' -- cat "$KS_WORK/watch.out"
 
 check "add a finalizer" 0 'mm-1 patched' -- \
   K patch mm mm-1 --type merge -p '{"metadata":{"finalizers":["example.com/hold"]}}'
@@ -185,7 +186,7 @@ check "no new finalizers while deleting" 1 'no new finalizers can be added' -- \
   K patch mm mm-1 --type merge -p '{"metadata":{"finalizers":["example.com/hold","x.io/y"]}}'
 (K delete mm mm-1 --timeout=15s >"$KS_WORK/del.out" 2>&1; echo "rc=$?" >>"$KS_WORK/del.out") &
 dpid=$!
-sleep 0.5
+wait_until 10 grep -q 'deleted' "$KS_WORK/del.out" # the DELETE is in, kubectl now waits
 check "remove the finalizer" 0 'mm-1 patched' -- \
   K patch mm mm-1 --type json -p '[{"op":"remove","path":"/metadata/finalizers"}]'
 wait "$dpid"

@@ -7,11 +7,11 @@ CAPMAAS_PACKAGES=(build-essential cmake pkg-config openssl
   clang libclang-rt-14-dev curl nghttp2-client python3-kubernetes python3-yaml)
 # scripts/test only: promtool checks and unit-tests config/prometheus's alert rules.
 CAPMAAS_TEST_PACKAGES=(prometheus)
-# scripts/image: builds capmaas (Release, no tests; CMakeLists.txt still looks cmocka up) and
+# scripts/image: builds capmaas (Release, no tests) and
 # assembles the image's root filesystem (strip from binutils, the dlopen'ed libcurl-gnutls,
 # the CA bundle).
 CAPMAAS_IMAGE_PACKAGES=(build-essential cmake pkg-config libmicrohttpd-dev libgnutls28-dev
-  libcjson-dev libcurl4-gnutls-dev libyaml-dev libcmocka-dev binutils libcurl3-gnutls
+  libcjson-dev libcurl4-gnutls-dev libyaml-dev binutils libcurl3-gnutls
   ca-certificates)
 # tests/image: umoci unpacks the archive, curl posts a review, openssl makes the certificates,
 # python3 reads the JSON.

@@ -49,14 +49,6 @@ bool schema_strv_remove(struct schema_strv *v, const char *s)
         return removed;
 }
 
-void schema_strv_release(struct schema_strv *v)
-{
-        for (size_t i = 0; i < v->n; i++)
-                free(v->items[i]);
-        free(v->items);
-        *v = (struct schema_strv){ 0 };
-}
-
 /* ---- string maps ---- */
 
 static struct schema_strmap_entry *strmap_find(const struct schema_strmap *m, const char *key)
@@ -107,16 +99,6 @@ bool schema_strmap_remove(struct schema_strmap *m, const char *key)
         }
         m->n = out;
         return removed;
-}
-
-void schema_strmap_release(struct schema_strmap *m)
-{
-        for (size_t i = 0; i < m->n; i++) {
-                free(m->items[i].key);
-                free(m->items[i].value);
-        }
-        free(m->items);
-        *m = (struct schema_strmap){ 0 };
 }
 
 /* ---- conditions ---- */

@@ -1,0 +1,188 @@
+/*
+ * schema_decode: the generic, table-driven decoder of schema_priv.h: JSON in, described C
+ * structs out. Objects and lists recurse through their schema_type. Decoding never stops at
+ * the first error: a member of the wrong type is reported and left absent, and the walk goes
+ * on, so the caller gets every error of the object.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "schema_layout.h"
+#include "schema_priv.h"
+#include "xalloc.h"
+
+#define SCHEMA_INT32_MIN (-2147483647LL - 1)
+#define SCHEMA_INT32_MAX 2147483647LL
+
+/* ---- string lists and maps ---- */
+
+static void strv_decode(struct json_dec *d, const cJSON *arr, struct schema_strv *v)
+{
+        const cJSON *it;
+        const char *s;
+        size_t i = 0;
+        size_t mark;
+
+        v->present = true;
+        v->items = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(char *));
+        cJSON_ArrayForEach (it, arr) {
+                mark = json_path_push_index(&d->path, i++);
+                if (json_as_string(d, it, &s) == CM_OK)
+                        v->items[v->n++] = xstrdup(s);
+                json_path_pop(&d->path, mark);
+        }
+}
+
+static void strmap_decode(struct json_dec *d, const cJSON *obj, struct schema_strmap *m)
+{
+        const cJSON *it;
+        const char *s;
+        size_t mark;
+
+        m->present = true;
+        m->items = xcalloc((size_t)cJSON_GetArraySize(obj) + 1, sizeof(*m->items));
+        cJSON_ArrayForEach (it, obj) {
+                if (!it->string)
+                        continue;
+                mark = json_path_push_key(&d->path, it->string);
+                if (json_as_string(d, it, &s) == CM_OK) {
+                        m->items[m->n].key = xstrdup(it->string);
+                        m->items[m->n].value = xstrdup(s);
+                        m->n++;
+                }
+                json_path_pop(&d->path, mark);
+        }
+}
+
+/* ---- per-kind decode ---- */
+
+static void dec_string(struct json_dec *d,
+                       const cJSON *obj,
+                       const struct schema_field *f,
+                       void *dst)
+{
+        const char *s;
+
+        if (json_get_string(d, obj, f->json, &s) == CM_OK)
+                *(char **)schema_at(dst, f->off) = xstrdup(s);
+}
+
+static void dec_int(struct json_dec *d, const cJSON *obj, const struct schema_field *f, void *dst)
+{
+        int64_t v;
+        size_t mark;
+
+        if (json_get_int64(d, obj, f->json, &v) != CM_OK)
+                return;
+        if (f->kind == SK_INT32 && (v < SCHEMA_INT32_MIN || v > SCHEMA_INT32_MAX)) {
+                mark = json_path_push_field(&d->path, f->json);
+                json_dec_fail(d, "integer out of range (must be between %lld and %lld)",
+                              SCHEMA_INT32_MIN, SCHEMA_INT32_MAX);
+                json_path_pop(&d->path, mark);
+                return;
+        }
+        *(int64_t *)schema_at(dst, f->off) = v;
+        *(bool *)schema_at(dst, f->has_off) = true;
+}
+
+static void dec_bool(struct json_dec *d, const cJSON *obj, const struct schema_field *f, void *dst)
+{
+        bool v;
+
+        if (json_get_bool(d, obj, f->json, &v) != CM_OK)
+                return;
+        *(bool *)schema_at(dst, f->off) = v;
+        *(bool *)schema_at(dst, f->has_off) = true;
+}
+
+static void dec_strv(struct json_dec *d, const cJSON *obj, const struct schema_field *f, void *dst)
+{
+        const cJSON *arr;
+        size_t mark;
+
+        if (json_get_array(d, obj, f->json, &arr) != CM_OK)
+                return;
+        mark = json_path_push_field(&d->path, f->json);
+        strv_decode(d, arr, schema_at(dst, f->off));
+        json_path_pop(&d->path, mark);
+}
+
+static void dec_strmap(struct json_dec *d,
+                       const cJSON *obj,
+                       const struct schema_field *f,
+                       void *dst)
+{
+        const cJSON *m;
+        size_t mark;
+
+        if (json_get_object(d, obj, f->json, &m) != CM_OK)
+                return;
+        mark = json_path_push_field(&d->path, f->json);
+        strmap_decode(d, m, schema_at(dst, f->off));
+        json_path_pop(&d->path, mark);
+}
+
+static void dec_object(struct json_dec *d,
+                       const cJSON *obj,
+                       const struct schema_field *f,
+                       void *dst)
+{
+        const cJSON *sub;
+        void *p;
+        size_t mark;
+
+        if (json_get_object(d, obj, f->json, &sub) != CM_OK)
+                return;
+        p = xcalloc(1, f->type->size);
+        mark = json_path_push_field(&d->path, f->json);
+        schema_type_decode(d, sub, f->type, p);
+        json_path_pop(&d->path, mark);
+        *(void **)schema_at(dst, f->off) = p;
+}
+
+static void dec_list(struct json_dec *d, const cJSON *obj, const struct schema_field *f, void *dst)
+{
+        const struct schema_type *t = f->type;
+        void *list = schema_at(dst, f->off);
+        const cJSON *arr;
+        const cJSON *it;
+        char *items;
+        size_t i = 0;
+        size_t mark;
+
+        if (json_get_array(d, obj, f->json, &arr) != CM_OK)
+                return;
+        items = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, t->size);
+        mark = json_path_push_field(&d->path, f->json);
+        cJSON_ArrayForEach (it, arr) {
+                size_t m2 = json_path_push_index(&d->path, i++);
+
+                if (json_as_object(d, it) == CM_OK)
+                        schema_type_decode(d, it, t, items + t->size * (*schema_list_n(list))++);
+                json_path_pop(&d->path, m2);
+        }
+        json_path_pop(&d->path, mark);
+        schema_list_set_items(list, items);
+        *schema_list_present(list) = true;
+}
+
+typedef void decode_fn(struct json_dec *d,
+                       const cJSON *obj,
+                       const struct schema_field *f,
+                       void *dst);
+
+static decode_fn *const decode_ops[SK_COUNT] = {
+        [SK_STRING] = dec_string, [SK_INT64] = dec_int, [SK_INT32] = dec_int,
+        [SK_BOOL] = dec_bool,     [SK_STRV] = dec_strv, [SK_STRMAP] = dec_strmap,
+        [SK_OBJECT] = dec_object, [SK_LIST] = dec_list,
+};
+
+void schema_type_decode(struct json_dec *d,
+                        const cJSON *obj,
+                        const struct schema_type *t,
+                        void *dst)
+{
+        for (size_t i = 0; i < t->n_fields; i++)
+                decode_ops[t->fields[i].kind](d, obj, &t->fields[i], dst);
+}

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "log.h"
 #include "xalloc.h"
 
@@ -164,4 +166,13 @@ void arena_cjson_free(void *p)
                 free(a->block);
                 a->block = NULL;
         }
+}
+
+/* Declared in xalloc.h (the allocation API main calls); defined here, beside the hooks, so
+ * xalloc.c does not depend on the arena. */
+void xalloc_install_cjson_hooks(void)
+{
+        cJSON_Hooks hooks = { .malloc_fn = arena_cjson_malloc, .free_fn = arena_cjson_free };
+
+        cJSON_InitHooks(&hooks);
 }

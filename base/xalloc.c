@@ -8,10 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
-#include "arena.h"
-
 static NORETURN void oom(void)
 {
         static const char msg[] = "capmaas: out of memory\n";
@@ -83,11 +79,4 @@ char *xasprintf(const char *fmt, ...)
         p = xvasprintf(fmt, ap);
         va_end(ap);
         return p;
-}
-
-void xalloc_install_cjson_hooks(void)
-{
-        cJSON_Hooks hooks = { .malloc_fn = arena_cjson_malloc, .free_fn = arena_cjson_free };
-
-        cJSON_InitHooks(&hooks);
 }

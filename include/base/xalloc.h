@@ -20,5 +20,6 @@ char *xasprintf(const char *fmt, ...) PRINTF_LIKE(1, 2);
 char *xvasprintf(const char *fmt, va_list ap) PRINTF_LIKE(1, 0);
 
 /* Installs cJSON's allocators: arena_cjson_malloc/free (arena.h: the calling thread's arena
- * inside an arena scope, xmalloc/free elsewhere). Call once from main before any thread. */
+ * inside an arena scope, xmalloc/free elsewhere; defined in base/arena.c). Call once from main
+ * before any thread. */
 void xalloc_install_cjson_hooks(void);

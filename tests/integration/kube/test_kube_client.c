@@ -1,7 +1,7 @@
 /*
  * Integration: the Kubernetes client (reconcile/kube_*.c over the libcurl transport, TLS)
  * against a real kube-sim process on 127.0.0.1. One kube-sim serves the whole group (short
- * event history so tests can expire resourceVersions, bookmarks every second); the
+ * event history so tests can expire resourceVersions, bookmarks every 0.2 s); the
  * client's configuration comes from the kubeconfig kube-sim writes (CA data + token).
  * Each test works in its own namespace. Retries record their sleeps instead of sleeping;
  * the rate limiter runs on a fake clock.
@@ -178,7 +178,7 @@ static int group_setup(void **state)
         (void)state;
         curl_global_init(CURL_GLOBAL_DEFAULT);
         if (kubesim_start(&sim, (const char *const[]){ "--history", "60", "--bookmark-interval",
-                                                       "1", NULL }) < 0)
+                                                       "0.2", NULL }) < 0)
                 return -1;
         f.c = new_client(&f, &sim.cfg, 0);
         make_ns(f.c, "churn");
@@ -837,7 +837,7 @@ static void test_watch__event_over_max_event_is_too_big(void **state)
         free(v);
 }
 
-/* Records like on_event but never ends the watch itself (bookmarks come every second). */
+/* Records like on_event but never ends the watch itself (bookmarks come every 0.2 s). */
 static int on_event_go_on(void *arg, enum kube_watch_event type, cJSON *obj)
 {
         (void)on_event(arg, type, obj);

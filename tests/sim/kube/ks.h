@@ -102,9 +102,9 @@ struct ks {
         uint64_t compacted_rv; /* events at or below this RV are gone */
         bool stopping;
         char *token;
-        char *host;      /* "127.0.0.1:port" */
-        const char *dir; /* --dir (argv, not owned) */
-        unsigned bookmark_secs;
+        char *host;           /* "127.0.0.1:port" */
+        const char *dir;      /* --dir (argv, not owned) */
+        uint64_t bookmark_ms; /* --bookmark-interval */
         struct kfaults faults;
         struct ks_override *overrides;
         size_t n_overrides;

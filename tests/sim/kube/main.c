@@ -219,6 +219,19 @@ static unsigned long num_arg(const char *s)
         return v;
 }
 
+/* Seconds, fractions allowed ("0.2"), as milliseconds (at least 1). */
+static uint64_t seconds_arg(const char *s)
+{
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno || end == s || *end || !(v > 0) || v > 86400)
+                usage();
+        return v * 1000 < 1 ? 1 : (uint64_t)(v * 1000);
+}
+
 static void parse_args(int argc, char **argv, struct opts *o)
 {
         int i;
@@ -243,7 +256,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
                 else if (!strcmp(a, "--history"))
                         o->history = num_arg(v);
                 else if (!strcmp(a, "--bookmark-interval"))
-                        ks.bookmark_secs = (unsigned)num_arg(v);
+                        ks.bookmark_ms = seconds_arg(v);
                 else
                         usage();
         }
@@ -499,7 +512,7 @@ int main(int argc, char **argv)
         sigset_t set;
         int err;
 
-        ks.bookmark_secs = 60;
+        ks.bookmark_ms = 60000;
         parse_args(argc, argv, &o);
         log_setup(LOG_FORMAT_TEXT, o.verbose, 2);
         xalloc_install_cjson_hooks();

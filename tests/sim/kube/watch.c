@@ -25,7 +25,8 @@ struct kwatch {
         struct ksel *lsel, *fsel;
         uint64_t cursor;
         bool table, bookmarks, initial_end;
-        time_t deadline, next_bookmark;
+        time_t deadline;
+        uint64_t next_bookmark; /* realtime_ms() */
         uint64_t drop_epoch;
         cJSON *initial; /* objects still to send as ADDED */
         struct buf out;
@@ -83,6 +84,14 @@ static void emit_expired(struct kwatch *w, uint64_t asked)
         emit(w, "ERROR", st);
         free(msg);
         w->finish_after_flush = true;
+}
+
+static uint64_t realtime_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* lock held */
@@ -160,7 +169,7 @@ static bool parse_watch(const struct kreq *r,
         w->bookmarks = kq_bool(r, "allowWatchBookmarks");
         w->initial_end = kq_bool(r, "sendInitialEvents");
         w->deadline = time(NULL) + (secs > 0 ? secs : 1800 + (long)(ks_random() % 1800));
-        w->next_bookmark = time(NULL) + (time_t)ks.bookmark_secs;
+        w->next_bookmark = realtime_ms() + ks.bookmark_ms;
         buf_init(&w->out, WATCH_OUT_MAX);
         return true;
 }
@@ -278,6 +287,7 @@ static void send_initial(struct kwatch *w)
 static void wait_events(struct kwatch *w)
 {
         struct timespec ts;
+        uint64_t wait_ms, now_ms;
         time_t now = time(NULL);
 
         pthread_mutex_lock(&ks.mu);
@@ -289,13 +299,23 @@ static void wait_events(struct kwatch *w)
                 drain_ring(w);
                 if (w->out.len || w->finish_after_flush)
                         break;
-                if (w->bookmarks && now >= w->next_bookmark) {
+                now_ms = realtime_ms();
+                if (w->bookmarks && now_ms >= w->next_bookmark) {
                         emit_bookmark(w, false);
-                        w->next_bookmark = now + (time_t)ks.bookmark_secs;
+                        w->next_bookmark = now_ms + ks.bookmark_ms;
                         break;
                 }
+                /* wake within 1 s (the deadline) or at the next bookmark */
+                wait_ms = 1000;
+                if (w->bookmarks && w->next_bookmark - now_ms < wait_ms)
+                        wait_ms = w->next_bookmark - now_ms;
                 clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_sec += 1;
+                ts.tv_sec += (time_t)(wait_ms / 1000);
+                ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+                if (ts.tv_nsec >= 1000000000L) {
+                        ts.tv_sec++;
+                        ts.tv_nsec -= 1000000000L;
+                }
                 (void)pthread_cond_timedwait(&ks.cond, &ks.mu, &ts);
                 now = time(NULL);
         }

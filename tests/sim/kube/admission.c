@@ -13,6 +13,7 @@
 
 #include <curl/curl.h>
 
+#include "base64.h"
 #include "err.h"
 #include "ks.h"
 #include "log.h"
@@ -237,7 +238,7 @@ static char *ca_file(const cJSON *hook)
                          (unsigned long long)h);
         if (access(path, R_OK) == 0)
                 return path;
-        if (ks_b64_decode(b64, &pem, &n) < 0)
+        if (base64_decode(b64, strlen(b64), &pem, &n) < 0)
                 goto fail;
         tmp = xasprintf("%s.XXXXXX", path);
         fd = mkstemp(tmp);
@@ -433,7 +434,7 @@ static bool apply_reply(struct call *c, const cJSON *r)
         }
         if (!patch || !c->obj)
                 return true;
-        if (ks_b64_decode(patch, &raw, &n) < 0)
+        if (base64_decode(patch, strlen(patch), &raw, &n) < 0)
                 return true;
         ops = cJSON_ParseWithLengthOpts((const char *)raw, n, NULL, 0);
         rc = patch_json(&c->obj, ops, &err);

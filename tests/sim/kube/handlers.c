@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "err.h"
 #include "ks.h"
 #include "xalloc.h"
@@ -85,7 +86,7 @@ static int parse_continue(const char *tok, struct list_q *q)
         char *p1, *p2;
         int err = CM_EPARSE;
 
-        if (ks_b64_decode(tok, &raw, &n) < 0)
+        if (base64_decode(tok, strlen(tok), &raw, &n) < 0)
                 return CM_EPARSE;
         p1 = strchr((char *)raw, '|');
         p2 = p1 ? strchr(p1 + 1, '|') : NULL;
@@ -149,7 +150,7 @@ static char *make_continue(uint64_t rv, const cJSON *last)
         const char *ns = ks_obj_str(last, "metadata", "namespace");
         char *raw = xasprintf("%" PRIu64 "|%s|%s", rv, ns ? ns : "",
                               ks_obj_str(last, "metadata", "name"));
-        char *tok = ks_b64_encode((const unsigned char *)raw, strlen(raw));
+        char *tok = base64_encode((const unsigned char *)raw, strlen(raw));
 
         free(raw);
         return tok;

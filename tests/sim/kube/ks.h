@@ -155,10 +155,6 @@ char *ks_now_rfc3339(void);
 char *ks_now_micro(void);
 /* Random version-4 UUID; caller frees. */
 char *ks_uuid(void);
-/* Standard base64 without line breaks; caller frees. */
-char *ks_b64_encode(const unsigned char *p, size_t n);
-/* Decodes base64 into a NUL-terminated buffer the caller frees; CM_EPARSE when invalid. */
-MUST_CHECK int ks_b64_decode(const char *s, unsigned char **ret, size_t *ret_len);
 /* Uniformly random 64 bits from GnuTLS's nonce generator. */
 uint64_t ks_random(void);
 /* Sets status and a JSON body (body consumed). */
@@ -278,6 +274,28 @@ int write_update(const struct kwrite *w,
                  const char *expect_rv,
                  bool put,
                  struct kresp *resp);
+/* 404 when old is NULL, 409 when expect_rv ("" = any) is not old's RV, 422 for a PUT of a
+ * custom resource without one; 0 to go on. */
+int write_precheck(const struct kwrite *w,
+                   const cJSON *old,
+                   const char *expect_rv,
+                   bool put,
+                   struct kresp *resp);
+/* A copy of the stored object at t (NULL if absent); takes the lock. */
+cJSON *ks_load_copy(const struct ktarget *t);
+/* Object helpers shared by write.c and delete.c. */
+void ks_set_rv(cJSON *obj, uint64_t rv);
+void ks_set_gvk(const struct kres *res, cJSON *obj);
+const char *ks_rv_of(const cJSON *o); /* metadata.resourceVersion or "" */
+bool ks_contains_str(const cJSON *arr, const char *s);
+void ks_bump_generation(cJSON *obj);
+bool ks_finalizers_empty(const cJSON *obj);
+/* 409 Conflict on res/name with why. */
+void ks_conflict(const struct kres *res, const char *name, struct kresp *resp, const char *why);
+/* Removes obj from c with a DELETED event (lock held). */
+void ks_remove_locked(const struct kres *res, struct kcoll *c, cJSON *obj);
+
+/* ---- delete.c ---- */
 /* Deletes w->t honouring finalizers, preconditions and propagationPolicy. */
 void write_delete(const struct kwrite *w, struct kresp *resp);
 /* Garbage collection: ownerReferences, foreground/orphan, terminating namespaces. lock held */
@@ -292,6 +310,12 @@ MUST_CHECK int patch_json(cJSON **doc, const cJSON *ops, char **ret_err);
 /* Strategic merge patch for built-in kinds (merge keys of kubernetes.md §1.9); consumes
  * target. */
 cJSON *patch_strategic(cJSON *target, const cJSON *patch, const char *path);
+/* path (dotted, from the object's root) is a list merged by key or as a set ... */
+bool patch_has_merge_key(const char *path);
+/* ... and this merges patch into it (consumes target). */
+cJSON *patch_merge_list(cJSON *target, const cJSON *patch, const char *path);
+
+/* ---- apply.c ---- */
 /* Server-side apply of cfg onto live (in place) with managedFields bookkeeping; CM_ECONFLICT
  * (409 filled in resp) when another manager owns a field with a different value and the
  * request has no force=true. */

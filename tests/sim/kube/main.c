@@ -23,6 +23,7 @@
 #include <curl/curl.h>
 #include <microhttpd.h>
 
+#include "base64.h"
 #include "err.h"
 #include "ks.h"
 #include "log.h"
@@ -157,7 +158,7 @@ static char *read_file(const char *dir, const char *name)
 static int write_kubeconfig(const char *dir, unsigned port)
 {
         char *ca = read_file(dir, "ca.crt");
-        char *b64 = ca ? ks_b64_encode((const unsigned char *)ca, strlen(ca)) : NULL;
+        char *b64 = ca ? base64_encode((const unsigned char *)ca, strlen(ca)) : NULL;
         char *tmp = xasprintf("%s/.kubeconfig.new", dir), *dst = xasprintf("%s/kubeconfig", dir);
         FILE *f = fopen(tmp, "w");
         int err = CM_EIO;

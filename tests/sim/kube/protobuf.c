@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "ks.h"
 #include "xalloc.h"
 
@@ -205,7 +206,7 @@ static void put_field(cJSON *obj, const struct pfield *f, uint64_t iv, struct pb
                 ks_obj_set_str(obj, f->name, s);
                 break;
         case PF_BYTES:
-                s = ks_b64_encode(pl.p, (size_t)(pl.end - pl.p));
+                s = base64_encode(pl.p, (size_t)(pl.end - pl.p));
                 ks_obj_set_str(obj, f->name, s);
                 break;
         case PF_INT:
@@ -229,7 +230,7 @@ static void put_field(cJSON *obj, const struct pfield *f, uint64_t iv, struct pb
                 if (!map_entry(pl, &key, &val))
                         break;
                 s = f->kind == PF_MAP_STR ? pstr(&val)
-                                          : ks_b64_encode(val.p, (size_t)(val.end - val.p));
+                                          : base64_encode(val.p, (size_t)(val.end - val.p));
                 ks_obj_set_str(ensure(obj, f->name, false), key, s);
                 break;
         }

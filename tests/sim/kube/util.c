@@ -1,4 +1,4 @@
-/* kube-sim helpers: query parameters, time, ids, base64, Status objects, YAML → JSON. */
+/* kube-sim helpers: query parameters, time, ids, Status objects, YAML → JSON. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,43 +70,6 @@ char *ks_uuid(void)
         return xasprintf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
                          u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
                          u[12], u[13], u[14], u[15]);
-}
-
-char *ks_b64_encode(const unsigned char *p, size_t n)
-{
-        gnutls_datum_t in = { .data = (unsigned char *)(uintptr_t)p, .size = (unsigned)n };
-        gnutls_datum_t out = { 0 };
-        char *s;
-
-        if (n == 0)
-                return xstrdup("");
-        if (gnutls_base64_encode2(&in, &out) < 0)
-                abort();
-        s = xstrndup((const char *)out.data, out.size);
-        gnutls_free(out.data);
-        return s;
-}
-
-int ks_b64_decode(const char *s, unsigned char **ret, size_t *ret_len)
-{
-        gnutls_datum_t in = { .data = (unsigned char *)(uintptr_t)s, .size = (unsigned)strlen(s) };
-        gnutls_datum_t out = { 0 };
-        unsigned char *p;
-
-        if (in.size == 0) {
-                *ret = xcalloc(1, 1);
-                *ret_len = 0;
-                return 0;
-        }
-        if (gnutls_base64_decode2(&in, &out) < 0)
-                return CM_EPARSE;
-        p = xmalloc(out.size + 1u);
-        memcpy(p, out.data, out.size);
-        p[out.size] = 0;
-        *ret_len = out.size;
-        *ret = p;
-        gnutls_free(out.data);
-        return 0;
 }
 
 void kresp_json(struct kresp *resp, unsigned status, cJSON *body)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The build enforces the layers (docs/architecture.md): a file of one library that includes
-# a header of a layer it may not see does not compile, and scripts/lint names the rule.
+# a header of a layer it may not see does not compile, and scripts/lint names the rule; and
+# no two files of a library call each other.
 # Each probe is compiled with the exact command the build uses for a file of that library
 # (compile_commands.json); a probe including an allowed header must compile, so a failure
 # means the edge, not a broken command.
@@ -101,6 +102,33 @@ else
 fi
 out=$(cd "$src" && bash -c '. scripts/layers.sh && capmaas_check_layers' 2>&1) ||
   { echo "FAIL: the tree breaks the layer rule: $out"; fails=$((fails + 1)); }
+
+# No circles: within a library no two files call each other (nm on the build's objects:
+# a uses a symbol b defines and b one a defines). Lower layers never call up by construction.
+circles=$(python3 - "$build" <<'PY'
+import glob, itertools, os, subprocess, sys
+build = sys.argv[1]
+for lib in ["base", "http", "maas", "kube", "schema", "webhooks", "reconcile", "server"]:
+    defs, uses = {}, {}
+    for o in sorted(glob.glob(f"{build}/CMakeFiles/{lib}.dir/{lib}/*.o")):
+        name = os.path.basename(o)[: -len(".c.o")]
+        rows = [l.split() for l in subprocess.check_output(["nm", o], text=True).splitlines()]
+        defs[name] = {r[2] for r in rows if len(r) == 3 and r[1] in "TDRBC"}
+        uses[name] = {r[1] for r in rows if len(r) == 2 and r[0] == "U"}
+    if not defs:
+        print(f"{lib}: no objects")
+    for a, b in itertools.combinations(sorted(defs), 2):
+        if uses[a] & defs[b] and uses[b] & defs[a]:
+            print(f"{lib}: {a}.c and {b}.c call each other "
+                  f"({min(uses[a] & defs[b])}, {min(uses[b] & defs[a])})")
+PY
+)
+if [ -n "$circles" ]; then
+  echo "FAIL: $circles"
+  fails=$((fails + 1))
+else
+  echo "ok: no two files of a library call each other"
+fi
 
 if [ "$fails" -ne 0 ]; then
   echo "layers: $fails failed"

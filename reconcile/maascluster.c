@@ -61,17 +61,7 @@ static int flush(struct maascluster_ctx *c, bool metadata_only)
         err = maas_cluster_encode(&c->mc, &after);
         if (err)
                 return err;
-        if (metadata_only)
-                reconciler_keep_status(after, c->cur);
-        err = patch_helper_write(c->w->kube, &KUBE_RES_MAASCLUSTERS, c->cur, after, NULL, NULL,
-                                 NULL);
-        if (err == 0) {
-                cJSON_Delete(c->cur);
-                c->cur = after;
-                after = NULL;
-        }
-        cJSON_Delete(after);
-        return err;
+        return reconciler_write(c->w, &KUBE_RES_MAASCLUSTERS, &c->cur, after, metadata_only, NULL);
 }
 
 /* status.failureDomains mirrors spec.failureDomains, every zone eligible for control planes. */

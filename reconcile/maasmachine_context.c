@@ -82,17 +82,9 @@ int maasmachine_flush(struct maasmachine_ctx *c, bool metadata_only)
         err = maas_machine_encode(&c->mm, &after);
         if (err)
                 return err;
-        if (metadata_only)
-                reconciler_keep_status(after, c->cur);
-        err = patch_helper_write(c->w->kube, &KUBE_RES_MAASMACHINES, c->cur, after, NULL, &writes,
-                                 NULL);
+        err = reconciler_write(c->w, &KUBE_RES_MAASMACHINES, &c->cur, after, metadata_only,
+                               &writes);
         c->writes += writes;
-        if (err == 0) {
-                cJSON_Delete(c->cur);
-                c->cur = after;
-                after = NULL;
-        }
-        cJSON_Delete(after);
         return err;
 }
 

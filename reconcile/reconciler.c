@@ -16,6 +16,7 @@
 #include "kube_events.h"
 #include "memfile.h"
 #include "metrics.h"
+#include "patch_helper.h"
 #include "rfc3339.h"
 #include "worker.h"
 #include "xalloc.h"
@@ -207,13 +208,35 @@ void reconciler_ready_summary(const struct reconciler_conditions *at,
         set_condition(at, &ready); /* status.present is the caller's: a summary adds nothing */
 }
 
-void reconciler_keep_status(cJSON *after, const cJSON *cur)
+/* Replaces after's status by cur's, so a patch computed between them leaves status alone. */
+static void keep_status(cJSON *after, const cJSON *cur)
 {
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(cur, "status");
 
         cJSON_DeleteItemFromObjectCaseSensitive(after, "status");
         if (st)
                 cJSON_AddItemToObject(after, "status", cJSON_Duplicate(st, true));
+}
+
+int reconciler_write(struct reconciler_worker *w,
+                     const struct kube_resource *r,
+                     cJSON **cur,
+                     cJSON *after,
+                     bool metadata_only,
+                     unsigned *ret_writes)
+{
+        int err;
+
+        if (metadata_only)
+                keep_status(after, *cur);
+        err = patch_helper_write(w->kube, r, *cur, after, NULL, ret_writes, NULL);
+        if (err == 0) {
+                cJSON_Delete(*cur);
+                *cur = after;
+                after = NULL;
+        }
+        cJSON_Delete(after);
+        return err;
 }
 
 static const char *maas_code(int rc, const struct maas_error *e)

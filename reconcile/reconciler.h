@@ -144,8 +144,17 @@ void reconciler_event(struct provider *p,
 void reconciler_ready_summary(const struct reconciler_conditions *at,
                               const char *const *types,
                               size_t n);
-/* Replaces after's status by cur's, so a patch computed between them leaves status alone. */
-void reconciler_keep_status(cJSON *after, const cJSON *cur);
+/* Writes the difference between *cur (what this pass read and wrote) and after (consumed):
+ * metadata and spec only when metadata_only, status kept as in *cur. On success *cur becomes
+ * after, so the next write of the pass diffs against it; ret_writes (may be NULL) counts the
+ * PATCH calls. The diff is never against the server's latest copy, so whatever another
+ * client changed meanwhile is left as they wrote it. */
+MUST_CHECK int reconciler_write(struct reconciler_worker *w,
+                                const struct kube_resource *r,
+                                cJSON **cur,
+                                cJSON *after,
+                                bool metadata_only,
+                                unsigned *ret_writes);
 
 /* --- MAAS accounting --- */
 /* Counts a MAAS call in capmaas_maas_requests_total{op,code} (code from the error). */

@@ -665,7 +665,7 @@ static void test_tls__unknown_ca_is_a_transport_error(void **state)
         struct kube_config cfg = { .server = kc_sim.proc.url, .token = kc_sim.cfg.token };
         struct kube_client *c = kc_new_client(f, &cfg, 0);
 
-        /* system CAs do not know kube-kc_sim's CA */
+        /* system CAs do not know kube-sim's CA */
         assert_int_equal(kube_get(c, &KUBE_RES_NAMESPACES, NULL, "churn", NULL, &f->e),
                          CM_ETRANSPORT);
         assert_int_equal(f->e.http_status, 0);

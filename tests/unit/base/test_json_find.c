@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "compiler.h"
 #include "json.h"
 #include "testutil.h"
 
@@ -46,18 +47,40 @@ static void test_json_find__missing_or_wrong_type_is_null(void **state)
 static void test_json_at__dotted_paths_and_indexes(void **state)
 {
         cJSON *o = test_json("%s", doc);
+        static const char *const found[][2] = {
+                { "status.addresses.1.address", "10.0.0.5" },
+                { "status.addresses.0.type", "Hostname" },
+                { "metadata.name", "m1" },
+        };
+        static const char *const missing[] = {
+                "status.addresses.2",
+                "status.addresses.x",
+                "status.addresses.-1",
+                "status..ready",
+                "status.addresses.99999999999999999999",
+        };
 
         (void)state;
-        assert_string_equal(json_at_str(o, "status.addresses.1.address"), "10.0.0.5");
-        assert_string_equal(json_at_str(o, "status.addresses.0.type"), "Hostname");
-        assert_string_equal(json_at_str(o, "metadata.name"), "m1");
+        for (size_t i = 0; i < ARRAY_SIZE(found); i++)
+                assert_string_equal(json_at_str(o, found[i][0]), found[i][1]);
+        for (size_t i = 0; i < ARRAY_SIZE(missing); i++)
+                assert_null(json_at(o, missing[i]));
         assert_ptr_equal(json_at(o, ""), o);
-        assert_null(json_at(o, "status.addresses.2"));
-        assert_null(json_at(o, "status.addresses.x"));
-        assert_null(json_at(o, "status.addresses.-1"));
-        assert_null(json_at(o, "status..ready"));
-        assert_null(json_at(o, "status.addresses.99999999999999999999"));
-        assert_null(json_at_str(o, "status.ready"));
+        assert_null(json_at_str(o, "status.ready")); /* not a string */
+        cJSON_Delete(o);
+}
+
+static void test_json_at__walks_nested_arrays_and_odd_roots(void **state)
+{
+        cJSON *o = test_json("[[1,{\"k\":\"v\"}],\"s\"]");
+
+        (void)state;
+        assert_string_equal(json_at_str(o, "0.1.k"), "v");
+        assert_string_equal(json_at_str(o, "1"), "s");
+        assert_null(json_at(o, "1.k"));       /* a string has no members */
+        assert_null(json_find(o, "0", NULL)); /* json_find reads objects only */
+        assert_null(json_at(NULL, "a"));
+        assert_ptr_equal(json_at(o, NULL), o);
         cJSON_Delete(o);
 }
 
@@ -67,6 +90,7 @@ int main(void)
                 cmocka_unit_test(test_json_find__keys_with_dots),
                 cmocka_unit_test(test_json_find__missing_or_wrong_type_is_null),
                 cmocka_unit_test(test_json_at__dotted_paths_and_indexes),
+                cmocka_unit_test(test_json_at__walks_nested_arrays_and_odd_roots),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,5 @@
 /*
- * http_metrics: registers the webhook and certwatcher series that controller-runtime's
+ * webhook_metrics: registers the webhook and certwatcher series that controller-runtime's
  * webhook server exports (kubernetes.md §5.3), with its names, labels and help texts, so
  * dashboards written for controller-runtime providers work unchanged, and the serving
  * certificate's expiry (beyond.md B9) for an alert before it runs out. The families belong

@@ -651,3 +651,29 @@ const char *json_at_str(const cJSON *obj, const char *path)
 
         return cJSON_IsString(it) ? it->valuestring : NULL;
 }
+
+/* ---- merge patch ---- */
+
+cJSON *json_merge_patch(cJSON *target, const cJSON *patch)
+{
+        const cJSON *m;
+
+        if (!cJSON_IsObject(patch)) {
+                cJSON_Delete(target);
+                return cJSON_Duplicate(patch, true);
+        }
+        if (!cJSON_IsObject(target)) {
+                cJSON_Delete(target);
+                target = cJSON_CreateObject();
+        }
+        cJSON_ArrayForEach (m, patch) {
+                cJSON *old = cJSON_DetachItemFromObjectCaseSensitive(target, m->string);
+
+                if (cJSON_IsNull(m)) {
+                        cJSON_Delete(old);
+                        continue;
+                }
+                cJSON_AddItemToObject(target, m->string, json_merge_patch(old, m));
+        }
+        return target;
+}

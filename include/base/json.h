@@ -146,6 +146,10 @@ MUST_CHECK int json_get_array(struct json_dec *d,
  * CM_ETOOBIG (outside +-JSON_SAFE_INT_MAX). Records nothing. */
 MUST_CHECK int json_number_to_int64(const cJSON *item, int64_t *ret);
 
+/* RFC 7386 merge patch: applies patch to target (consumed) and returns the result (a patch
+ * that is not an object replaces the target; a null member removes the key). */
+cJSON *json_merge_patch(cJSON *target, const cJSON *patch);
+
 /*
  * Nested lookups, the one accessor for reading a field deep in a tree. Both return a
  * borrowed item or NULL when any step is missing or of the wrong type.

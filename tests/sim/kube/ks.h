@@ -302,8 +302,6 @@ void write_delete(const struct kwrite *w, struct kresp *resp);
 void gc_sweep(void);
 
 /* ---- patch.c ---- */
-/* RFC 7386 merge patch; consumes target, returns the result. */
-cJSON *patch_merge(cJSON *target, const cJSON *patch);
 /* RFC 6902 JSON patch applied in place; CM_EINVAL (malformed) or CM_ECONFLICT (cannot apply)
  * with a message in *ret_err. */
 MUST_CHECK int patch_json(cJSON **doc, const cJSON *ops, char **ret_err);

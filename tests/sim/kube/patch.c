@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "json.h"
 #include "ks.h"
 #include "xalloc.h"
 
@@ -12,33 +13,6 @@
 #define CT_JSON  "application/json-patch+json"
 #define CT_SMP   "application/strategic-merge-patch+json"
 #define CT_APPLY "application/apply-patch+yaml"
-
-/* ---- merge patch ---- */
-
-cJSON *patch_merge(cJSON *target, const cJSON *patch)
-{
-        const cJSON *p;
-
-        if (!cJSON_IsObject(patch)) {
-                cJSON_Delete(target);
-                return cJSON_Duplicate(patch, true);
-        }
-        if (!cJSON_IsObject(target)) {
-                cJSON_Delete(target);
-                target = cJSON_CreateObject();
-        }
-        cJSON_ArrayForEach (p, patch) {
-                cJSON *cur;
-
-                if (cJSON_IsNull(p)) {
-                        cJSON_DeleteItemFromObjectCaseSensitive(target, p->string);
-                        continue;
-                }
-                cur = cJSON_DetachItemFromObjectCaseSensitive(target, p->string);
-                cJSON_AddItemToObject(target, p->string, patch_merge(cur, p));
-        }
-        return target;
-}
 
 /* ---- JSON patch ---- */
 
@@ -439,7 +413,7 @@ static cJSON *apply_patch(
 
         switch (pt) {
         case PT_MERGE:
-                cur = patch_merge(cur, body);
+                cur = json_merge_patch(cur, body);
                 break;
         case PT_SMP:
                 cur = patch_strategic(cur, body, "");

@@ -57,31 +57,6 @@ static int maas_send(struct fake_http *f,
         return 0;
 }
 
-/* RFC 7386: patch applied to target (consumed); returns the result. */
-static cJSON *merge_apply(cJSON *target, const cJSON *patch)
-{
-        const cJSON *m;
-
-        if (!cJSON_IsObject(patch)) {
-                cJSON_Delete(target);
-                return cJSON_Duplicate(patch, true);
-        }
-        if (!cJSON_IsObject(target)) {
-                cJSON_Delete(target);
-                target = cJSON_CreateObject();
-        }
-        cJSON_ArrayForEach (m, patch) {
-                cJSON *old = cJSON_DetachItemFromObjectCaseSensitive(target, m->string);
-
-                if (cJSON_IsNull(m)) {
-                        cJSON_Delete(old);
-                        continue;
-                }
-                cJSON_AddItemToObject(target, m->string, merge_apply(old, m));
-        }
-        return target;
-}
-
 static struct fake_object *kube_find(struct fake_http *f, const char *url)
 {
         for (size_t i = 0; i < f->n_objs; i++)
@@ -131,7 +106,7 @@ static int kube_send(struct fake_http *f,
                 const cJSON *fin;
 
                 assert_non_null(patch);
-                o->obj = merge_apply(o->obj, patch);
+                o->obj = json_merge_patch(o->obj, patch);
                 cJSON_Delete(patch);
                 kube_bump(f, o->obj);
                 fin = json_at(o->obj, "metadata.finalizers");

@@ -34,6 +34,44 @@
 #include "testutil.h"
 #include "xalloc.h"
 
+/* --- helpers ---------------------------------------------------------------------------- */
+
+/* Creates namespace ns and n ConfigMaps <prefix>-0 .. <prefix>-(n-1) in it. */
+static void create_cms(struct kc_fx *f, const char *ns, const char *prefix, int n)
+{
+        char name[16];
+
+        kubesim_create_namespace(f->c, ns);
+        for (int i = 0; i < n; i++) {
+                snprintf(name, sizeof(name), "%s-%d", prefix, i);
+                free(kc_create_cm(f->c, ns, name, "v"));
+        }
+}
+
+/* kube_patch of `to` (its resource, ns, name and subresource) with this type and body. */
+static int patch(struct kc_fx *f,
+                 struct kube_patch_opts to,
+                 enum kube_patch_type type,
+                 const char *body,
+                 cJSON **got)
+{
+        to.type = type;
+        to.body = body;
+        return kube_patch(f->c, &to, got, &f->e);
+}
+
+/* A client of kc_sim's cfg whose requests take tokens from rl. */
+static struct kube_client *limited_client(struct kube_ratelimit *rl)
+{
+        struct kube_client *c = NULL;
+
+        assert_int_equal(
+                kube_client_new(&(struct kube_client_opts){ .config = &kc_sim.cfg, .limiter = rl },
+                                &c),
+                0);
+        return c;
+}
+
 /* --- verbs ------------------------------------------------------------------------------ */
 
 static void test_get__object_over_tls_and_not_found(void **state)
@@ -66,13 +104,8 @@ static void test_list__follows_continue_across_pages(void **state)
 {
         struct kc_fx *f = *state;
         cJSON *list = NULL;
-        char name[16];
 
-        kubesim_create_namespace(f->c, "list");
-        for (int i = 0; i < 7; i++) {
-                snprintf(name, sizeof(name), "cm-%d", i);
-                free(kc_create_cm(f->c, "list", name, "v"));
-        }
+        create_cms(f, "list", "cm", 7);
         assert_int_equal(
                 kube_list(f->c, &KUBE_RES_CONFIGMAPS, "list",
                           &(struct kube_list_opts){ .page_size = 2, .label_selector = "app=t" },
@@ -125,33 +158,29 @@ static int record_page(void *arg, cJSON *page, bool first, bool restart)
         return p->n == p->stop_at ? 7 : 0;
 }
 
+/* kube_list_pages of c's ConfigMaps in ns, two a page, recorded into p. */
+static int list_pages(struct kc_fx *f, struct kube_client *c, const char *ns, struct pages *p)
+{
+        return kube_list_pages(c, &KUBE_RES_CONFIGMAPS, ns,
+                               &(struct kube_list_opts){ .page_size = 2 }, record_page, p, &f->e);
+}
+
 /* An informer's relist holds one page at a time: each page is handed over as it arrives;
  * a nonzero answer stops the list there. */
 static void test_list__pages_are_handed_over_one_at_a_time(void **state)
 {
         struct kc_fx *f = *state;
         struct pages p = { 0 };
-        char name[16];
 
-        kubesim_create_namespace(f->c, "pages");
-        for (int i = 0; i < 7; i++) {
-                snprintf(name, sizeof(name), "cm-%d", i);
-                free(kc_create_cm(f->c, "pages", name, "v"));
-        }
-        assert_int_equal(kube_list_pages(f->c, &KUBE_RES_CONFIGMAPS, "pages",
-                                         &(struct kube_list_opts){ .page_size = 2 }, record_page,
-                                         &p, &f->e),
-                         0);
+        create_cms(f, "pages", "cm", 7);
+        assert_int_equal(list_pages(f, f->c, "pages", &p), 0);
         assert_int_equal(p.n, 4);
         assert_int_equal(p.firsts, 1);
         assert_int_equal(p.restarts, 0);
         assert_int_equal(p.items, 7);
         assert_int_equal(p.max_items, 2);
         p = (struct pages){ .stop_at = 2 };
-        assert_int_equal(kube_list_pages(f->c, &KUBE_RES_CONFIGMAPS, "pages",
-                                         &(struct kube_list_opts){ .page_size = 2 }, record_page,
-                                         &p, &f->e),
-                         7);
+        assert_int_equal(list_pages(f, f->c, "pages", &p), 7);
         assert_int_equal(p.n, 2);
 }
 
@@ -205,71 +234,41 @@ static void test_update__stale_resource_version_conflicts(void **state)
 static void test_patch__merge_json_and_apply(void **state)
 {
         struct kc_fx *f = *state;
+        const struct kube_patch_opts p = { .resource = &KUBE_RES_CONFIGMAPS,
+                                           .ns = "patch",
+                                           .name = "p" };
         cJSON *got = NULL;
 
         kubesim_create_namespace(f->c, "patch");
         free(kc_create_cm(f->c, "patch", "p", "1"));
-        assert_int_equal(
-                kube_patch(f->c,
-                           &(struct kube_patch_opts){
-                                   .resource = &KUBE_RES_CONFIGMAPS,
-                                   .ns = "patch",
-                                   .name = "p",
-                                   .subresource = NULL,
-                                   .type = KUBE_PATCH_MERGE,
-                                   .body = "{\"metadata\":{\"labels\":{\"merged\":\"yes\"}}}" },
-                           &got, &f->e),
-                0);
+        assert_int_equal(patch(f, p, KUBE_PATCH_MERGE,
+                               "{\"metadata\":{\"labels\":{\"merged\":\"yes\"}}}", &got),
+                         0);
         assert_string_equal(kube_label(got, "merged"), "yes");
         assert_string_equal(kube_label(got, "app"), "t");
         cJSON_Delete(got);
-        assert_int_equal(
-                kube_patch(
-                        f->c,
-                        &(struct kube_patch_opts){
-                                .resource = &KUBE_RES_CONFIGMAPS,
-                                .ns = "patch",
-                                .name = "p",
-                                .subresource = NULL,
-                                .type = KUBE_PATCH_JSON,
-                                .body = "[{\"op\":\"replace\",\"path\":\"/data/"
-                                        "k\",\"value\":\"j\"},"
-                                        "{\"op\":\"remove\",\"path\":\"/metadata/labels/app\"}]" },
-                        &got, &f->e),
-                0);
+        assert_int_equal(patch(f, p, KUBE_PATCH_JSON,
+                               "[{\"op\":\"replace\",\"path\":\"/data/k\",\"value\":\"j\"},"
+                               "{\"op\":\"remove\",\"path\":\"/metadata/labels/app\"}]",
+                               &got),
+                         0);
         assert_null(kube_label(got, "app"));
         assert_string_equal(
                 cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(got, "data"), "k")
                         ->valuestring,
                 "j");
         cJSON_Delete(got);
-        assert_int_equal(
-                kube_patch(
-                        f->c,
-                        &(struct kube_patch_opts){
-                                .resource = &KUBE_RES_CONFIGMAPS,
-                                .ns = "patch",
-                                .name = "p",
-                                .subresource = NULL,
-                                .type = KUBE_PATCH_APPLY,
-                                .body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
-                                        "\"metadata\":"
-                                        "{\"name\":\"p\",\"annotations\":{\"applied\":\"1\"}}}" },
-                        &got, &f->e),
-                0);
+        assert_int_equal(patch(f, p, KUBE_PATCH_APPLY,
+                               "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                               "{\"name\":\"p\",\"annotations\":{\"applied\":\"1\"}}}",
+                               &got),
+                         0);
         assert_string_equal(kube_annotation(got, "applied"), "1");
         cJSON_Delete(got);
         assert_int_equal(kc_count("PATCH", "/configmaps/p", "force", true), 1);
-        assert_int_equal(kube_patch(f->c,
-                                    &(struct kube_patch_opts){
-                                            .resource = &KUBE_RES_CONFIGMAPS,
-                                            .ns = "patch",
-                                            .name = "p",
-                                            .subresource = NULL,
-                                            .type = KUBE_PATCH_JSON,
-                                            .body = "[{\"op\":\"test\",\"path\":\"/data/k\","
-                                                    "\"value\":\"other\"}]" },
-                                    NULL, &f->e),
+        assert_int_equal(patch(f, p, KUBE_PATCH_JSON,
+                               "[{\"op\":\"test\",\"path\":\"/data/k\",\"value\":\"other\"}]",
+                               NULL),
                          CM_EINVAL);
 }
 
@@ -279,8 +278,13 @@ static void test_status__subresource_update_and_patch_on_a_custom_resource(void 
         cJSON *o = cJSON_Parse("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
                                "\"kind\":\"MaasCluster\",\"metadata\":{\"name\":\"mc\"},"
                                "\"spec\":{\"dnsDomain\":\"maas.test\"}}");
+        const struct kube_patch_opts mc = { .resource = &KUBE_RES_MAASCLUSTERS,
+                                            .ns = "status",
+                                            .name = "mc" };
+        struct kube_patch_opts mc_status = mc;
         cJSON *got = NULL, *st;
 
+        mc_status.subresource = "status";
         kubesim_create_namespace(f->c, "status");
         assert_int_equal(kube_create(f->c, &KUBE_RES_MAASCLUSTERS, "status", o, &got, &f->e), 0);
         st = cJSON_AddObjectToObject(got, "status");
@@ -300,17 +304,9 @@ static void test_status__subresource_update_and_patch_on_a_custom_resource(void 
                                     ->valuestring,
                             "maas.test"); /* /status keeps the spec */
         cJSON_Delete(got);
-        assert_int_equal(
-                kube_patch(f->c,
-                           &(struct kube_patch_opts){ .resource = &KUBE_RES_MAASCLUSTERS,
-                                                      .ns = "status",
-                                                      .name = "mc",
-                                                      .subresource = "status",
-                                                      .type = KUBE_PATCH_MERGE,
-                                                      .body = "{\"status\":{\"network\":{"
-                                                              "\"dnsName\":\"mc.maas.test\"}}}" },
-                           &got, &f->e),
-                0);
+        assert_int_equal(patch(f, mc_status, KUBE_PATCH_MERGE,
+                               "{\"status\":{\"network\":{\"dnsName\":\"mc.maas.test\"}}}", &got),
+                         0);
         assert_string_equal(
                 cJSON_GetObjectItemCaseSensitive(
                         cJSON_GetObjectItemCaseSensitive(
@@ -320,27 +316,11 @@ static void test_status__subresource_update_and_patch_on_a_custom_resource(void 
                 "mc.maas.test");
         cJSON_Delete(got);
         /* CRs refuse strategic merge patch (415) */
-        assert_int_equal(kube_patch(f->c,
-                                    &(struct kube_patch_opts){ .resource = &KUBE_RES_MAASCLUSTERS,
-                                                               .ns = "status",
-                                                               .name = "mc",
-                                                               .subresource = NULL,
-                                                               .type = KUBE_PATCH_STRATEGIC,
-                                                               .body = "{}" },
-                                    NULL, &f->e),
-                         CM_EUNSUPPORTED);
+        assert_int_equal(patch(f, mc, KUBE_PATCH_STRATEGIC, "{}", NULL), CM_EUNSUPPORTED);
         assert_int_equal(f->e.http_status, 415);
         /* schema validation: causes are copied */
-        assert_int_equal(
-                kube_patch(f->c,
-                           &(struct kube_patch_opts){ .resource = &KUBE_RES_MAASCLUSTERS,
-                                                      .ns = "status",
-                                                      .name = "mc",
-                                                      .subresource = NULL,
-                                                      .type = KUBE_PATCH_MERGE,
-                                                      .body = "{\"spec\":{\"dnsDomain\":\"\"}}" },
-                           NULL, &f->e),
-                CM_EINVAL);
+        assert_int_equal(patch(f, mc, KUBE_PATCH_MERGE, "{\"spec\":{\"dnsDomain\":\"\"}}", NULL),
+                         CM_EINVAL);
         assert_string_equal(f->e.reason, "Invalid");
         assert_true(cJSON_GetArraySize(f->e.causes) >= 1);
         cJSON_Delete(o);
@@ -464,14 +444,11 @@ static void test_ratelimit__every_request_takes_a_token(void **state)
         struct kc_fx *f = *state;
         struct clock_fake fc;
         struct kube_ratelimit *rl = NULL;
-        struct kube_client *c = NULL;
+        struct kube_client *c;
 
         clock_fake_init(&fc, 1000, 1700000000);
         assert_int_equal(kube_ratelimit_new(1, 2, &fc.ops, &rl), 0);
-        assert_int_equal(
-                kube_client_new(&(struct kube_client_opts){ .config = &kc_sim.cfg, .limiter = rl },
-                                &c),
-                0);
+        c = limited_client(rl);
         assert_int_equal(kube_get(c, &KUBE_RES_NAMESPACES, NULL, "churn", NULL, &f->e), 0);
         assert_int_equal(kube_get(c, &KUBE_RES_NAMESPACES, NULL, "churn", NULL, &f->e), 0);
         assert_int_equal(kube_ratelimit_reserve(rl), 1000); /* the burst is spent */
@@ -571,23 +548,15 @@ static void test_list__expired_continue_restarts_the_list_once(void **state)
         struct kc_fx *f = *state;
         static const struct clock_ops churning = { churning_now, churning_wall };
         struct kube_ratelimit *rl = NULL;
-        struct kube_client *c = NULL;
+        struct kube_client *c;
         struct pages p = { 0 };
         cJSON *list = NULL;
-        char name[16];
 
-        kubesim_create_namespace(f->c, "relist");
-        for (int i = 0; i < 5; i++) {
-                snprintf(name, sizeof(name), "r-%d", i);
-                free(kc_create_cm(f->c, "relist", name, "v"));
-        }
+        create_cms(f, "relist", "r", 5);
         g_churner = f->c;
         g_clock_calls = 0;
         assert_int_equal(kube_ratelimit_new(1e6, 1000, &churning, &rl), 0);
-        assert_int_equal(
-                kube_client_new(&(struct kube_client_opts){ .config = &kc_sim.cfg, .limiter = rl },
-                                &c),
-                0);
+        c = limited_client(rl);
         assert_int_equal(kube_list(c, &KUBE_RES_CONFIGMAPS, "relist",
                                    &(struct kube_list_opts){ .page_size = 2 }, &list, &f->e),
                          0);
@@ -596,10 +565,7 @@ static void test_list__expired_continue_restarts_the_list_once(void **state)
         cJSON_Delete(list);
         /* page by page, the restart is flagged so the receiver drops what it had */
         g_clock_calls = 0;
-        assert_int_equal(kube_list_pages(c, &KUBE_RES_CONFIGMAPS, "relist",
-                                         &(struct kube_list_opts){ .page_size = 2 }, record_page,
-                                         &p, &f->e),
-                         0);
+        assert_int_equal(list_pages(f, c, "relist", &p), 0);
         assert_int_equal(p.restarts, 1);
         assert_int_equal(p.firsts, 2);
         assert_int_equal(p.items, 5);

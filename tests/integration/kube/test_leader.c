@@ -323,28 +323,32 @@ static int count_requests(struct fx *f, const char *method, int status)
                                                                .status = status });
 }
 
+/* A merge patch of the Lease by the test's own client, as someone else would write it. */
+static void patch_lease(struct fx *f, const char *body)
+{
+        cJSON *out = NULL;
+
+        assert_int_equal(kube_patch(f->kc,
+                                    &(struct kube_patch_opts){ .resource = &KUBE_RES_LEASES,
+                                                               .ns = NS,
+                                                               .name = LEASE,
+                                                               .type = KUBE_PATCH_MERGE,
+                                                               .body = body },
+                                    &out, NULL),
+                         0);
+        cJSON_Delete(out);
+}
+
 static void test_leader__conflicting_write_is_reread_and_renewed(void **state)
 {
         struct fx *f = *state;
-        cJSON *out = NULL;
 
         assert_int_equal(leader_start(f->e[0].l), 0);
         wait_leading(f, 0, true);
         wait_attempts(f, 0, 2);
         kubesim_clear_requests(&f->sim);
         /* someone else writes the Lease: alpha's cached resourceVersion is now stale */
-        assert_int_equal(
-                kube_patch(f->kc,
-                           &(struct kube_patch_opts){
-                                   .resource = &KUBE_RES_LEASES,
-                                   .ns = NS,
-                                   .name = LEASE,
-                                   .subresource = NULL,
-                                   .type = KUBE_PATCH_MERGE,
-                                   .body = "{\"metadata\":{\"labels\":{\"touched\":\"yes\"}}}" },
-                           &out, NULL),
-                0);
-        cJSON_Delete(out);
+        patch_lease(f, "{\"metadata\":{\"labels\":{\"touched\":\"yes\"}}}");
         wait_attempts(f, 0, 3);
         assert_true(leader_is_leader(f->e[0].l));
         assert_true(count_requests(f, "PUT", 409) >= 1); /* the fast path hit the conflict */
@@ -357,23 +361,11 @@ static void test_leader__conflicting_write_is_reread_and_renewed(void **state)
 static void test_leader__foreign_holder_ends_leadership(void **state)
 {
         struct fx *f = *state;
-        cJSON *out = NULL;
 
         assert_int_equal(leader_start(f->e[0].l), 0);
         wait_leading(f, 0, true);
-        assert_int_equal(
-                kube_patch(f->kc,
-                           &(struct kube_patch_opts){
-                                   .resource = &KUBE_RES_LEASES,
-                                   .ns = NS,
-                                   .name = LEASE,
-                                   .subresource = NULL,
-                                   .type = KUBE_PATCH_MERGE,
-                                   .body = "{\"spec\":{\"holderIdentity\":\"intruder\","
-                                           "\"renewTime\":\"2027-01-15T08:00:00.000000Z\"}}" },
-                           &out, NULL),
-                0);
-        cJSON_Delete(out);
+        patch_lease(f, "{\"spec\":{\"holderIdentity\":\"intruder\","
+                       "\"renewTime\":\"2027-01-15T08:00:00.000000Z\"}}");
         wait_stopped(f, 0);
         assert_false(leader_is_leader(f->e[0].l));
         assert_true(gauge_is(&f->e[0], 0));
@@ -417,7 +409,6 @@ static void test_leader__stop_from_on_stopped_does_not_deadlock(void **state)
 {
         struct fx *f = *state;
         struct self_stopper s = { 0 };
-        cJSON *out = NULL;
 
         assert_int_equal(leader_new(&(struct leader_opts){ .config = &f->sim.cfg,
                                                            .namespace = NS,
@@ -433,18 +424,7 @@ static void test_leader__stop_from_on_stopped_does_not_deadlock(void **state)
         for (int n = 0; n < WAIT_MS / 2 && !leader_is_leader(s.l); n++)
                 nap();
         assert_true(leader_is_leader(s.l));
-        assert_int_equal(
-                kube_patch(f->kc,
-                           &(struct kube_patch_opts){
-                                   .resource = &KUBE_RES_LEASES,
-                                   .ns = NS,
-                                   .name = LEASE,
-                                   .subresource = NULL,
-                                   .type = KUBE_PATCH_MERGE,
-                                   .body = "{\"spec\":{\"holderIdentity\":\"intruder\"}}" },
-                           &out, NULL),
-                0);
-        cJSON_Delete(out);
+        patch_lease(f, "{\"spec\":{\"holderIdentity\":\"intruder\"}}");
         wait_count(&s.calls, "on_stopped");
         s.l = leader_free(s.l); /* joins the finished thread */
 }

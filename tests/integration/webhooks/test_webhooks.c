@@ -268,15 +268,36 @@ static void run_cases(const struct wcase *cases, size_t n)
         }
 }
 
-#define RUN(cases) run_cases(cases, sizeof(cases) / sizeof(cases[0]))
+/* A table of cases: the state of the cmocka test that runs it. */
+struct wtable {
+        const struct wcase *cases;
+        size_t n;
+};
+
+static void test_webhooks__table(void **state)
+{
+        const struct wtable *t = *state;
+
+        run_cases(t->cases, t->n);
+}
+
+/* A CREATE on endpoint ep (validating): allowed, or denied 422 with msg. */
+#define CREATE(name, ep, obj, ok, msg)                                               \
+        {                                                                            \
+                name, ep, false, "CREATE", obj, NULL, NULL, ok, 422, msg, NULL, NULL \
+        }
+#define MM_CREATE(name, spec, ok, msg) CREATE(name, "maasmachine", MM(spec), ok, msg)
+#define MC_CREATE(name, spec, ok, msg) CREATE(name, "maascluster", MC(spec), ok, msg)
 
 /* ---- the reference's acceptance cases (upstream-capmaas.md 6.1) ---- */
 
 static const struct wcase reference_cases[] = {
         { "W1 create with dns name", "maascluster", false, "CREATE", MC("'dnsDomain':'maas.sc'"),
           NULL, NULL, true, 0, NULL, NULL, NULL },
-        { "W2 create without dns name", "maascluster", false, "CREATE", MC("'dnsDomain':''"), NULL,
-          NULL, false, 422, INVALID_MC "spec.dnsDomain: Required value", NULL, NULL },
+        MC_CREATE("W2 create without dns name",
+                  "'dnsDomain':''",
+                  false,
+                  INVALID_MC "spec.dnsDomain: Required value"),
         { "W3 dns domain change", "maascluster", false, "UPDATE", MC("'dnsDomain':'maas.maas'"),
           MC("'dnsDomain':'maas.sc'"), NULL, false, 403, "changing cluster DNS Domain not allowed",
           NULL, NULL },
@@ -319,34 +340,22 @@ static const struct wcase reference_cases[] = {
         { "cluster: failureDomains and lxdConfig may change", "maascluster", false, "UPDATE",
           MC("'dnsDomain':'maas.sc','failureDomains':['az1','az2'],'lxdConfig':{'enabled':true}"),
           MC("'dnsDomain':'maas.sc','failureDomains':['az1']"), NULL, true, 0, NULL, NULL, NULL },
-        { "machine create without required fields", "maasmachine", false, "CREATE", MM("'tags':[]"),
-          NULL, NULL, false, 422,
-          INVALID_MM "[spec.image: Required value, spec.minCPU: Required value, "
-                     "spec.minMemory: Required value]",
-          NULL, NULL },
-        { "negative minCPU", "maasmachine", false, "CREATE",
-          MM("'image':'ubuntu/jammy','minCPU':-1,'minMemory':100"), NULL, NULL, false, 422,
-          INVALID_MM "spec.minCPU: Invalid value: -1: must be greater than or equal to 0", NULL,
-          NULL },
+        MM_CREATE("machine create without required fields",
+                  "'tags':[]",
+                  false,
+                  INVALID_MM "[spec.image: Required value, spec.minCPU: Required value, "
+                             "spec.minMemory: Required value]"),
+        MM_CREATE("negative minCPU",
+                  "'image':'ubuntu/jammy','minCPU':-1,'minMemory':100",
+                  false,
+                  INVALID_MM "spec.minCPU: Invalid value: -1: must be greater than or equal to 0"),
         { "delete is allowed", "maasmachine", false, "DELETE", NULL, MM(W4), NULL, true, 0, NULL,
           NULL, NULL },
         { "mutating endpoints allow", "maasmachine", true, "CREATE", MM(W4), NULL, NULL, true, 0,
           NULL, NULL, NULL },
 };
 
-static void test_webhooks__reference_cases_w1_to_w9(void **state)
-{
-        (void)state;
-        RUN(reference_cases);
-}
-
 /* ---- MaasMachine value rules ---- */
-
-#define MM_CREATE(name, spec, ok, msg)                                                          \
-        {                                                                                       \
-                name, "maasmachine", false, "CREATE", MM(spec), NULL, NULL, ok, 422, msg, NULL, \
-                        NULL                                                                    \
-        }
 
 static const struct wcase machine_cases[] = {
         MM_CREATE("osystem/release", GOOD, true, NULL),
@@ -493,21 +502,15 @@ static const struct wcase machine_cases[] = {
           "spec.minCPU and spec.minMemory are both 0: any machine will do", NULL },
 };
 
-static void test_webhooks__machine_rules(void **state)
-{
-        (void)state;
-        RUN(machine_cases);
-}
-
 /* ---- MaasMachineTemplate ---- */
 
 static const struct wcase template_cases[] = {
-        { "template value rules use the template path", "maasmachinetemplate", false, "CREATE",
-          MMT("'image':'ubuntu/jammy','minCPU':-1,'minMemory':4096,'tags':['a','a']"), NULL, NULL,
-          false, 422,
-          INVALID_MMT "[spec.template.spec.minCPU: Invalid value: -1: must be greater than or "
-                      "equal to 0, spec.template.spec.tags[1]: Duplicate value: \"a\"]",
-          NULL, NULL },
+        CREATE("template value rules use the template path",
+               "maasmachinetemplate",
+               MMT("'image':'ubuntu/jammy','minCPU':-1,'minMemory':4096,'tags':['a','a']"),
+               false,
+               INVALID_MMT "[spec.template.spec.minCPU: Invalid value: -1: must be greater than or "
+                           "equal to 0, spec.template.spec.tags[1]: Duplicate value: \"a\"]"),
         { "template warning", "maasmachinetemplate", false, "CREATE",
           MMT("'image':'ubuntu/jammy','minCPU':0,'minMemory':0"), NULL, NULL, true, 0, NULL,
           "spec.template.spec.minCPU and spec.template.spec.minMemory are both 0: any machine "
@@ -542,10 +545,11 @@ static const struct wcase template_cases[] = {
           INVALID_MCT "spec.template.spec: Forbidden: field is immutable; create a new "
                       "MaasClusterTemplate instead",
           NULL, NULL },
-        { "cluster template values", "maasclustertemplate", false, "CREATE",
-          MCT("'dnsDomain':'maas','failureDomains':['az1','az1']"), NULL, NULL, false, 422,
-          INVALID_MCT "spec.template.spec.failureDomains[1]: Duplicate value: \"az1\"", NULL,
-          NULL },
+        CREATE("cluster template values",
+               "maasclustertemplate",
+               MCT("'dnsDomain':'maas','failureDomains':['az1','az1']"),
+               false,
+               INVALID_MCT "spec.template.spec.failureDomains[1]: Duplicate value: \"az1\""),
         { "cluster template dry-run", "maasclustertemplate", false, "UPDATE",
           OBJ("MaasClusterTemplate",
               "ct1",
@@ -554,19 +558,7 @@ static const struct wcase template_cases[] = {
           MCT("'dnsDomain':'a.maas'"), "'dryRun':true", true, 0, NULL, NULL, NULL },
 };
 
-static void test_webhooks__template_rules(void **state)
-{
-        (void)state;
-        RUN(template_cases);
-}
-
 /* ---- MaasCluster ---- */
-
-#define MC_CREATE(name, spec, ok, msg)                                                          \
-        {                                                                                       \
-                name, "maascluster", false, "CREATE", MC(spec), NULL, NULL, ok, 422, msg, NULL, \
-                        NULL                                                                    \
-        }
 
 static const struct wcase cluster_cases[] = {
         MC_CREATE("missing dnsDomain",
@@ -627,12 +619,6 @@ static const struct wcase cluster_cases[] = {
                              "got string"),
 };
 
-static void test_webhooks__cluster_rules(void **state)
-{
-        (void)state;
-        RUN(cluster_cases);
-}
-
 /* ---- exemptions and ratcheting ---- */
 
 static const struct wcase exemption_cases[] = {
@@ -654,12 +640,6 @@ static const struct wcase exemption_cases[] = {
         { "connect is allowed", "maasmachine", false, "CONNECT", MM(W4), NULL, NULL, true, 0, NULL,
           NULL, NULL },
 };
-
-static void test_webhooks__capi_exemptions_and_ratcheting(void **state)
-{
-        (void)state;
-        RUN(exemption_cases);
-}
 
 /* ---- defaulting ---- */
 
@@ -694,12 +674,6 @@ static const struct wcase default_cases[] = {
         { "delete: nothing to default", "maasmachine", true, "DELETE", NULL, MM(W4), NULL, true, 0,
           NULL, NULL, NULL },
 };
-
-static void test_webhooks__defaulting_patches(void **state)
-{
-        (void)state;
-        RUN(default_cases);
-}
 
 /* ---- the NewInvalid shape ---- */
 
@@ -870,12 +844,17 @@ static void test_webhooks__malformed_reviews_get_400_with_a_message(void **state
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_webhooks__reference_cases_w1_to_w9),
-                cmocka_unit_test(test_webhooks__machine_rules),
-                cmocka_unit_test(test_webhooks__template_rules),
-                cmocka_unit_test(test_webhooks__cluster_rules),
-                cmocka_unit_test(test_webhooks__capi_exemptions_and_ratcheting),
-                cmocka_unit_test(test_webhooks__defaulting_patches),
+/* A test that runs a table of cases, named as its own function would be. */
+#define WTABLE(cases)           (&(struct wtable){ cases, ARRAY_SIZE(cases) })
+#define TABLE(test_name, cases) { test_name, test_webhooks__table, NULL, NULL, WTABLE(cases) }
+                TABLE("test_webhooks__reference_cases_w1_to_w9", reference_cases),
+                TABLE("test_webhooks__machine_rules", machine_cases),
+                TABLE("test_webhooks__template_rules", template_cases),
+                TABLE("test_webhooks__cluster_rules", cluster_cases),
+                TABLE("test_webhooks__capi_exemptions_and_ratcheting", exemption_cases),
+                TABLE("test_webhooks__defaulting_patches", default_cases),
+#undef TABLE
+#undef WTABLE
                 cmocka_unit_test(test_webhooks__invalid_denial_has_details_and_causes),
                 cmocka_unit_test(test_webhooks__type_errors_are_type_invalid_causes),
                 cmocka_unit_test(test_webhooks__denial_of_unnamed_object_quotes_empty_name),

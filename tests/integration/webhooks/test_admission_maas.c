@@ -467,6 +467,19 @@ static void test_admission_maas__pool_added_at_run_time_is_accepted_on_next_appl
         env_free(e);
 }
 
+/* Reviews obj (a create): allowed with exactly one warning, which contains want. */
+static void assert_allowed_with_warning(struct env *e, const char *obj, const char *want)
+{
+        struct verdict v;
+
+        review(e, obj, NULL, &v);
+        assert_true(v.allowed);
+        assert_int_equal(v.n_warnings, 1);
+        print_message("warning: %s\n", v.warnings[0]);
+        assert_non_null(strstr(v.warnings[0], want));
+        verdict_release(&v);
+}
+
 static void test_admission_maas__maas_stopped_allows_with_a_warning(void **state)
 {
         struct env *e = env_new(NULL, NULL, true);
@@ -478,18 +491,11 @@ static void test_admission_maas__maas_stopped_allows_with_a_warning(void **state
         verdict_release(&v);
         (void)maassim_stop(&e->sim);
         /* An unknown name forces a refresh, which finds MAAS gone. */
-        review(e, MMT(JAMMY ",'resourcePool':'nowhere'"), NULL, &v);
-        assert_true(v.allowed);
-        assert_int_equal(v.n_warnings, 1);
-        print_message("warning: %s\n", v.warnings[0]);
-        assert_non_null(strstr(v.warnings[0], SKIPPED "MAAS is unreachable (listing zones: "));
-        verdict_release(&v);
+        assert_allowed_with_warning(e, MMT(JAMMY ",'resourcePool':'nowhere'"),
+                                    SKIPPED "MAAS is unreachable (listing zones: ");
         /* Everything else is now allowed with the same warning, at once. */
-        review(e, MMT("'image':'ubuntu/jammy','minCPU':999,'minMemory':4096"), NULL, &v);
-        assert_true(v.allowed);
-        assert_int_equal(v.n_warnings, 1);
-        assert_non_null(strstr(v.warnings[0], SKIPPED "MAAS is unreachable"));
-        verdict_release(&v);
+        assert_allowed_with_warning(e, MMT("'image':'ubuntu/jammy','minCPU':999,'minMemory':4096"),
+                                    SKIPPED "MAAS is unreachable");
         assert_true(
                 metric(e, "capmaas_admission_maas_checks_skipped_total{reason=\"unreachable\"}") ==
                 2);
@@ -502,17 +508,12 @@ static void test_admission_maas__maas_stopped_allows_with_a_warning(void **state
 static void test_admission_maas__rejected_credentials_allow_with_a_warning(void **state)
 {
         struct env *e = xcalloc(1, sizeof(*e));
-        struct verdict v;
 
         (void)state;
         sim_start(&e->sim);
         cm_start(e, "ck:tk:wrong-secret", NULL);
-        review(e, MMT(JAMMY ",'resourcePool':'cp-pool'"), NULL, &v);
-        assert_true(v.allowed);
-        assert_int_equal(v.n_warnings, 1);
-        print_message("warning: %s\n", v.warnings[0]);
-        assert_non_null(strstr(v.warnings[0], SKIPPED "MAAS rejected the credentials ("));
-        verdict_release(&v);
+        assert_allowed_with_warning(e, MMT(JAMMY ",'resourcePool':'cp-pool'"),
+                                    SKIPPED "MAAS rejected the credentials (");
         assert_true(
                 metric(e, "capmaas_admission_maas_checks_skipped_total{reason=\"unauthorized\"}") ==
                 1);

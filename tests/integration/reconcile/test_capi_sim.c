@@ -267,6 +267,15 @@ static void deploy_all(const cJSON *machines)
         }
 }
 
+/* Waits until n Machines match selector and deploys those not ready yet. */
+static void deploy_machines(const char *selector, int n)
+{
+        cJSON *l = cl_wait_count(&KUBE_RES_MACHINES, selector, n);
+
+        deploy_all(l);
+        cJSON_Delete(l);
+}
+
 /* How many workload Nodes say they belong to Machine ns/name (any Machine of ns when
  * machine is NULL). */
 static int nodes_of(const char *machine)
@@ -491,9 +500,7 @@ static void the_rest_follow(void)
         cJSON *l, *x;
         const cJSON *m;
 
-        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_CP, 3);
-        deploy_all(l);
-        cJSON_Delete(l);
+        deploy_machines(SEL_CP, 3);
         l = cl_wait_count(&KUBE_RES_MACHINES, SEL_MD "=c2-md", 2);
         cJSON_ArrayForEach (m, json_at(l, "items")) {
                 const cJSON *ref = cJSON_GetArrayItem(json_at(m, "metadata.ownerReferences"), 0);
@@ -576,18 +583,12 @@ static void test_capi_sim__machines_follow_replicas(void **state)
 
 static void test_capi_sim__cluster_delete_removes_everything_below_it(void **state)
 {
-        cJSON *l;
-
         (void)state;
         make_cluster("c3");
         make_kcp_md("c3", 1, 1);
         provision_cluster("c3");
-        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
-        deploy_all(l);
-        cJSON_Delete(l);
-        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_MD, 1);
-        deploy_all(l);
-        cJSON_Delete(l);
+        deploy_machines(SEL_CP, 1);
+        deploy_machines(SEL_MD, 1);
         for (unsigned t = 0; t < CLUSTERS_WAIT_MS && nodes_of(NULL) < 2; t += 25)
                 cl_sleep_ms(25);
         assert_int_equal(nodes_of(NULL), 2);
@@ -605,27 +606,21 @@ static void test_capi_sim__cluster_delete_removes_everything_below_it(void **sta
  * its view from the informers and neither duplicates nor loses Machines. */
 static void test_capi_sim__restart_keeps_replica_counts(void **state)
 {
-        cJSON *l, *x;
+        cJSON *x;
 
         (void)state;
         make_kcp_md("c4", 1, 2);
         make_cluster("c4");
         provision_cluster("c4");
-        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_CP, 1);
-        deploy_all(l);
-        cJSON_Delete(l);
-        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_MD, 2);
-        deploy_all(l);
-        cJSON_Delete(l);
+        deploy_machines(SEL_CP, 1);
+        deploy_machines(SEL_MD, 2);
         x = cl_wait(&CL_MDS, "c4-md", pred_field, "status.readyReplicas=2");
         cJSON_Delete(x);
 
         simproc_kill(&capi);
         start_capi_sim();
         cl_patch(&CL_MDS, "c4-md", NULL, "{\"spec\":{\"replicas\":3}}");
-        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_MD, 3);
-        deploy_all(l);
-        cJSON_Delete(l);
+        deploy_machines(SEL_MD, 3);
         x = cl_wait(&CL_MDS, "c4-md", pred_field, "status.readyReplicas=3");
         assert_int_equal((int)at_num(x, "status.replicas"), 3);
         cJSON_Delete(x);

@@ -9,6 +9,7 @@
 
 #include "err.h"
 #include "schema_priv.h"
+#include "xalloc.h"
 
 #define TYPE(T, tbl, key)                                         \
         {                                                         \
@@ -405,45 +406,82 @@ static const struct schema_kind_desc machine_template_kind = KIND(struct maas_ma
                                                                   NULL,
                                                                   0);
 
+/* Decodes into a scratch value so that *ret is written only on success. */
+static int decode_into(const struct schema_kind_desc *k,
+                       const cJSON *obj,
+                       bool keep_raw,
+                       void *ret,
+                       struct json_errors *reterr)
+{
+        void *v = xcalloc(1, k->size);
+        int r = schema_kind_decode(k, obj, keep_raw, v, reterr);
+
+        if (r == CM_OK)
+                memcpy(ret, v, k->size);
+        free(v);
+        return r;
+}
+
 /* Defines init, release, decode and encode of one kind. */
-#define KIND_API(prefix, T, desc)                                                      \
-        void prefix##_init(T *v)                                                       \
-        {                                                                              \
-                memset(v, 0, sizeof(*v));                                              \
-        }                                                                              \
-        void prefix##_release(T *v)                                                    \
-        {                                                                              \
-                if (v)                                                                 \
-                        schema_kind_release(&(desc), v);                               \
-        }                                                                              \
-        static int prefix##_decode_mode(const cJSON *obj, bool keep_raw, T *ret,       \
-                                        struct json_errors *reterr)                    \
-        {                                                                              \
-                T v;                                                                   \
-                int r;                                                                 \
-                memset(&v, 0, sizeof(v));                                              \
-                r = schema_kind_decode(&(desc), obj, keep_raw, &v, reterr);            \
-                if (r == CM_OK)                                                        \
-                        *ret = v;                                                      \
-                return r;                                                              \
-        }                                                                              \
-        int prefix##_decode(const cJSON *obj, T *ret, struct json_errors *reterr)      \
-        {                                                                              \
-                return prefix##_decode_mode(obj, true, ret, reterr);                   \
-        }                                                                              \
-        int prefix##_decode_view(const cJSON *obj, T *ret, struct json_errors *reterr) \
-        {                                                                              \
-                return prefix##_decode_mode(obj, false, ret, reterr);                  \
-        }                                                                              \
-        int prefix##_encode(const T *v, cJSON **ret)                                   \
-        {                                                                              \
-                return schema_kind_encode(&(desc), v, ret);                            \
+#define KIND_API(prefix, T, desc)                                                 \
+        void prefix##_init(T *v)                                                  \
+        {                                                                         \
+                memset(v, 0, sizeof(*v));                                         \
+        }                                                                         \
+        void prefix##_release(T *v)                                               \
+        {                                                                         \
+                if (v)                                                            \
+                        schema_kind_release(&(desc), v);                          \
+        }                                                                         \
+        int prefix##_decode(const cJSON *obj, T *ret, struct json_errors *reterr) \
+        {                                                                         \
+                return decode_into(&(desc), obj, true, ret, reterr);              \
+        }                                                                         \
+        int prefix##_encode(const T *v, cJSON **ret)                              \
+        {                                                                         \
+                return schema_kind_encode(&(desc), v, ret);                       \
         }
 
 KIND_API(maas_cluster, struct maas_cluster, cluster_kind)
 KIND_API(maas_cluster_template, struct maas_cluster_template, cluster_template_kind)
 KIND_API(maas_machine, struct maas_machine, machine_kind)
 KIND_API(maas_machine_template, struct maas_machine_template, machine_template_kind)
+
+/* ---- kind-generic codec ---- */
+
+const struct schema_kind_desc *schema_codec_find(const char *kind)
+{
+        static const struct schema_kind_desc *const all[] = {
+                &cluster_kind,
+                &cluster_template_kind,
+                &machine_kind,
+                &machine_template_kind,
+        };
+
+        for (size_t i = 0; kind && i < sizeof(all) / sizeof(all[0]); i++)
+                if (strcmp(all[i]->kind, kind) == 0)
+                        return all[i];
+        return NULL;
+}
+
+int schema_decode_view(const struct schema_kind_desc *k,
+                       const cJSON *obj,
+                       void *ret,
+                       struct json_errors *reterr)
+{
+        return decode_into(k, obj, false, ret, reterr);
+}
+
+void schema_release(const struct schema_kind_desc *k, void *v)
+{
+        if (v)
+                schema_kind_release(k, v);
+}
+
+const void *schema_spec(const struct schema_kind_desc *k, const void *obj)
+{
+        return (const char *)obj + k->spec_off;
+}
 
 /* ---- spec-level codec ---- */
 

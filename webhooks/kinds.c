@@ -28,19 +28,35 @@
 #define ANNOTATION_DELETE_FOR_MOVE  "clusterctl.cluster.x-k8s.io/delete-for-move"
 #define ANNOTATION_TOPOLOGY_DRY_RUN "topology.cluster.x-k8s.io/dry-run"
 
-static const struct kind_ops *const kinds[] = {
-        &kind_ops_cluster,
-        &kind_ops_cluster_template,
-        &kind_ops_machine,
-        &kind_ops_machine_template,
+static const struct kind_ops kinds[] = {
+        { SCHEMA_KIND_CLUSTER, "cluster", false, &spec_ops_cluster },
+        { SCHEMA_KIND_CLUSTER_TEMPLATE, NULL, true, &spec_ops_cluster },
+        { SCHEMA_KIND_MACHINE, "machine", false, &spec_ops_machine },
+        { SCHEMA_KIND_MACHINE_TEMPLATE, "machine template", true, &spec_ops_machine },
 };
 
 const struct kind_ops *kind_ops_find(const char *kind)
 {
         for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
-                if (strcmp(kinds[i]->kind, kind) == 0)
-                        return kinds[i];
+                if (strcmp(kinds[i].kind, kind) == 0)
+                        return &kinds[i];
         return NULL;
+}
+
+const char *kind_spec_field(const struct kind_ops *ops)
+{
+        return ops->is_template ? "spec.template.spec" : "spec";
+}
+
+/* JSON Pointer of the spec. */
+static const char *spec_pointer(const struct kind_ops *ops)
+{
+        return ops->is_template ? "/spec/template/spec" : "/spec";
+}
+
+const void *kind_spec(const struct kind_ops *ops, const union webhook_obj *o)
+{
+        return schema_spec(schema_codec_find(ops->kind), o);
 }
 
 static bool has_annotation(const cJSON *obj, const char *key)
@@ -90,7 +106,7 @@ void webhook_default(const char *kind,
         if (!spec)
                 return;
         patch = cJSON_CreateArray();
-        ops->defaults(spec, ops->spec_pointer, patch);
+        ops->spec->defaults(spec, spec_pointer(ops), patch);
         if (cJSON_GetArraySize(patch) > 0) {
                 cJSON_Delete(resp->patch);
                 resp->patch = patch;
@@ -133,7 +149,7 @@ static void template_immutable(const struct kind_ops *ops,
         const cJSON *b = spec_of(ops, req->object);
 
         if ((a || b) && !(a && b && cJSON_Compare(a, b, true)))
-                field_errors_add(fe, FIELD_ERR_FORBIDDEN, ops->spec_field, NULL,
+                field_errors_add(fe, FIELD_ERR_FORBIDDEN, kind_spec_field(ops), NULL,
                                  "field is immutable; create a new %s instead", ops->kind);
 }
 
@@ -145,6 +161,8 @@ static void validate_decoded(const struct kind_ops *ops,
                              struct maas_inventory *inv,
                              struct admission_response *resp)
 {
+        const struct spec_ops *so = ops->spec;
+        const char *path = kind_spec_field(ops);
         struct field_errors fe;
         struct field_errors fe_old;
         char *msg;
@@ -152,7 +170,8 @@ static void validate_decoded(const struct kind_ops *ops,
         field_errors_init(&fe);
         field_errors_init(&fe_old);
         if (old && !topology_dry_run(ops, req)) {
-                msg = ops->immutable(old, cur);
+                msg = ops->what ? so->immutable(kind_spec(ops, old), kind_spec(ops, cur), ops->what)
+                                : NULL;
                 if (msg) {
                         deny_plain(resp, msg);
                         goto out;
@@ -160,12 +179,12 @@ static void validate_decoded(const struct kind_ops *ops,
                 if (ops->is_template)
                         template_immutable(ops, req, &fe);
         }
-        ops->check(cur, &fe, resp);
+        so->check(kind_spec(ops, cur), path, &fe, resp);
         if (old) {
-                ops->check(old, &fe_old, NULL);
+                so->check(kind_spec(ops, old), path, &fe_old, NULL);
                 field_errors_subtract(&fe, &fe_old);
         }
-        if (fe.n == 0 && inv && ops->maas_check)
+        if (fe.n == 0 && inv)
                 maas_checks_run(ops, cur, old, inv, &fe, resp);
         if (fe.n > 0)
                 field_errors_deny(&fe, SCHEMA_GROUP, ops->kind, object_name(req), resp);
@@ -179,6 +198,7 @@ static void validate_object(const struct kind_ops *ops,
                             struct maas_inventory *inv,
                             struct admission_response *resp)
 {
+        const struct schema_kind_desc *codec = schema_codec_find(ops->kind);
         union webhook_obj cur;
         union webhook_obj old;
         struct json_errors jerr;
@@ -186,7 +206,7 @@ static void validate_object(const struct kind_ops *ops,
         bool have_old;
 
         json_errors_init(&jerr);
-        if (ops->decode(req->object, &cur, &jerr) < 0) {
+        if (schema_decode_view(codec, req->object, &cur, &jerr) < 0) {
                 field_errors_init(&fe);
                 type_errors(&jerr, &fe);
                 field_errors_deny(&fe, SCHEMA_GROUP, ops->kind, object_name(req), resp);
@@ -195,11 +215,11 @@ static void validate_object(const struct kind_ops *ops,
                 return;
         }
         have_old = req->op == ADMISSION_OP_UPDATE && req->old_object &&
-                   ops->decode(req->old_object, &old, NULL) == 0;
+                   schema_decode_view(codec, req->old_object, &old, NULL) == 0;
         validate_decoded(ops, req, &cur, have_old ? &old : NULL, inv, resp);
         if (have_old)
-                ops->release(&old);
-        ops->release(&cur);
+                schema_release(codec, &old);
+        schema_release(codec, &cur);
         json_errors_release(&jerr);
 }
 

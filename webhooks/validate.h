@@ -1,10 +1,11 @@
 #pragma once
 /*
  * validate: the per-kind admission rules behind webhook_default() / webhook_validate().
- * Each kind is described by a struct kind_ops (decode, value rules, the reference's
- * immutability rules, defaulting); kinds.c runs the common flow (CAPI exemptions, decoder
- * type errors, ratcheting, template immutability). Private to the webhooks library; every
- * function is pure and reentrant.
+ * Each kind is described by a struct kind_ops (its name, and the value rules, the
+ * reference's immutability rules and defaulting of its spec type); kinds.c runs the common
+ * flow (decoding with the kind's schema codec, CAPI exemptions, decoder type errors,
+ * ratcheting, template immutability). Private to the webhooks library; every function is
+ * pure and reentrant.
  */
 
 #include <stdbool.h>
@@ -26,41 +27,53 @@ union webhook_obj {
         struct maas_machine_template machine_template;
 };
 
-struct kind_ops {
-        const char *kind;         /* "MaasMachine" */
-        bool is_template;         /* spec.template.spec is immutable (kubernetes.md 3.4) */
-        const char *spec_field;   /* field path of the spec: "spec" or "spec.template.spec" */
-        const char *spec_pointer; /* JSON Pointer of the spec: "/spec" or "/spec/template/spec" */
-        /* Decodes obj into *ret (released with release()); CM_EINVAL with errs filled. */
-        int (*decode)(const cJSON *obj, union webhook_obj *ret, struct json_errors *errs);
-        void (*release)(union webhook_obj *o);
-        /* Value rules into fe; warnings into warn (may be NULL). */
-        void (*check)(const union webhook_obj *o,
+/* What the MAAS checks of a spec read and write. */
+struct maas_check {
+        const char *path; /* of the spec: "spec" or "spec.template.spec" */
+        const struct maas_inventory_snapshot *s;
+        struct field_errors *fe;         /* denials */
+        struct admission_response *warn; /* warnings; may be NULL */
+        bool miss;                       /* set when a name is not in s */
+};
+
+/* The rules of one spec type (MaasClusterSpec or MaasMachineSpec), shared by a kind and its
+ * template; spec points at a value of that type. */
+struct spec_ops {
+        /* Value rules of the spec at path into fe; warnings into warn (may be NULL). */
+        void (*check)(const void *spec,
+                      const char *path,
                       struct field_errors *fe,
                       struct admission_response *warn);
-        /* The reference's update rules: the first violation's message (malloc'd) or NULL. */
-        char *(*immutable)(const union webhook_obj *old, const union webhook_obj *cur);
+        /* The reference's update rules: the first violation's message (malloc'd) or NULL;
+         * what names the kind in it. */
+        char *(*immutable)(const void *old, const void *cur, const char *what);
         /* Appends JSON Patch operations for the defaults of spec (the spec object at JSON
          * Pointer pointer) to patch. */
         void (*defaults)(const cJSON *spec, const char *pointer, cJSON *patch);
-        /* Checks against MAAS (validate_maas.c): denials into fe, warnings into warn (may be
-         * NULL); sets *miss when a name is not in s. */
-        void (*maas_check)(const union webhook_obj *o,
-                           const struct maas_inventory_snapshot *s,
-                           struct field_errors *fe,
-                           struct admission_response *warn,
-                           bool *miss);
+        /* Checks against MAAS (validate_maas.c). */
+        void (*maas_check)(const void *spec, struct maas_check *c);
         /* True when every field maas_check reads is equal in a and b. */
-        bool (*maas_same)(const union webhook_obj *a, const union webhook_obj *b);
+        bool (*maas_same)(const void *a, const void *b);
 };
 
-extern const struct kind_ops kind_ops_cluster;
-extern const struct kind_ops kind_ops_cluster_template;
-extern const struct kind_ops kind_ops_machine;
-extern const struct kind_ops kind_ops_machine_template;
+extern const struct spec_ops spec_ops_cluster;
+extern const struct spec_ops spec_ops_machine;
+
+struct kind_ops {
+        const char *kind; /* "MaasMachine" */
+        /* The kind in the reference's update messages ("machine template"); NULL when the
+         * reference has no update rules for it (MaasClusterTemplate). */
+        const char *what;
+        bool is_template; /* spec.template.spec is immutable (kubernetes.md 3.4) */
+        const struct spec_ops *spec;
+};
 
 /* The ops of a kind name, or NULL. */
 const struct kind_ops *kind_ops_find(const char *kind);
+/* Field path of the spec: "spec" or "spec.template.spec". */
+const char *kind_spec_field(const struct kind_ops *ops);
+/* The spec of a decoded object. */
+const void *kind_spec(const struct kind_ops *ops, const union webhook_obj *o);
 
 /* MaasMachine spec rules at path (e.g. "spec.template.spec"); the "any machine will do"
  * warning goes to warn (may be NULL). */
@@ -84,22 +97,13 @@ void defaults_machine_spec(const cJSON *spec, const char *pointer, cJSON *patch)
  * without a port. */
 void defaults_cluster_spec(const cJSON *spec, const char *pointer, cJSON *patch);
 
-/* MAAS checks of a MaasMachine spec at path: pool, zone, tags and image exist; some machine
- * with those could satisfy minCPU / minMemory (unless systemID pins one); a warning into
- * warn (may be NULL) when the machines that fit are all in use. */
-void maas_check_machine_spec(const struct maas_machine_spec *sp,
-                             const char *path,
-                             const struct maas_inventory_snapshot *s,
-                             struct field_errors *fe,
-                             struct admission_response *warn,
-                             bool *miss);
-/* MAAS checks of a MaasCluster spec at path: dnsDomain is a MAAS domain, every
- * failureDomains entry a MAAS zone. */
-void maas_check_cluster_spec(const struct maas_cluster_spec *sp,
-                             const char *path,
-                             const struct maas_inventory_snapshot *s,
-                             struct field_errors *fe,
-                             bool *miss);
+/* MAAS checks of a MaasMachine spec: pool, zone, tags and image exist; some machine with
+ * those could satisfy minCPU / minMemory (unless systemID pins one); a warning when the
+ * machines that fit are all in use. */
+void maas_check_machine_spec(const struct maas_machine_spec *sp, struct maas_check *c);
+/* MAAS checks of a MaasCluster spec: dnsDomain is a MAAS domain, every failureDomains
+ * entry a MAAS zone. */
+void maas_check_cluster_spec(const struct maas_cluster_spec *sp, struct maas_check *c);
 /* True when the fields the MAAS checks read are equal. */
 bool maas_machine_spec_same(const struct maas_machine_spec *a, const struct maas_machine_spec *b);
 bool maas_cluster_spec_same(const struct maas_cluster_spec *a, const struct maas_cluster_spec *b);

@@ -68,116 +68,42 @@ void validate_cluster_spec(const struct maas_cluster_spec *s,
                 validate_lxd_config(s->lxd_config, path, fe);
 }
 
-/* ---- MaasCluster ---- */
+/* ---- the spec_ops of MaasCluster and MaasClusterTemplate (no reference counterpart for
+ * the template: its whole spec is immutable, checked by kinds.c) ---- */
 
-static int cluster_decode(const cJSON *obj, union webhook_obj *ret, struct json_errors *errs)
-{
-        return maas_cluster_decode_view(obj, &ret->cluster, errs);
-}
-
-static void cluster_release(union webhook_obj *o)
-{
-        maas_cluster_release(&o->cluster);
-}
-
-static void cluster_check(const union webhook_obj *o,
+static void cluster_check(const void *spec,
+                          const char *path,
                           struct field_errors *fe,
                           struct admission_response *warn)
 {
         (void)warn;
-        validate_cluster_spec(&o->cluster.spec, "spec", fe);
+        validate_cluster_spec(spec, path, fe);
 }
 
-static char *cluster_immutable(const union webhook_obj *old, const union webhook_obj *cur)
+static char *cluster_immutable(const void *old, const void *cur, const char *what)
 {
-        const char *a = old->cluster.spec.dns_domain ? old->cluster.spec.dns_domain : "";
-        const char *b = cur->cluster.spec.dns_domain ? cur->cluster.spec.dns_domain : "";
+        const struct maas_cluster_spec *o = old, *c = cur;
+        const char *a = o->dns_domain ? o->dns_domain : "";
+        const char *b = c->dns_domain ? c->dns_domain : "";
 
+        (void)what;
         return strcmp(a, b) != 0 ? xstrdup("changing cluster DNS Domain not allowed") : NULL;
 }
 
-static void cluster_maas(const union webhook_obj *o,
-                         const struct maas_inventory_snapshot *s,
-                         struct field_errors *fe,
-                         struct admission_response *warn,
-                         bool *miss)
+static void cluster_maas(const void *spec, struct maas_check *c)
 {
-        (void)warn;
-        maas_check_cluster_spec(&o->cluster.spec, "spec", s, fe, miss);
+        maas_check_cluster_spec(spec, c);
 }
 
-static bool cluster_same(const union webhook_obj *a, const union webhook_obj *b)
+static bool cluster_same(const void *a, const void *b)
 {
-        return maas_cluster_spec_same(&a->cluster.spec, &b->cluster.spec);
+        return maas_cluster_spec_same(a, b);
 }
 
-const struct kind_ops kind_ops_cluster = {
-        .kind = SCHEMA_KIND_CLUSTER,
-        .is_template = false,
-        .spec_field = "spec",
-        .spec_pointer = "/spec",
-        .decode = cluster_decode,
-        .release = cluster_release,
+const struct spec_ops spec_ops_cluster = {
         .check = cluster_check,
         .immutable = cluster_immutable,
         .defaults = defaults_cluster_spec,
         .maas_check = cluster_maas,
         .maas_same = cluster_same,
-};
-
-/* ---- MaasClusterTemplate (no reference counterpart: the whole template spec is
- * immutable, checked by kinds.c) ---- */
-
-static int template_decode(const cJSON *obj, union webhook_obj *ret, struct json_errors *errs)
-{
-        return maas_cluster_template_decode_view(obj, &ret->cluster_template, errs);
-}
-
-static void template_release(union webhook_obj *o)
-{
-        maas_cluster_template_release(&o->cluster_template);
-}
-
-static void template_check(const union webhook_obj *o,
-                           struct field_errors *fe,
-                           struct admission_response *warn)
-{
-        (void)warn;
-        validate_cluster_spec(&o->cluster_template.spec, "spec.template.spec", fe);
-}
-
-static char *template_immutable(const union webhook_obj *old, const union webhook_obj *cur)
-{
-        (void)old;
-        (void)cur;
-        return NULL;
-}
-
-static void template_maas(const union webhook_obj *o,
-                          const struct maas_inventory_snapshot *s,
-                          struct field_errors *fe,
-                          struct admission_response *warn,
-                          bool *miss)
-{
-        (void)warn;
-        maas_check_cluster_spec(&o->cluster_template.spec, "spec.template.spec", s, fe, miss);
-}
-
-static bool template_same(const union webhook_obj *a, const union webhook_obj *b)
-{
-        return maas_cluster_spec_same(&a->cluster_template.spec, &b->cluster_template.spec);
-}
-
-const struct kind_ops kind_ops_cluster_template = {
-        .kind = SCHEMA_KIND_CLUSTER_TEMPLATE,
-        .is_template = true,
-        .spec_field = "spec.template.spec",
-        .spec_pointer = "/spec/template/spec",
-        .decode = template_decode,
-        .release = template_release,
-        .check = template_check,
-        .immutable = template_immutable,
-        .defaults = defaults_cluster_spec,
-        .maas_check = template_maas,
-        .maas_same = template_same,
 };

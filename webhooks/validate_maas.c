@@ -238,13 +238,11 @@ static void check_fit(const struct maas_inventory_snapshot *s,
         free(scope);
 }
 
-void maas_check_machine_spec(const struct maas_machine_spec *sp,
-                             const char *path,
-                             const struct maas_inventory_snapshot *s,
-                             struct field_errors *fe,
-                             struct admission_response *warn,
-                             bool *miss)
+void maas_check_machine_spec(const struct maas_machine_spec *sp, struct maas_check *c)
 {
+        const struct maas_inventory_snapshot *s = c->s;
+        const char *path = c->path;
+        struct field_errors *fe = c->fe;
         bool ok = true;
 
         if (sp->resource_pool)
@@ -260,17 +258,16 @@ void maas_check_machine_spec(const struct maas_machine_spec *sp,
                 ok &= need_name(s, MAAS_INV_IMAGE, (struct name_at){ path, "image", -1 }, sp->image,
                                 fe);
         if (!ok)
-                *miss = true;
+                c->miss = true;
         else if (!sp->system_id)
-                check_fit(s, sp, path, fe, warn);
+                check_fit(s, sp, path, fe, c->warn);
 }
 
-void maas_check_cluster_spec(const struct maas_cluster_spec *sp,
-                             const char *path,
-                             const struct maas_inventory_snapshot *s,
-                             struct field_errors *fe,
-                             bool *miss)
+void maas_check_cluster_spec(const struct maas_cluster_spec *sp, struct maas_check *c)
 {
+        const struct maas_inventory_snapshot *s = c->s;
+        const char *path = c->path;
+        struct field_errors *fe = c->fe;
         bool ok = true;
 
         if (sp->dns_domain)
@@ -281,7 +278,7 @@ void maas_check_cluster_spec(const struct maas_cluster_spec *sp,
                                 (struct name_at){ path, "failureDomains", (long)i },
                                 sp->failure_domains.items[i], fe);
         if (!ok)
-                *miss = true;
+                c->miss = true;
 }
 
 /* --- the flow -------------------------------------------------------------------------------- */
@@ -346,6 +343,19 @@ static void append_errors(struct field_errors *to, struct field_errors *from)
         from->n = 0;
 }
 
+/* Runs the kind's MAAS checks of o against s; true when a name was not in s. */
+static bool run_checks(const struct kind_ops *ops,
+                       const union webhook_obj *o,
+                       const struct maas_inventory_snapshot *s,
+                       struct field_errors *fe,
+                       struct admission_response *warn)
+{
+        struct maas_check c = { .path = kind_spec_field(ops), .s = s, .fe = fe, .warn = warn };
+
+        ops->spec->maas_check(kind_spec(ops, o), &c);
+        return c.miss;
+}
+
 /* A name was missing from s: one bounded refresh, then the checks again on what is current
  * (NULL after skip() when the refresh failed or took too long). */
 static struct maas_inventory_snapshot *recheck(const struct kind_ops *ops,
@@ -356,7 +366,6 @@ static struct maas_inventory_snapshot *recheck(const struct kind_ops *ops,
                                                struct admission_response *resp)
 {
         enum maas_inv_miss m = maas_inventory_refresh_on_miss(inv);
-        bool miss = false;
 
         maas_inventory_snapshot_release(s);
         field_errors_release(mine);
@@ -367,7 +376,7 @@ static struct maas_inventory_snapshot *recheck(const struct kind_ops *ops,
         }
         s = usable(inv, true, resp);
         if (s)
-                ops->maas_check(cur, s, mine, resp, &miss);
+                (void)run_checks(ops, cur, s, mine, resp);
         return s;
 }
 
@@ -380,20 +389,18 @@ void maas_checks_run(const struct kind_ops *ops,
 {
         struct maas_inventory_snapshot *s;
         struct field_errors mine, prev;
-        bool miss = false;
 
-        if (old && ops->maas_same(old, cur))
+        if (old && ops->spec->maas_same(kind_spec(ops, old), kind_spec(ops, cur)))
                 return; /* nothing the MAAS checks read has changed */
         s = usable(inv, false, resp);
         if (!s)
                 return;
         field_errors_init(&mine);
         field_errors_init(&prev);
-        ops->maas_check(cur, s, &mine, resp, &miss);
-        if (miss)
+        if (run_checks(ops, cur, s, &mine, resp))
                 s = recheck(ops, cur, inv, s, &mine, resp);
         if (s && old) {
-                ops->maas_check(old, s, &prev, NULL, &miss);
+                (void)run_checks(ops, old, s, &prev, NULL);
                 field_errors_subtract(&mine, &prev);
         }
         if (s)

@@ -72,107 +72,35 @@ char *machine_spec_immutable(const struct maas_machine_spec *old,
         return NULL;
 }
 
-/* ---- MaasMachine ---- */
+/* ---- the spec_ops of MaasMachine and MaasMachineTemplate ---- */
 
-static int machine_decode(const cJSON *obj, union webhook_obj *ret, struct json_errors *errs)
-{
-        return maas_machine_decode_view(obj, &ret->machine, errs);
-}
-
-static void machine_release(union webhook_obj *o)
-{
-        maas_machine_release(&o->machine);
-}
-
-static void machine_check(const union webhook_obj *o,
+static void machine_check(const void *spec,
+                          const char *path,
                           struct field_errors *fe,
                           struct admission_response *warn)
 {
-        validate_machine_spec(&o->machine.spec, "spec", fe, warn);
+        validate_machine_spec(spec, path, fe, warn);
 }
 
-static char *machine_immutable(const union webhook_obj *old, const union webhook_obj *cur)
+static char *machine_immutable(const void *old, const void *cur, const char *what)
 {
-        return machine_spec_immutable(&old->machine.spec, &cur->machine.spec, "machine");
+        return machine_spec_immutable(old, cur, what);
 }
 
-static void machine_maas(const union webhook_obj *o,
-                         const struct maas_inventory_snapshot *s,
-                         struct field_errors *fe,
-                         struct admission_response *warn,
-                         bool *miss)
+static void machine_maas(const void *spec, struct maas_check *c)
 {
-        maas_check_machine_spec(&o->machine.spec, "spec", s, fe, warn, miss);
+        maas_check_machine_spec(spec, c);
 }
 
-static bool machine_same(const union webhook_obj *a, const union webhook_obj *b)
+static bool machine_same(const void *a, const void *b)
 {
-        return maas_machine_spec_same(&a->machine.spec, &b->machine.spec);
+        return maas_machine_spec_same(a, b);
 }
 
-const struct kind_ops kind_ops_machine = {
-        .kind = SCHEMA_KIND_MACHINE,
-        .is_template = false,
-        .spec_field = "spec",
-        .spec_pointer = "/spec",
-        .decode = machine_decode,
-        .release = machine_release,
+const struct spec_ops spec_ops_machine = {
         .check = machine_check,
         .immutable = machine_immutable,
         .defaults = defaults_machine_spec,
         .maas_check = machine_maas,
         .maas_same = machine_same,
-};
-
-/* ---- MaasMachineTemplate ---- */
-
-static int template_decode(const cJSON *obj, union webhook_obj *ret, struct json_errors *errs)
-{
-        return maas_machine_template_decode_view(obj, &ret->machine_template, errs);
-}
-
-static void template_release(union webhook_obj *o)
-{
-        maas_machine_template_release(&o->machine_template);
-}
-
-static void template_check(const union webhook_obj *o,
-                           struct field_errors *fe,
-                           struct admission_response *warn)
-{
-        validate_machine_spec(&o->machine_template.spec, "spec.template.spec", fe, warn);
-}
-
-static char *template_immutable(const union webhook_obj *old, const union webhook_obj *cur)
-{
-        return machine_spec_immutable(&old->machine_template.spec, &cur->machine_template.spec,
-                                      "machine template");
-}
-
-static void template_maas(const union webhook_obj *o,
-                          const struct maas_inventory_snapshot *s,
-                          struct field_errors *fe,
-                          struct admission_response *warn,
-                          bool *miss)
-{
-        maas_check_machine_spec(&o->machine_template.spec, "spec.template.spec", s, fe, warn, miss);
-}
-
-static bool template_same(const union webhook_obj *a, const union webhook_obj *b)
-{
-        return maas_machine_spec_same(&a->machine_template.spec, &b->machine_template.spec);
-}
-
-const struct kind_ops kind_ops_machine_template = {
-        .kind = SCHEMA_KIND_MACHINE_TEMPLATE,
-        .is_template = true,
-        .spec_field = "spec.template.spec",
-        .spec_pointer = "/spec/template/spec",
-        .decode = template_decode,
-        .release = template_release,
-        .check = template_check,
-        .immutable = template_immutable,
-        .defaults = defaults_machine_spec,
-        .maas_check = template_maas,
-        .maas_same = template_same,
 };

@@ -319,9 +319,6 @@ struct maas_machine_template {
  * *ret is written only on success (it needs no init) and must be released.
  * _encode: builds a new object (caller cJSON_Delete()s it); never fails except CM_EINVAL
  * for a NULL argument. apiVersion and kind are set when absent.
- * _decode_view: the same without the copy of the JSON, for readers that never encode (the
- * webhooks: no deep copy of every reviewed object). Encoding such a value drops the fields
- * the schema does not know.
  * _init: an empty, absent-everything value. _release: frees everything, leaves it _init'ed.
  */
 void maas_cluster_init(struct maas_cluster *c);
@@ -329,9 +326,6 @@ void maas_cluster_release(struct maas_cluster *c);
 MUST_CHECK int maas_cluster_decode(const cJSON *obj,
                                    struct maas_cluster *ret,
                                    struct json_errors *reterr);
-MUST_CHECK int maas_cluster_decode_view(const cJSON *obj,
-                                        struct maas_cluster *ret,
-                                        struct json_errors *reterr);
 MUST_CHECK int maas_cluster_encode(const struct maas_cluster *c, cJSON **ret);
 
 void maas_cluster_template_init(struct maas_cluster_template *t);
@@ -339,9 +333,6 @@ void maas_cluster_template_release(struct maas_cluster_template *t);
 MUST_CHECK int maas_cluster_template_decode(const cJSON *obj,
                                             struct maas_cluster_template *ret,
                                             struct json_errors *reterr);
-MUST_CHECK int maas_cluster_template_decode_view(const cJSON *obj,
-                                                 struct maas_cluster_template *ret,
-                                                 struct json_errors *reterr);
 MUST_CHECK int maas_cluster_template_encode(const struct maas_cluster_template *t, cJSON **ret);
 
 void maas_machine_init(struct maas_machine *m);
@@ -349,9 +340,6 @@ void maas_machine_release(struct maas_machine *m);
 MUST_CHECK int maas_machine_decode(const cJSON *obj,
                                    struct maas_machine *ret,
                                    struct json_errors *reterr);
-MUST_CHECK int maas_machine_decode_view(const cJSON *obj,
-                                        struct maas_machine *ret,
-                                        struct json_errors *reterr);
 MUST_CHECK int maas_machine_encode(const struct maas_machine *m, cJSON **ret);
 
 void maas_machine_template_init(struct maas_machine_template *t);
@@ -359,10 +347,24 @@ void maas_machine_template_release(struct maas_machine_template *t);
 MUST_CHECK int maas_machine_template_decode(const cJSON *obj,
                                             struct maas_machine_template *ret,
                                             struct json_errors *reterr);
-MUST_CHECK int maas_machine_template_decode_view(const cJSON *obj,
-                                                 struct maas_machine_template *ret,
-                                                 struct json_errors *reterr);
 MUST_CHECK int maas_machine_template_encode(const struct maas_machine_template *t, cJSON **ret);
+
+/*
+ * Kind-generic codec, for code that treats the four kinds alike (the webhooks). obj, ret
+ * and v are the struct of k's kind. schema_decode_view decodes as _decode does but without
+ * the copy of the JSON, for readers that never encode (no deep copy of every reviewed
+ * object); encoding such a value drops the fields the schema does not know.
+ */
+struct schema_kind_desc;
+/* The codec of a kind name (SCHEMA_KIND_*), or NULL. */
+const struct schema_kind_desc *schema_codec_find(const char *kind);
+MUST_CHECK int schema_decode_view(const struct schema_kind_desc *k,
+                                  const cJSON *obj,
+                                  void *ret,
+                                  struct json_errors *reterr);
+void schema_release(const struct schema_kind_desc *k, void *v);
+/* The spec of obj (a struct maas_cluster_spec or maas_machine_spec). */
+const void *schema_spec(const struct schema_kind_desc *k, const void *obj);
 
 /* Spec-level codec, for callers holding a spec at some other path. d's path must point at
  * the spec object (e.g. "spec.template.spec"); errors go through d. Decode into an _init'ed

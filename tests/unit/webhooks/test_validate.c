@@ -322,8 +322,10 @@ static void test_validate__defaulting_patches(void **state)
 static void test_validate__kinds_are_found_by_name(void **state)
 {
         (void)state;
-        assert_ptr_equal(kind_ops_find("MaasMachine"), &kind_ops_machine);
-        assert_ptr_equal(kind_ops_find("MaasClusterTemplate"), &kind_ops_cluster_template);
+        assert_string_equal(kind_ops_find("MaasMachine")->kind, "MaasMachine");
+        assert_ptr_equal(kind_ops_find("MaasMachine")->spec, &spec_ops_machine);
+        assert_string_equal(kind_ops_find("MaasClusterTemplate")->kind, "MaasClusterTemplate");
+        assert_true(kind_ops_find("MaasClusterTemplate")->is_template);
         assert_null(kind_ops_find("Pod"));
 }
 

@@ -17,6 +17,11 @@
 #define MIN_CPU_MAX    1024
 #define MIN_MEMORY_MAX 16777216 /* MiB: 16 TiB */
 
+static const struct rule_bounds min_cpu = { 0, MIN_CPU_MAX, true };
+static const struct rule_bounds min_memory = { 0, MIN_MEMORY_MAX, true };
+static const struct rule_bounds min_disk_size = { 0, INT64_MAX, false };
+static const struct rule_bounds vm_disk_size = { 1, INT64_MAX, false };
+
 /* Builds "<path>.<field>" into p and returns it. */
 static const char *at(struct json_path *p, const char *path, const char *field)
 {
@@ -33,11 +38,10 @@ void validate_machine_spec(const struct maas_machine_spec *s,
         struct json_path p;
 
         rule_image(fe, at(&p, path, "image"), s->image);
-        rule_range(fe, at(&p, path, "minCPU"), s->has_min_cpu, s->min_cpu, 0, MIN_CPU_MAX, true);
-        rule_range(fe, at(&p, path, "minMemory"), s->has_min_memory, s->min_memory, 0,
-                   MIN_MEMORY_MAX, true);
-        rule_range(fe, at(&p, path, "minDiskSize"), s->has_min_disk_size, s->min_disk_size, 0,
-                   INT64_MAX, false);
+        rule_range(fe, at(&p, path, "minCPU"), s->has_min_cpu, s->min_cpu, &min_cpu);
+        rule_range(fe, at(&p, path, "minMemory"), s->has_min_memory, s->min_memory, &min_memory);
+        rule_range(fe, at(&p, path, "minDiskSize"), s->has_min_disk_size, s->min_disk_size,
+                   &min_disk_size);
         rule_maas_name(fe, at(&p, path, "resourcePool"), s->resource_pool);
         rule_maas_name(fe, at(&p, path, "failureDomain"), s->failure_domain);
         rule_maas_names(fe, at(&p, path, "tags"), &s->tags);
@@ -45,8 +49,8 @@ void validate_machine_spec(const struct maas_machine_spec *s,
         rule_maas_name(fe, at(&p, path, "systemID"), s->system_id);
         if (s->lxd && s->lxd->vm_config)
                 rule_range(fe, at(&p, path, "lxd.vmConfig.diskSize"),
-                           s->lxd->vm_config->has_disk_size, s->lxd->vm_config->disk_size, 1,
-                           INT64_MAX, false);
+                           s->lxd->vm_config->has_disk_size, s->lxd->vm_config->disk_size,
+                           &vm_disk_size);
         if (warn && s->has_min_cpu && s->has_min_memory && s->min_cpu == 0 && s->min_memory == 0)
                 admission_response_warn(warn,
                                         "%s.minCPU and %s.minMemory are both 0: any machine "

@@ -99,21 +99,19 @@ void rule_range(struct field_errors *fe,
                 const char *field,
                 bool present,
                 int64_t v,
-                int64_t min,
-                int64_t max,
-                bool required)
+                const struct rule_bounds *b)
 {
         if (!present) {
-                if (required)
+                if (b->required)
                         field_required(fe, field);
                 return;
         }
-        if (v < min)
+        if (v < b->min)
                 field_invalid_int(fe, field, v, "must be greater than or equal to %lld",
-                                  (long long)min);
-        else if (v > max)
+                                  (long long)b->min);
+        else if (v > b->max)
                 field_invalid_int(fe, field, v, "must be less than or equal to %lld",
-                                  (long long)max);
+                                  (long long)b->max);
 }
 
 void rule_maas_name(struct field_errors *fe, const char *field, const char *s)

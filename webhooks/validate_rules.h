@@ -21,14 +21,21 @@ struct schema_strv;
 bool rule_osystem_known(const char *osystem);
 /* image: required; "<osystem>/<release>" with a known osystem, or a bare "<release>". */
 void rule_image(struct field_errors *fe, const char *field, const char *image);
-/* An integer in [min, max] (max INT64_MAX = unbounded); absent is an error if required. */
+
+/* What rule_range accepts: an integer in [min, max] (max INT64_MAX = unbounded); absent is
+ * an error if required. */
+struct rule_bounds {
+        int64_t min;
+        int64_t max;
+        bool required;
+};
+
+/* v (present says whether it was given) within b. */
 void rule_range(struct field_errors *fe,
                 const char *field,
                 bool present,
                 int64_t v,
-                int64_t min,
-                int64_t max,
-                bool required);
+                const struct rule_bounds *b);
 /* A MAAS pool, zone or tag name when s is set: 1-256 of [A-Za-z0-9_-]. */
 void rule_maas_name(struct field_errors *fe, const char *field, const char *s);
 /* At most RULE_NAMES_MAX items ("Too many", and nothing else checked: this also bounds the

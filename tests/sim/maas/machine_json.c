@@ -5,6 +5,7 @@
  * lazy transitions itself: readers call sim_machine_tick() first, while deploy renders its
  * answer before the tick so the response shows Deploying even with --deploy-seconds 0.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,37 +30,53 @@ static cJSON *str_array(const struct sim_strv *v)
         return a;
 }
 
-cJSON *sim_zone_json(const struct sim *s, size_t i)
-{
-        cJSON *o = cJSON_CreateObject();
-        char *uri = xasprintf(SIM_API_PREFIX "zones/%s/", s->zones[i].name);
+/* Adds "resource_uri": SIM_API_PREFIX followed by the formatted path to o; returns o. */
+static cJSON *add_uri(cJSON *o, const char *fmt, ...) PRINTF_LIKE(2, 3);
 
-        cJSON_AddNumberToObject(o, "id", s->zones[i].id);
-        cJSON_AddStringToObject(o, "name", s->zones[i].name);
-        cJSON_AddStringToObject(o, "description", s->zones[i].description);
+static cJSON *add_uri(cJSON *o, const char *fmt, ...)
+{
+        va_list ap;
+        char *path, *uri;
+
+        va_start(ap, fmt);
+        path = xvasprintf(fmt, ap);
+        va_end(ap);
+        uri = xasprintf(SIM_API_PREFIX "%s", path);
         cJSON_AddStringToObject(o, "resource_uri", uri);
         free(uri);
+        free(path);
         return o;
+}
+
+/* A zone's or a pool's fields (without its resource_uri). */
+static cJSON *described_json(int id, const char *name, const char *description)
+{
+        cJSON *o = cJSON_CreateObject();
+
+        cJSON_AddNumberToObject(o, "id", id);
+        cJSON_AddStringToObject(o, "name", name);
+        cJSON_AddStringToObject(o, "description", description);
+        return o;
+}
+
+cJSON *sim_zone_json(const struct sim *s, size_t i)
+{
+        const struct sim_zone *z = &s->zones[i];
+
+        return add_uri(described_json(z->id, z->name, z->description), "zones/%s/", z->name);
 }
 
 cJSON *sim_pool_json(const struct sim *s, size_t i)
 {
-        cJSON *o = cJSON_CreateObject();
-        char *uri = xasprintf(SIM_API_PREFIX "resourcepool/%d/", s->pools[i].id);
+        const struct sim_pool *p = &s->pools[i];
 
-        cJSON_AddNumberToObject(o, "id", s->pools[i].id);
-        cJSON_AddStringToObject(o, "name", s->pools[i].name);
-        cJSON_AddStringToObject(o, "description", s->pools[i].description);
-        cJSON_AddStringToObject(o, "resource_uri", uri);
-        free(uri);
-        return o;
+        return add_uri(described_json(p->id, p->name, p->description), "resourcepool/%d/", p->id);
 }
 
 cJSON *sim_domain_json(const struct sim *s, size_t i)
 {
         const struct sim_domain *d = &s->domains[i];
         cJSON *o = cJSON_CreateObject();
-        char *uri = xasprintf(SIM_API_PREFIX "domains/%d/", d->id);
         size_t count = 0;
 
         for (size_t j = 0; j < s->n_dns; j++)
@@ -73,23 +90,19 @@ cJSON *sim_domain_json(const struct sim *s, size_t i)
         cJSON_AddBoolToObject(o, "authoritative", d->authoritative);
         cJSON_AddNumberToObject(o, "resource_record_count", (double)count);
         cJSON_AddBoolToObject(o, "is_default", i == 0);
-        cJSON_AddStringToObject(o, "resource_uri", uri);
-        free(uri);
-        return o;
+        return add_uri(o, "domains/%d/", d->id);
 }
 
 cJSON *sim_tag_json(const struct sim *s, size_t i)
 {
+        const struct sim_tag *t = &s->tags[i];
         cJSON *o = cJSON_CreateObject();
-        char *uri = xasprintf(SIM_API_PREFIX "tags/%s/", s->tags[i].name);
 
-        cJSON_AddStringToObject(o, "name", s->tags[i].name);
-        cJSON_AddStringToObject(o, "definition", s->tags[i].definition);
-        cJSON_AddStringToObject(o, "comment", s->tags[i].comment);
-        cJSON_AddStringToObject(o, "kernel_opts", s->tags[i].kernel_opts);
-        cJSON_AddStringToObject(o, "resource_uri", uri);
-        free(uri);
-        return o;
+        cJSON_AddStringToObject(o, "name", t->name);
+        cJSON_AddStringToObject(o, "definition", t->definition);
+        cJSON_AddStringToObject(o, "comment", t->comment);
+        cJSON_AddStringToObject(o, "kernel_opts", t->kernel_opts);
+        return add_uri(o, "tags/%s/", t->name);
 }
 
 static cJSON *vlan_json(void)
@@ -113,7 +126,6 @@ static cJSON *vlan_json(void)
 static cJSON *subnet_json(const char *cidr, int id)
 {
         cJSON *o = cJSON_CreateObject();
-        char *uri = xasprintf(SIM_API_PREFIX "subnets/%d/", id);
 
         cJSON_AddNumberToObject(o, "id", id);
         cJSON_AddStringToObject(o, "name", cidr);
@@ -122,9 +134,7 @@ static cJSON *subnet_json(const char *cidr, int id)
         cJSON_AddArrayToObject(o, "dns_servers");
         cJSON_AddStringToObject(o, "space", "undefined");
         cJSON_AddItemToObject(o, "vlan", vlan_json());
-        cJSON_AddStringToObject(o, "resource_uri", uri);
-        free(uri);
-        return o;
+        return add_uri(o, "subnets/%d/", id);
 }
 
 static bool ips_visible(const struct sim_machine *m)
@@ -137,7 +147,6 @@ static cJSON *iface_json(const struct sim_machine *m, const struct sim_iface *f)
 {
         cJSON *o = cJSON_CreateObject();
         cJSON *links = cJSON_CreateArray();
-        char *uri = xasprintf(SIM_API_PREFIX "nodes/%s/interfaces/%d/", m->system_id, f->id);
 
         cJSON_AddNumberToObject(o, "id", f->id);
         cJSON_AddStringToObject(o, "name", f->name);
@@ -160,9 +169,7 @@ static cJSON *iface_json(const struct sim_machine *m, const struct sim_iface *f)
                 cJSON_AddItemToArray(links, l);
         }
         cJSON_AddItemToObject(o, "links", links);
-        cJSON_AddStringToObject(o, "resource_uri", uri);
-        free(uri);
-        return o;
+        return add_uri(o, "nodes/%s/interfaces/%d/", m->system_id, f->id);
 }
 
 static cJSON *disk_json(const struct sim_machine *m)
@@ -170,7 +177,6 @@ static cJSON *disk_json(const struct sim_machine *m)
         cJSON *o = cJSON_CreateObject();
         double size = m->storage * 1e6;
         int id = (int)m->order + 1;
-        char *uri = xasprintf(SIM_API_PREFIX "nodes/%s/blockdevices/%d/", m->system_id, id);
         char *serial = xasprintf("QM%05d", id);
 
         cJSON_AddNumberToObject(o, "id", id);
@@ -192,10 +198,8 @@ static cJSON *disk_json(const struct sim_machine *m)
         cJSON_AddNullToObject(o, "partition_table_type");
         cJSON_AddNullToObject(o, "storage_pool");
         cJSON_AddStringToObject(o, "system_id", m->system_id);
-        cJSON_AddStringToObject(o, "resource_uri", uri);
         free(serial);
-        free(uri);
-        return o;
+        return add_uri(o, "nodes/%s/blockdevices/%d/", m->system_id, id);
 }
 
 static cJSON *hardware_info(const struct sim_machine *m)

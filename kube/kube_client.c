@@ -724,16 +724,13 @@ int kube_create(struct kube_client *c,
 }
 
 int kube_update(struct kube_client *c,
-                const struct kube_resource *r,
-                const char *ns,
-                const char *name,
-                const char *subresource,
+                const struct kube_update_opts *o,
                 const cJSON *obj,
                 cJSON **ret,
                 struct kube_error *e)
 {
         char *query = manager_query(c, false);
-        char *url = kube_url(c, r, ns, name, subresource, query);
+        char *url = kube_url(c, o->resource, o->ns, o->name, o->subresource, query);
         int err;
 
         kube_error_release(e);

@@ -177,7 +177,8 @@ static int put_holder(struct leader *l, const cJSON *base, uint64_t now)
         int r;
 
         fill_spec(l, json_child_object(obj, "spec", NULL), base);
-        r = kube_update(l->kc, &KUBE_RES_LEASES, l->ns, l->name, NULL, obj, &written, &e);
+        r = kube_update(l->kc, &(struct kube_update_opts){ &KUBE_RES_LEASES, l->ns, l->name, NULL },
+                        obj, &written, &e);
         if (r < 0) {
                 log_debug(LOGGER, "lease update failed", "lease=%s/%s err=%s reason=%s", l->ns,
                           l->name, cm_strerror(r), e.reason ? e.reason : "");
@@ -266,7 +267,9 @@ static void release_lease(struct leader *l)
                 json_set_int64(spec, "leaseDurationSeconds", 1);
                 json_set_string(spec, "acquireTime", now);
                 json_set_string(spec, "renewTime", now);
-                r = kube_update(l->kc, &KUBE_RES_LEASES, l->ns, l->name, NULL, lease, NULL, &e);
+                r = kube_update(
+                        l->kc, &(struct kube_update_opts){ &KUBE_RES_LEASES, l->ns, l->name, NULL },
+                        lease, NULL, &e);
                 kube_error_release(&e);
         }
         if (r < 0)

@@ -210,13 +210,19 @@ MUST_CHECK int kube_create(struct kube_client *c,
                            const cJSON *obj,
                            cJSON **ret,
                            struct kube_error *e);
-/* PUT the whole object (metadata.resourceVersion is the precondition: CM_ECONFLICT when
- * stale). subresource NULL or "status". */
+
+/* The object a PUT replaces. Every pointer is borrowed for the call. */
+struct kube_update_opts {
+        const struct kube_resource *resource;
+        const char *ns; /* NULL for cluster-scoped resources */
+        const char *name;
+        const char *subresource; /* NULL or "status" */
+};
+
+/* PUT the whole object obj at o (metadata.resourceVersion is the precondition: CM_ECONFLICT
+ * when stale). */
 MUST_CHECK int kube_update(struct kube_client *c,
-                           const struct kube_resource *r,
-                           const char *ns,
-                           const char *name,
-                           const char *subresource,
+                           const struct kube_update_opts *o,
                            const cJSON *obj,
                            cJSON **ret,
                            struct kube_error *e);

@@ -210,6 +210,7 @@ static void test_create__already_exists_and_invalid_with_causes(void **state)
 static void test_update__stale_resource_version_conflicts(void **state)
 {
         struct kc_fx *f = *state;
+        const struct kube_update_opts cm_u = { &KUBE_RES_CONFIGMAPS, "update", "u", NULL };
         cJSON *o = NULL, *stale, *got = NULL;
 
         kubesim_create_namespace(f->c, "update");
@@ -218,13 +219,10 @@ static void test_update__stale_resource_version_conflicts(void **state)
         stale = cJSON_Duplicate(o, true);
         cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "data"), "k",
                                                cJSON_CreateString("2"));
-        assert_int_equal(
-                kube_update(f->c, &KUBE_RES_CONFIGMAPS, "update", "u", NULL, o, &got, &f->e), 0);
+        assert_int_equal(kube_update(f->c, &cm_u, o, &got, &f->e), 0);
         assert_string_not_equal(kube_meta_str(got, "resourceVersion"),
                                 kube_meta_str(stale, "resourceVersion"));
-        assert_int_equal(
-                kube_update(f->c, &KUBE_RES_CONFIGMAPS, "update", "u", NULL, stale, NULL, &f->e),
-                CM_ECONFLICT);
+        assert_int_equal(kube_update(f->c, &cm_u, stale, NULL, &f->e), CM_ECONFLICT);
         assert_string_equal(f->e.reason, "Conflict");
         cJSON_Delete(o);
         cJSON_Delete(stale);
@@ -282,6 +280,8 @@ static void test_status__subresource_update_and_patch_on_a_custom_resource(void 
                                             .ns = "status",
                                             .name = "mc" };
         struct kube_patch_opts mc_status = mc;
+        const struct kube_update_opts put_status = { &KUBE_RES_MAASCLUSTERS, "status", "mc",
+                                                     "status" };
         cJSON *got = NULL, *st;
 
         mc_status.subresource = "status";
@@ -294,9 +294,7 @@ static void test_status__subresource_update_and_patch_on_a_custom_resource(void 
         cJSON_Delete(o);
         o = got;
         got = NULL;
-        assert_int_equal(
-                kube_update(f->c, &KUBE_RES_MAASCLUSTERS, "status", "mc", "status", o, &got, &f->e),
-                0);
+        assert_int_equal(kube_update(f->c, &put_status, o, &got, &f->e), 0);
         assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
                 cJSON_GetObjectItemCaseSensitive(got, "status"), "ready")));
         assert_string_equal(cJSON_GetObjectItemCaseSensitive(

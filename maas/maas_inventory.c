@@ -138,25 +138,20 @@ static void machine_from_node(const struct maas_inventory_snapshot *s,
         }
 }
 
-struct maas_inventory_snapshot *maas_inventory_snapshot_build(
-        const struct maas_named_list *zones,
-        const struct maas_named_list *pools,
-        const struct maas_named_list *tags,
-        const struct maas_named_list *domains,
-        const struct maas_boot_resource_list *images,
-        const struct maas_node_list *machines,
-        uint64_t taken_ms)
+struct maas_inventory_snapshot *maas_inventory_snapshot_build(const struct maas_inventory_lists *l,
+                                                              uint64_t taken_ms)
 {
+        const struct maas_node_list *machines = &l->machines;
         struct maas_inventory_snapshot *s = xcalloc(1, sizeof(*s));
 
         atomic_init(&s->refs, 1);
         s->gen = atomic_fetch_add_explicit(&snapshot_gen, 1, memory_order_relaxed) + 1;
         s->taken_ms = taken_ms;
-        names_from_list(&s->names[MAAS_INV_ZONE], zones);
-        names_from_list(&s->names[MAAS_INV_POOL], pools);
-        names_from_list(&s->names[MAAS_INV_TAG], tags);
-        names_from_list(&s->names[MAAS_INV_DOMAIN], domains);
-        names_from_images(&s->names[MAAS_INV_IMAGE], images);
+        names_from_list(&s->names[MAAS_INV_ZONE], &l->zones);
+        names_from_list(&s->names[MAAS_INV_POOL], &l->pools);
+        names_from_list(&s->names[MAAS_INV_TAG], &l->tags);
+        names_from_list(&s->names[MAAS_INV_DOMAIN], &l->domains);
+        names_from_images(&s->names[MAAS_INV_IMAGE], &l->images);
         s->machines = xcalloc(machines->n ? machines->n : 1, sizeof(*s->machines));
         for (size_t i = 0; i < machines->n; i++)
                 machine_from_node(s, &machines->items[i], &s->machines[i]);
@@ -473,13 +468,7 @@ static int ensure_client(struct maas_inventory *inv)
                 &inv->client);
 }
 
-struct lists {
-        struct maas_named_list zones, pools, tags, domains;
-        struct maas_boot_resource_list images;
-        struct maas_node_list machines;
-};
-
-static void lists_release(struct lists *l)
+static void lists_release(struct maas_inventory_lists *l)
 {
         maas_named_list_release(&l->zones);
         maas_named_list_release(&l->pools);
@@ -553,7 +542,7 @@ static int list_machines_by_zone(struct maas_client *mc,
 
 /* The six list calls; *ret_what names the one that failed. */
 static int fetch_lists(struct maas_client *mc,
-                       struct lists *l,
+                       struct maas_inventory_lists *l,
                        struct maas_error *err,
                        const char **ret_what)
 {
@@ -639,7 +628,7 @@ static void publish(struct maas_inventory *inv,
 int maas_inventory_refresh(struct maas_inventory *inv)
 {
         struct maas_error err = { 0 };
-        struct lists l = { 0 };
+        struct maas_inventory_lists l = { 0 };
         const char *what = NULL;
         struct maas_inventory_snapshot *snap = NULL;
         uint64_t seq;
@@ -654,9 +643,7 @@ int maas_inventory_refresh(struct maas_inventory *inv)
         if (r == 0)
                 r = fetch_lists(inv->client, &l, &err, &what);
         if (r == 0) {
-                snap = maas_inventory_snapshot_build(&l.zones, &l.pools, &l.tags, &l.domains,
-                                                     &l.images, &l.machines,
-                                                     clock_now_ms(inv->clock));
+                snap = maas_inventory_snapshot_build(&l, clock_now_ms(inv->clock));
                 publish(inv, snap, MAAS_INV_OK, NULL, seq);
         } else {
                 enum maas_inv_state st = classify(r, &err);

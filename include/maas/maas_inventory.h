@@ -178,13 +178,14 @@ void maas_inv_fit(const struct maas_inventory_snapshot *s,
                   const struct maas_inv_query *q,
                   struct maas_inv_fit *ret);
 
+/* What MAAS listed: the collections a snapshot is built from. */
+struct maas_inventory_lists {
+        struct maas_named_list zones, pools, tags, domains;
+        struct maas_boot_resource_list images;
+        struct maas_node_list machines;
+};
+
 /* Builds a snapshot from listed collections (the refresh does this; tests too). The lists
  * are only read. taken_ms is stored as given. */
-struct maas_inventory_snapshot *maas_inventory_snapshot_build(
-        const struct maas_named_list *zones,
-        const struct maas_named_list *pools,
-        const struct maas_named_list *tags,
-        const struct maas_named_list *domains,
-        const struct maas_boot_resource_list *images,
-        const struct maas_node_list *machines,
-        uint64_t taken_ms);
+struct maas_inventory_snapshot *maas_inventory_snapshot_build(const struct maas_inventory_lists *l,
+                                                              uint64_t taken_ms);

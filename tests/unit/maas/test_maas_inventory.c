@@ -75,10 +75,13 @@ static struct maas_inventory_snapshot *sample(void)
         };
 
         return maas_inventory_snapshot_build(
-                &(struct maas_named_list){ zones, 2 }, &(struct maas_named_list){ pools, 2 },
-                &(struct maas_named_list){ tags, 2 }, &(struct maas_named_list){ domains, 1 },
-                &(struct maas_boot_resource_list){ images, 3 },
-                &(struct maas_node_list){ machines, ARRAY_SIZE(machines) }, 1000);
+                &(struct maas_inventory_lists){ .zones = { zones, 2 },
+                                                .pools = { pools, 2 },
+                                                .tags = { tags, 2 },
+                                                .domains = { domains, 1 },
+                                                .images = { images, 3 },
+                                                .machines = { machines, ARRAY_SIZE(machines) } },
+                1000);
 }
 
 static void test_maas_inventory__image_names_follow_maas_rules(void **state)
@@ -167,9 +170,8 @@ static void test_maas_inventory__repeated_fit_answers_per_snapshot(void **state)
         assert_int_equal(f.fit, 3);
         assert_int_equal(f.max_cpu, 32);
         b = maas_inventory_snapshot_build(
-                &(struct maas_named_list){ 0 }, &(struct maas_named_list){ &pool, 1 },
-                &(struct maas_named_list){ 0 }, &(struct maas_named_list){ 0 },
-                &(struct maas_boot_resource_list){ 0 }, &(struct maas_node_list){ &one, 1 }, 2000);
+                &(struct maas_inventory_lists){ .pools = { &pool, 1 }, .machines = { &one, 1 } },
+                2000);
         assert_true(b->gen != a->gen);
         maas_inv_fit(b, &q, &f); /* another snapshot: its own answer */
         assert_int_equal(f.fit, 1);

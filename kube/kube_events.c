@@ -70,18 +70,22 @@ struct agg {
 };
 
 /* Distinct messages seen for one (object, type, reason), for client-go's EventAggregator. */
+/* The head of a slot in a small table kept by key, least recently used out first. */
+struct lru {
+        char *key; /* owned; NULL = free slot */
+        uint64_t last_ms;
+};
+
 struct similar {
-        char *key;                    /* owned; NULL = free slot */
+        struct lru lru;               /* first: the table is searched by lru_slot() */
         uint64_t msgs[SIMILAR_LIMIT]; /* FNV-1a hashes of the distinct messages */
         size_t n;
-        uint64_t last_ms;
 };
 
 /* client-go's per-object spam filter: a token bucket kept as milliseconds of credit. */
 struct spam {
-        char *key; /* owned; NULL = free slot */
+        struct lru lru; /* first: the table is searched by lru_slot() */
         uint64_t credit_ms;
-        uint64_t last_ms;
 };
 
 struct event_recorder {
@@ -340,26 +344,39 @@ static char *spam_key(const struct ev *e)
         return xasprintf("%s\x1f%s\x1f%s\x1f%s\x1f%s", v[0], v[1], v[2], v[3], v[4]);
 }
 
-/* The bucket for key: existing, free, or the least recently used one (reset). */
-static struct spam *spam_slot(struct event_recorder *r, char *key, uint64_t now)
+/* The slot for key among the n slots at base, stride bytes apart, each starting with a
+ * struct lru: key's own (key is freed; *own set), else a free one, else the least recently
+ * used one (its key freed; the caller resets the slot and stores key in it). */
+static struct lru *lru_slot(void *base, size_t n, size_t stride, char *key, bool *own)
 {
-        struct spam *best = &r->spam[0];
+        struct lru *best = base;
 
-        for (size_t i = 0; i < SPAM_MAX; i++) {
-                struct spam *s = &r->spam[i];
+        for (size_t i = 0; i < n; i++) {
+                struct lru *s = (struct lru *)((char *)base + i * stride);
 
                 if (s->key && !strcmp(s->key, key)) {
                         free(key);
+                        *own = true;
                         return s;
                 }
                 if (!s->key || (best->key && s->last_ms < best->last_ms))
                         best = s;
         }
         free(best->key);
-        *best = (struct spam){ .key = key,
-                               .credit_ms = (uint64_t)SPAM_BURST * SPAM_REFILL_MS,
-                               .last_ms = now };
+        *own = false;
         return best;
+}
+
+/* The bucket for key: existing, free, or the least recently used one (reset). */
+static struct spam *spam_slot(struct event_recorder *r, char *key, uint64_t now)
+{
+        bool own;
+        struct spam *s = (struct spam *)lru_slot(r->spam, SPAM_MAX, sizeof(r->spam[0]), key, &own);
+
+        if (!own)
+                *s = (struct spam){ .lru = { .key = key, .last_ms = now },
+                                    .credit_ms = (uint64_t)SPAM_BURST * SPAM_REFILL_MS };
+        return s;
 }
 
 /* client-go EventSourceObjectSpamFilter: 25 events per object at once, then one per 5
@@ -370,10 +387,10 @@ static bool spam_allow(struct event_recorder *r, const struct ev *e)
         struct spam *s = spam_slot(r, spam_key(e), now);
         uint64_t cap = (uint64_t)SPAM_BURST * SPAM_REFILL_MS;
 
-        s->credit_ms += now - s->last_ms;
+        s->credit_ms += now - s->lru.last_ms;
         if (s->credit_ms > cap)
                 s->credit_ms = cap;
-        s->last_ms = now;
+        s->lru.last_ms = now;
         if (s->credit_ms < SPAM_REFILL_MS)
                 return false;
         s->credit_ms -= SPAM_REFILL_MS;
@@ -394,21 +411,13 @@ static uint64_t fnv1a(const char *s)
 /* The record for key: existing, free, or the least recently used one (reset). */
 static struct similar *similar_slot(struct event_recorder *r, char *key)
 {
-        struct similar *best = &r->similar[0];
+        bool own;
+        struct similar *s = (struct similar *)lru_slot(r->similar, SIMILAR_MAX,
+                                                       sizeof(r->similar[0]), key, &own);
 
-        for (size_t i = 0; i < SIMILAR_MAX; i++) {
-                struct similar *s = &r->similar[i];
-
-                if (s->key && !strcmp(s->key, key)) {
-                        free(key);
-                        return s;
-                }
-                if (!s->key || (best->key && s->last_ms < best->last_ms))
-                        best = s;
-        }
-        free(best->key);
-        *best = (struct similar){ .key = key };
-        return best;
+        if (!own)
+                *s = (struct similar){ .lru = { .key = key } };
+        return s;
 }
 
 /* client-go EventAggregator: once one (object, type, reason) had 10 distinct messages
@@ -423,16 +432,16 @@ static char *similar_combine(struct event_recorder *r, const struct ev *e)
         bool seen = false;
 
         free(obj);
-        if (now - s->last_ms > AGG_WINDOW_MS)
+        if (now - s->lru.last_ms > AGG_WINDOW_MS)
                 s->n = 0;
-        s->last_ms = now;
+        s->lru.last_ms = now;
         for (size_t i = 0; i < s->n && !seen; i++)
                 seen = s->msgs[i] == h;
         if (!seen && s->n < SIMILAR_LIMIT)
                 s->msgs[s->n++] = h;
         if (s->n < SIMILAR_LIMIT)
                 return NULL;
-        return xasprintf("combined\x1f%s", s->key);
+        return xasprintf("combined\x1f%s", s->lru.key);
 }
 
 static void write_event(struct event_recorder *r, const struct ev *e)
@@ -717,9 +726,9 @@ struct event_recorder *event_recorder_free(struct event_recorder *r)
         for (size_t i = 0; i < AGG_MAX; i++)
                 agg_clear(&r->cache[i]);
         for (size_t i = 0; i < SPAM_MAX; i++)
-                free(r->spam[i].key);
+                free(r->spam[i].lru.key);
         for (size_t i = 0; i < SIMILAR_MAX; i++)
-                free(r->similar[i].key);
+                free(r->similar[i].lru.key);
         pthread_cond_destroy(&r->work);
         pthread_cond_destroy(&r->idle);
         pthread_mutex_destroy(&r->mu);

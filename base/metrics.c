@@ -133,16 +133,18 @@ static bool is_name_char(char c, bool first, bool colon)
         return !first && c >= '0' && c <= '9';
 }
 
+size_t metrics_name_span(const char *s, bool colon)
+{
+        size_t i = 0;
+
+        while (s[i] && is_name_char(s[i], i == 0, colon))
+                i++;
+        return i;
+}
+
 static bool is_valid_name(const char *s, bool colon)
 {
-        size_t i;
-
-        if (!s || !s[0])
-                return false;
-        for (i = 0; s[i]; i++)
-                if (!is_name_char(s[i], i == 0, colon))
-                        return false;
-        return true;
+        return s && s[0] && !s[metrics_name_span(s, colon)];
 }
 
 static int check_labels(const char *const *labels, enum metric_type type, size_t *ret_n)

@@ -23,6 +23,7 @@
  * updates are still counted somewhere visible and memory stays bounded.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "compiler.h"
@@ -138,6 +139,9 @@ MUST_CHECK int metrics_add_collector(struct metrics *m,
  * version=0.0.4; charset=utf-8") to out. CM_ETOOBIG if out's cap is reached; out then holds
  * a truncated text the caller should discard. */
 MUST_CHECK int metrics_render(struct metrics *m, struct buf *out);
+/* Length of the longest prefix of s that is a metric name (colon: [a-zA-Z_:][a-zA-Z0-9_:]*)
+ * or a label name (no colon: [a-zA-Z_][a-zA-Z0-9_]*); 0 when none. */
+size_t metrics_name_span(const char *s, bool colon);
 
 /* Formats v as the text format writes it: "+Inf", "-Inf", "NaN", integers up to 2^53
  * without exponent ("1000000"), anything else in the shortest %g form that reads back

@@ -33,23 +33,12 @@
 
 /* ---- a minimal text-format checker ---- */
 
-static bool is_name_char(char c, bool first, bool colon)
-{
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_')
-                return true;
-        if (c == ':')
-                return colon;
-        return !first && c >= '0' && c <= '9';
-}
-
 /* Consumes a metric (colon) or label name; NULL if none. */
 static const char *skip_name(const char *p, bool colon)
 {
-        const char *s = p;
+        size_t n = metrics_name_span(p, colon);
 
-        while (is_name_char(*p, p == s, colon))
-                p++;
-        return p == s ? NULL : p;
+        return n ? p + n : NULL;
 }
 
 /* Consumes a quoted label value with only \\, \" and \n escapes; NULL if malformed. */

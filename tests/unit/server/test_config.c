@@ -21,50 +21,115 @@
 #include "err.h"
 #include "xalloc.h"
 
-/* ---- every option with a non-default value, for flags, environment and file ---- */
+/* ---- every option: its default, and the value config_test_opts sets ---- */
 
-static void check_all_set(const struct config *c)
+enum field_type { STR, FLAG, U16, UINT, INT, U64, SIZE, REAL, ENUM };
+
+struct field_case {
+        const char *name;
+        size_t off;
+        enum field_type type;
+        const char *dflt_s, *set_s; /* STR (NULL = unset) */
+        double dflt, set;           /* the others */
+};
+
+#define F(field, type) #field, offsetof(struct config, field), type
+
+static const struct field_case fields[] = {
+        { F(kubeconfig, STR), NULL, "/etc/kube/config", 0, 0 },
+        { F(webhooks_only, FLAG), NULL, NULL, false, true },
+        { F(namespace, STR), "", "team-a", 0, 0 },
+        { F(watch_filter, STR), "", "prod", 0, 0 },
+        { F(kube_api_qps, REAL), NULL, NULL, 20.0, 50.5 },
+        { F(kube_api_burst, UINT), NULL, NULL, 30, 100 },
+        { F(sync_period_ms, U64), NULL, NULL, 120 * 60000, 3600000 },
+        { F(leader_elect, FLAG), NULL, NULL, false, true },
+        { F(leader_election_id, STR), "controller-leader-election-capmaas", "my-lock", 0, 0 },
+        { F(leader_election_namespace, STR), "capmaas-system", "kube-system", 0, 0 },
+        { F(leader_elect_lease_duration_ms, U64), NULL, NULL, 15000, 30000 },
+        { F(leader_elect_renew_deadline_ms, U64), NULL, NULL, 10000, 20000 },
+        { F(leader_elect_retry_period_ms, U64), NULL, NULL, 2000, 5000 },
+        { F(machine_concurrency, UINT), NULL, NULL, 2, 8 },
+        { F(cluster_concurrency, UINT), NULL, NULL, 2, 4 },
+        { F(deploy_timeout_ms, U64), NULL, NULL, 30 * 60000, 45 * 60000 },
+        { F(release_erase, ENUM), NULL, NULL, RELEASE_ERASE_NONE, RELEASE_ERASE_QUICK },
+        { F(webhook_host, STR), "", "127.0.0.1", 0, 0 },
+        { F(webhook_port, U16), NULL, NULL, 9443, 10443 },
+        { F(webhook_cert_dir, STR), "/tmp/k8s-webhook-server/serving-certs", "/certs", 0, 0 },
+        { F(webhook_cert_name, STR), "tls.crt", "server.crt", 0, 0 },
+        { F(webhook_key_name, STR), "tls.key", "server.key", 0, 0 },
+        { F(tls_min_version, ENUM), NULL, NULL, TLS_VERSION_12, TLS_VERSION_13 },
+        { F(webhook_threads, UINT), NULL, NULL, 0, 8 },
+        { F(webhook_max_connections, UINT), NULL, NULL, 1024, 64 },
+        { F(webhook_connection_memory_limit, SIZE), NULL, NULL, 16 * 1024, 128 * 1024 },
+        { F(webhook_max_body_bytes, SIZE), NULL, NULL, 8 * 1024 * 1024, 2 * 1024 * 1024 },
+        { F(webhook_read_timeout_s, UINT), NULL, NULL, 10, 30 },
+        { F(graceful_shutdown_timeout_ms, U64), NULL, NULL, 30000, 60000 },
+        { F(metrics_bind_addr, STR), ":8080", "127.0.0.1:18080", 0, 0 },
+        { F(health_addr, STR), ":9440", "0", 0, 0 },
+        { F(verbosity, INT), NULL, NULL, 0, 3 },
+        { F(logging_format, ENUM), NULL, NULL, LOG_FORMAT_JSON, LOG_FORMAT_TEXT },
+        { F(maas_endpoint, STR), NULL, "http://maas.example:5240/MAAS", 0, 0 },
+        { F(maas_api_key, STR), NULL, "ck:tk:ts", 0, 0 },
+        { F(maas_ca_file, STR), NULL, "/etc/maas/ca.crt", 0, 0 },
+        { F(maas_insecure_skip_verify, FLAG), NULL, NULL, false, true },
+        { F(maas_timeout_ms, U64), NULL, NULL, 30000, 45000 },
+        { F(maas_inventory_interval_ms, U64), NULL, NULL, 60000, 120000 },
+        { F(admission_maas_checks, FLAG), NULL, NULL, true, false },
+};
+
+/* The numeric value of field fc of c. */
+static double field_number(const struct config *c, const struct field_case *fc)
 {
-        assert_string_equal(c->kubeconfig, "/etc/kube/config");
-        assert_true(c->webhooks_only);
-        assert_string_equal(c->namespace, "team-a");
-        assert_string_equal(c->watch_filter, "prod");
-        assert_true(c->kube_api_qps == 50.5);
-        assert_int_equal(c->kube_api_burst, 100);
-        assert_int_equal(c->sync_period_ms, 3600000);
-        assert_true(c->leader_elect);
-        assert_string_equal(c->leader_election_id, "my-lock");
-        assert_string_equal(c->leader_election_namespace, "kube-system");
-        assert_int_equal(c->leader_elect_lease_duration_ms, 30000);
-        assert_int_equal(c->leader_elect_renew_deadline_ms, 20000);
-        assert_int_equal(c->leader_elect_retry_period_ms, 5000);
-        assert_int_equal(c->machine_concurrency, 8);
-        assert_int_equal(c->cluster_concurrency, 4);
-        assert_int_equal(c->deploy_timeout_ms, 45 * 60000);
-        assert_int_equal(c->release_erase, RELEASE_ERASE_QUICK);
-        assert_string_equal(c->webhook_host, "127.0.0.1");
-        assert_int_equal(c->webhook_port, 10443);
-        assert_string_equal(c->webhook_cert_dir, "/certs");
-        assert_string_equal(c->webhook_cert_name, "server.crt");
-        assert_string_equal(c->webhook_key_name, "server.key");
-        assert_int_equal(c->tls_min_version, TLS_VERSION_13);
-        assert_int_equal(c->webhook_threads, 8);
-        assert_int_equal(c->webhook_max_connections, 64);
-        assert_int_equal(c->webhook_connection_memory_limit, 128 * 1024);
-        assert_int_equal(c->webhook_max_body_bytes, 2 * 1024 * 1024);
-        assert_int_equal(c->webhook_read_timeout_s, 30);
-        assert_int_equal(c->graceful_shutdown_timeout_ms, 60000);
-        assert_string_equal(c->metrics_bind_addr, "127.0.0.1:18080");
-        assert_string_equal(c->health_addr, "0");
-        assert_int_equal(c->verbosity, 3);
-        assert_int_equal(c->logging_format, LOG_FORMAT_TEXT);
-        assert_string_equal(c->maas_endpoint, "http://maas.example:5240/MAAS");
-        assert_string_equal(c->maas_api_key, "ck:tk:ts");
-        assert_string_equal(c->maas_ca_file, "/etc/maas/ca.crt");
-        assert_true(c->maas_insecure_skip_verify);
-        assert_int_equal(c->maas_timeout_ms, 45000);
-        assert_int_equal(c->maas_inventory_interval_ms, 120000);
-        assert_false(c->admission_maas_checks);
+        const char *p = (const char *)c + fc->off;
+
+        switch (fc->type) {
+        case FLAG:
+                return *(const bool *)p;
+        case U16:
+                return *(const uint16_t *)p;
+        case UINT:
+                return *(const unsigned *)p;
+        case INT:
+                return *(const int *)p;
+        case U64:
+                return (double)*(const uint64_t *)p;
+        case SIZE:
+                return (double)*(const size_t *)p;
+        case REAL:
+                return *(const double *)p;
+        case ENUM:
+                return *(const int *)p;
+        case STR:
+                break;
+        }
+        fail_msg("%s: not a number", fc->name);
+        return 0;
+}
+
+/* Every field of c is its default (set false) or the value config_test_opts sets (true). */
+static void check_fields(const struct config *c, bool set)
+{
+        for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+                const struct field_case *fc = &fields[i];
+                const char *want_s = set ? fc->set_s : fc->dflt_s;
+                double want = set ? fc->set : fc->dflt;
+                const char *got_s;
+                double got;
+
+                if (fc->type == STR) {
+                        memcpy(&got_s, (const char *)c + fc->off, sizeof(got_s));
+                        if (!want_s && got_s)
+                                fail_msg("%s: \"%s\", want unset", fc->name, got_s);
+                        if (want_s && (!got_s || strcmp(got_s, want_s) != 0))
+                                fail_msg("%s: \"%s\", want \"%s\"", fc->name,
+                                         got_s ? got_s : "(unset)", want_s);
+                        continue;
+                }
+                got = field_number(c, fc);
+                if (got != want)
+                        fail_msg("%s: %g, want %g", fc->name, got, want);
+        }
 }
 
 enum source {
@@ -106,7 +171,7 @@ static void load_all_from(enum source src)
                 env = (const char *const *)words;
         }
         c = config_test_load_ok(args, env);
-        check_all_set(c);
+        check_fields(c, true);
         config_free(c);
         for (size_t i = 0; i < config_test_opts_n; i++)
                 free(words[i]);
@@ -127,46 +192,7 @@ static void test_config__defaults_match_the_documented_values(void **state)
         assert_false(c->help);
         assert_false(c->version);
         assert_null(c->config_file);
-        assert_null(c->kubeconfig);
-        assert_false(c->webhooks_only);
-        assert_string_equal(c->namespace, "");
-        assert_string_equal(c->watch_filter, "");
-        assert_true(c->kube_api_qps == 20.0);
-        assert_int_equal(c->kube_api_burst, 30);
-        assert_int_equal(c->sync_period_ms, 120 * 60000);
-        assert_false(c->leader_elect);
-        assert_string_equal(c->leader_election_id, "controller-leader-election-capmaas");
-        assert_string_equal(c->leader_election_namespace, "capmaas-system");
-        assert_int_equal(c->leader_elect_lease_duration_ms, 15000);
-        assert_int_equal(c->leader_elect_renew_deadline_ms, 10000);
-        assert_int_equal(c->leader_elect_retry_period_ms, 2000);
-        assert_int_equal(c->machine_concurrency, 2);
-        assert_int_equal(c->cluster_concurrency, 2);
-        assert_int_equal(c->deploy_timeout_ms, 30 * 60000);
-        assert_int_equal(c->release_erase, RELEASE_ERASE_NONE);
-        assert_string_equal(c->webhook_host, "");
-        assert_int_equal(c->webhook_port, 9443);
-        assert_string_equal(c->webhook_cert_dir, "/tmp/k8s-webhook-server/serving-certs");
-        assert_string_equal(c->webhook_cert_name, "tls.crt");
-        assert_string_equal(c->webhook_key_name, "tls.key");
-        assert_int_equal(c->tls_min_version, TLS_VERSION_12);
-        assert_int_equal(c->webhook_threads, 0);
-        assert_int_equal(c->webhook_max_connections, 1024);
-        assert_int_equal(c->webhook_connection_memory_limit, 16 * 1024);
-        assert_int_equal(c->webhook_max_body_bytes, 8 * 1024 * 1024);
-        assert_int_equal(c->webhook_read_timeout_s, 10);
-        assert_int_equal(c->graceful_shutdown_timeout_ms, 30000);
-        assert_string_equal(c->metrics_bind_addr, ":8080");
-        assert_string_equal(c->health_addr, ":9440");
-        assert_int_equal(c->verbosity, 0);
-        assert_int_equal(c->logging_format, LOG_FORMAT_JSON);
-        assert_null(c->maas_endpoint);
-        assert_null(c->maas_api_key);
-        assert_null(c->maas_ca_file);
-        assert_false(c->maas_insecure_skip_verify);
-        assert_int_equal(c->maas_timeout_ms, 30000);
-        assert_int_equal(c->maas_inventory_interval_ms, 60000);
-        assert_true(c->admission_maas_checks);
+        check_fields(c, false);
         config_free(c);
 }
 

@@ -214,18 +214,37 @@ static void test_config__every_option_settable_by_file(void **state)
         load_all_from(FROM_FILE);
 }
 
+/* Loads with --config=<the file name holding yaml> and env; *ret_path (may be NULL) gets
+ * the file's path (caller frees). */
+static struct config *load_file(const char *name,
+                                const char *yaml,
+                                const char *const *env,
+                                char **ret_path)
+{
+        char *path = config_test_write_file(name, yaml);
+        char *flag = xasprintf("--config=%s", path);
+        struct config *c = config_test_load_ok(ARGS(flag), env);
+
+        free(flag);
+        if (ret_path)
+                *ret_path = path;
+        else
+                free(path);
+        return c;
+}
+
 static void test_config__plain_yaml_scalars_are_accepted(void **state)
 {
-        char *path =
-                config_test_write_file("plain.yaml", "# comment\n"
-                                                     "webhook-port: 10443\n"
-                                                     "leader-elect: true\n"
-                                                     "health-addr: 127.0.0.1:9999\n"
-                                                     "maas-endpoint: http://10.0.0.2:5240/MAAS\n"
-                                                     "kube-api-qps: 7.5\n"
-                                                     "namespace: ''\n");
-        char *flag = xasprintf("--config=%s", path);
-        struct config *c = config_test_load_ok(ARGS(flag), NONE);
+        char *path;
+        struct config *c = load_file("plain.yaml",
+                                     "# comment\n"
+                                     "webhook-port: 10443\n"
+                                     "leader-elect: true\n"
+                                     "health-addr: 127.0.0.1:9999\n"
+                                     "maas-endpoint: http://10.0.0.2:5240/MAAS\n"
+                                     "kube-api-qps: 7.5\n"
+                                     "namespace: ''\n",
+                                     NONE, &path);
 
         (void)state;
         assert_int_equal(c->webhook_port, 10443);
@@ -236,7 +255,6 @@ static void test_config__plain_yaml_scalars_are_accepted(void **state)
         assert_string_equal(c->namespace, "");
         assert_string_equal(c->config_file, path);
         config_free(c);
-        free(flag);
         free(path);
 }
 
@@ -273,15 +291,11 @@ static void test_config__config_flag_beats_config_env(void **state)
 
 static void test_config__empty_file_keeps_defaults(void **state)
 {
-        char *path = config_test_write_file("empty.yaml", "# nothing set here\n");
-        char *flag = xasprintf("--config=%s", path);
-        struct config *c = config_test_load_ok(ARGS(flag), NONE);
+        struct config *c = load_file("empty.yaml", "# nothing set here\n", NONE, NULL);
 
         (void)state;
         assert_int_equal(c->webhook_port, 9443);
         config_free(c);
-        free(flag);
-        free(path);
 }
 
 /* ---- precedence ---- */
@@ -670,9 +684,8 @@ static void test_config__capmaas_env_beats_alias_env(void **state)
 
 static void test_config__pod_namespace_is_only_a_default(void **state)
 {
-        char *path = config_test_write_file("lens.yaml", "leader-election-namespace: from-file\n");
-        char *flag = xasprintf("--config=%s", path);
-        struct config *c = config_test_load_ok(ARGS(flag), ARGS("POD_NAMESPACE=from-pod"));
+        struct config *c = load_file("lens.yaml", "leader-election-namespace: from-file\n",
+                                     ARGS("POD_NAMESPACE=from-pod"), NULL);
 
         (void)state;
         assert_string_equal(c->leader_election_namespace, "from-file");
@@ -681,8 +694,6 @@ static void test_config__pod_namespace_is_only_a_default(void **state)
                 NONE, ARGS("POD_NAMESPACE=from-pod", "CAPMAAS_LEADER_ELECTION_NAMESPACE=from-env"));
         assert_string_equal(c->leader_election_namespace, "from-env");
         config_free(c);
-        free(flag);
-        free(path);
 }
 
 static void test_config__empty_env_is_ignored(void **state)

@@ -45,29 +45,31 @@ static void test_config__api_key_from_file(void **state)
         free(crlf);
 }
 
+/* --<flag>=<path> fails with err and the message "<prefix><path>: <why>". */
+static void expect_path_error(
+        const char *flag, const char *path, int err, const char *prefix, const char *why)
+{
+        char *arg = xasprintf("%s=%s", flag, path);
+        char *msg = xasprintf("%s%s: %s", prefix, path, why);
+
+        config_test_expect_error(ARGS(arg), NONE, err, msg);
+        free(msg);
+        free(arg);
+}
+
 static void test_config__api_key_file_errors(void **state)
 {
+        static const char flag[] = "--maas-api-key-file";
+        static const char prefix[] = "--maas-api-key-file: ";
         char *empty = config_test_write_file("empty.key", "\n");
         char *big = config_test_write_filler("big.key", 4097);
         char *missing = xasprintf("%s/missing.key", config_test_dir);
-        char *f1 = xasprintf("--maas-api-key-file=%s", empty);
-        char *f2 = xasprintf("--maas-api-key-file=%s", big);
-        char *f3 = xasprintf("--maas-api-key-file=%s", missing);
-        char *m1 = xasprintf("--maas-api-key-file: %s: expected one line holding the MAAS API key",
-                             empty);
-        char *m2 = xasprintf("--maas-api-key-file: %s: file is larger than 4096 bytes", big);
-        char *m3 = xasprintf("--maas-api-key-file: %s: No such file or directory", missing);
 
         (void)state;
-        config_test_expect_error(ARGS(f1), NONE, CM_EINVAL, m1);
-        config_test_expect_error(ARGS(f2), NONE, CM_ETOOBIG, m2);
-        config_test_expect_error(ARGS(f3), NONE, CM_EIO, m3);
-        free(m3);
-        free(m2);
-        free(m1);
-        free(f3);
-        free(f2);
-        free(f1);
+        expect_path_error(flag, empty, CM_EINVAL, prefix,
+                          "expected one line holding the MAAS API key");
+        expect_path_error(flag, big, CM_ETOOBIG, prefix, "file is larger than 4096 bytes");
+        expect_path_error(flag, missing, CM_EIO, prefix, "No such file or directory");
         free(missing);
         free(big);
         free(empty);
@@ -147,28 +149,16 @@ static void test_config__file_missing_or_too_big(void **state)
         char *big = config_test_write_filler("big.yaml", (size_t)1024 * 1024 + 1);
         char *ok = config_test_write_filler("max.yaml",
                                             (size_t)1024 * 1024); /* a comment line at the limit */
-        char *f1 = xasprintf("--config=%s", missing);
-        char *f2 = xasprintf("--config=%s", big);
         char *f3 = xasprintf("--config=%s", ok);
-        char *m1 = xasprintf("%s: No such file or directory", missing);
-        char *m2 = xasprintf("%s: file is larger than 1048576 bytes", big);
-        char *m3 = xasprintf("%s: not a regular file", config_test_dir);
-        char *f4 = xasprintf("--config=%s", config_test_dir);
         struct config *c;
 
         (void)state;
-        config_test_expect_error(ARGS(f1), NONE, CM_EIO, m1);
-        config_test_expect_error(ARGS(f2), NONE, CM_ETOOBIG, m2);
-        config_test_expect_error(ARGS(f4), NONE, CM_EIO, m3);
+        expect_path_error("--config", missing, CM_EIO, "", "No such file or directory");
+        expect_path_error("--config", big, CM_ETOOBIG, "", "file is larger than 1048576 bytes");
+        expect_path_error("--config", config_test_dir, CM_EIO, "", "not a regular file");
         c = config_test_load_ok(ARGS(f3), NONE);
         config_free(c);
-        free(f4);
-        free(m3);
-        free(m2);
-        free(m1);
         free(f3);
-        free(f2);
-        free(f1);
         free(ok);
         free(big);
         free(missing);

@@ -377,8 +377,7 @@ static int api_server(struct maascluster_ctx *c, struct reconcile_result *res)
 /* A Cluster.spec.controlPlaneEndpoint host the user set (not one we published). */
 static const char *user_endpoint(struct maascluster_ctx *c)
 {
-        const char *host = json_find_str(kube_object_json(c->cluster), "spec",
-                                         "controlPlaneEndpoint", "host", NULL);
+        const char *host = capi_cluster_endpoint_host(kube_object_json(c->cluster));
         const char *ours = c->mc.status.network ? c->mc.status.network->dns_name : NULL;
 
         if (!host || !*host || (ours && strcmp(host, ours) == 0))

@@ -21,11 +21,6 @@
 /* Status of a pass that requeues within this many milliseconds is written by the next. */
 #define STATUS_DEBOUNCE_MS 1000
 
-static bool has_label(const cJSON *obj, const char *key)
-{
-        return json_find(obj, "metadata", "labels", key, NULL) != NULL;
-}
-
 static void status_from_node(struct maasmachine_ctx *c)
 {
         struct maas_machine_status *st = &c->mm.status;
@@ -229,14 +224,13 @@ static int normal_prereqs(struct maasmachine_ctx *c, bool *ret_go)
         const cJSON *cluster = kube_object_json(c->cluster);
 
         *ret_go = false;
-        if (!reconciler_cluster_infra_ready(cluster)) {
+        if (!reconciler_cluster_infra_ready(c->p, cluster)) {
                 reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
                                 SCHEMA_REASON_WAITING_FOR_CLUSTER_INFRA,
                                 "waiting for the cluster infrastructure to be provisioned");
                 return 0;
         }
-        if (!json_find_str(kube_object_json(c->machine), "spec", "bootstrap", "dataSecretName",
-                           NULL)) {
+        if (!capi_machine_data_secret(kube_object_json(c->machine))) {
                 reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
                                 SCHEMA_REASON_WAITING_FOR_BOOTSTRAP_DATA,
                                 "waiting for the bootstrap data secret");
@@ -293,8 +287,8 @@ static int lookup_owners(struct maasmachine_ctx *c, bool *ret_go)
         }
         if (reconciler_paused(kube_object_json(c->cluster), obj))
                 return 0;
-        c->control_plane = has_label(kube_object_json(c->machine), SCHEMA_LABEL_CONTROL_PLANE) ||
-                           has_label(obj, SCHEMA_LABEL_CONTROL_PLANE);
+        c->control_plane =
+                capi_is_control_plane(kube_object_json(c->machine)) || capi_is_control_plane(obj);
         *ret_go = true;
         return 0;
 }
@@ -306,12 +300,11 @@ static int pass(struct maasmachine_ctx *c, struct reconcile_result *res)
 
         if (c->mm.meta.deletion_timestamp) {
                 /* The owner may already be gone while we release: no lookups needed. */
-                c->control_plane = has_label(kube_object_json(c->obj), SCHEMA_LABEL_CONTROL_PLANE);
+                c->control_plane = capi_is_control_plane(kube_object_json(c->obj));
                 c->machine = reconciler_owner(c->p, &c->mm.meta, "Machine");
                 if (c->machine)
-                        c->control_plane =
-                                c->control_plane ||
-                                has_label(kube_object_json(c->machine), SCHEMA_LABEL_CONTROL_PLANE);
+                        c->control_plane = c->control_plane ||
+                                           capi_is_control_plane(kube_object_json(c->machine));
                 return maasmachine_delete_pass(c, res);
         }
         err = lookup_owners(c, &go);

@@ -117,7 +117,7 @@ static const char *zone_of(const struct maasmachine_ctx *c)
 {
         if (c->mm.spec.failure_domain && *c->mm.spec.failure_domain)
                 return c->mm.spec.failure_domain;
-        return json_find_str(kube_object_json(c->machine), "spec", "failureDomain", NULL);
+        return capi_machine_failure_domain(kube_object_json(c->machine));
 }
 
 static void describe_constraints(const struct maasmachine_ctx *c, char *out, size_t len)

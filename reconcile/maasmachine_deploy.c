@@ -14,8 +14,7 @@
 
 static int bootstrap_data(struct maasmachine_ctx *c, char **ret, size_t *ret_len)
 {
-        const char *secret = json_find_str(kube_object_json(c->machine), "spec", "bootstrap",
-                                           "dataSecretName", NULL);
+        const char *secret = capi_machine_data_secret(kube_object_json(c->machine));
         cJSON *obj = NULL;
         const char *b64;
         int err;

@@ -12,8 +12,8 @@
 
 static char *endpoint_fqdn(struct maasmachine_ctx *c)
 {
-        const char *infra = json_find_str(kube_object_json(c->cluster), "spec", "infrastructureRef",
-                                          "name", NULL);
+        const char *infra = capi_ref_name(&c->p->capi, kube_object_json(c->cluster),
+                                          "infrastructureRef", SCHEMA_GROUP, SCHEMA_KIND_CLUSTER);
         struct kube_object *mc = infra ? informer_get(c->p->maasclusters, c->ns, infra) : NULL;
         const char *dns =
                 mc ? json_find_str(kube_object_json(mc), "status", "network", "dnsName", NULL)

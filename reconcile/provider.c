@@ -4,7 +4,10 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "backoff.h"
+#include "clock.h"
 #include "err.h"
 #include "kube_events.h"
 #include "log.h"
@@ -16,8 +19,13 @@
 #include "worker.h"
 #include "xalloc.h"
 
-#define LOGGER          "provider"
-#define SYNC_TIMEOUT_MS 60000
+#define LOGGER               "provider"
+#define SYNC_TIMEOUT_MS      60000
+/* Discovery of the Cluster API version: retried with backoff for up to this long (then
+ * provider_start fails, as when the informers never sync). */
+#define DISCOVERY_TIMEOUT_MS 60000
+#define DISCOVERY_BASE_MS    250
+#define DISCOVERY_MAX_MS     8000
 
 /* --- per-worker clients ------------------------------------------------------------------ */
 
@@ -72,27 +80,28 @@ static const struct controller_ops cluster_ops = {
 
 typedef void add_fn(void *ctl, const char *ns, const char *name);
 
-/* An object's spec.infrastructureRef when it names a `kind`. */
-static void map_infra_ref(const struct kube_object *obj, const char *kind, add_fn *add, void *ctl)
+/* An object's spec.infrastructureRef when it names our `kind`. */
+static void map_infra_ref(const struct provider *p,
+                          const struct kube_object *obj,
+                          const char *kind,
+                          add_fn *add,
+                          void *ctl)
 {
-        const cJSON *o = kube_object_json(obj);
-        const char *k = json_find_str(o, "spec", "infrastructureRef", "kind", NULL);
-        const char *name = json_find_str(o, "spec", "infrastructureRef", "name", NULL);
+        const char *name = capi_ref_name(&p->capi, kube_object_json(obj), "infrastructureRef",
+                                         SCHEMA_GROUP, kind);
 
-        if (k && name && strcmp(k, kind) == 0)
+        if (name)
                 add(ctl, kube_object_namespace(obj), name);
 }
 
 static void map_machine_to_mm(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
-        (void)arg;
-        map_infra_ref(obj, SCHEMA_KIND_MACHINE, add, ctl);
+        map_infra_ref(arg, obj, SCHEMA_KIND_MACHINE, add, ctl);
 }
 
 static void map_cluster_to_mc(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
-        (void)arg;
-        map_infra_ref(obj, SCHEMA_KIND_CLUSTER, add, ctl);
+        map_infra_ref(arg, obj, SCHEMA_KIND_CLUSTER, add, ctl);
 }
 
 /* Every MaasMachine of the cluster an object belongs to (by label or, for a Cluster, by
@@ -116,11 +125,11 @@ static void map_cp_mm_to_mc(void *arg, const struct kube_object *obj, add_fn *ad
         struct provider *p = arg;
         struct kube_object *cluster;
 
-        if (!kube_label(kube_object_json(obj), SCHEMA_LABEL_CONTROL_PLANE))
+        if (!capi_is_control_plane(kube_object_json(obj)))
                 return;
         cluster = reconciler_cluster_of(p, kube_object_namespace(obj), kube_object_json(obj));
         if (cluster)
-                map_infra_ref(cluster, SCHEMA_KIND_CLUSTER, add, ctl);
+                map_infra_ref(p, cluster, SCHEMA_KIND_CLUSTER, add, ctl);
         kube_object_unref(cluster);
 }
 
@@ -218,17 +227,79 @@ static int new_controller(struct provider *p,
                               ret);
 }
 
+int provider_discover(struct provider *p, struct http_transport *t)
+{
+        struct kube_client *c = NULL;
+        struct kube_error e = { 0 };
+        int err;
+
+        err = kube_client_new(&(struct kube_client_opts){ .config = p->kube,
+                                                          .limiter = p->limiter,
+                                                          .transport = t },
+                              &c);
+        if (err == 0)
+                err = capi_api_discover(&p->capi, c, &e);
+        if (err == 0)
+                log_info(LOGGER, "reading Cluster API objects", "version=%s/%s", CAPI_GROUP,
+                         p->capi.version);
+        else
+                log_warn(LOGGER, "cannot tell which Cluster API versions are served",
+                         "group=%s error=%s reason=%s", CAPI_GROUP, cm_strerror(err),
+                         e.message ? e.message : "");
+        kube_error_release(&e);
+        kube_client_free(c);
+        return err;
+}
+
+/* Sleeps ms in 50 ms slices; false as soon as the provider stops. */
+static bool pause_ms(struct provider *p, uint64_t ms)
+{
+        struct timespec ts = { 0, 0 };
+
+        while (ms > 0 && !atomic_load(&p->stopping)) {
+                uint64_t step = ms < 50 ? ms : 50;
+
+                ts.tv_nsec = (long)step * 1000000L;
+                (void)nanosleep(&ts, NULL);
+                ms -= step;
+        }
+        return !atomic_load(&p->stopping);
+}
+
+/* provider_discover until it answers, with jittered backoff, never guessing a version. */
+static int discover(struct provider *p)
+{
+        const struct backoff_policy policy = { DISCOVERY_BASE_MS, DISCOVERY_MAX_MS };
+        uint64_t t0 = clock_now_ms(p->clock), rnd = t0 | 1;
+        int err;
+
+        for (unsigned failures = 0;; failures++) {
+                err = provider_discover(p, NULL);
+                if (err == 0 || err == CM_EUNSUPPORTED)
+                        return err;
+                if (clock_now_ms(p->clock) - t0 >= DISCOVERY_TIMEOUT_MS)
+                        return err;
+                rnd ^= rnd << 13;
+                rnd ^= rnd >> 7;
+                rnd ^= rnd << 17;
+                if (!pause_ms(p, backoff_jittered_ms(&policy, failures, rnd)))
+                        return CM_ESHUTDOWN;
+        }
+}
+
 int provider_new_informers(struct provider *p)
 {
         int err;
 
+        if (!capi_api_known(&p->capi))
+                return CM_EINVAL;
         err = new_informer(p, &KUBE_RES_MAASMACHINES, &p->maasmachines);
         if (err == 0)
                 err = new_informer(p, &KUBE_RES_MAASCLUSTERS, &p->maasclusters);
         if (err == 0)
-                err = new_informer(p, &KUBE_RES_MACHINES, &p->machines);
+                err = new_informer(p, &p->capi.machines, &p->machines);
         if (err == 0)
-                err = new_informer(p, &KUBE_RES_CLUSTERS, &p->clusters);
+                err = new_informer(p, &p->capi.clusters, &p->clusters);
         return err;
 }
 
@@ -236,7 +307,9 @@ static int build(struct provider *p)
 {
         int err;
 
-        err = provider_new_informers(p);
+        err = discover(p);
+        if (err == 0)
+                err = provider_new_informers(p);
         if (err == 0)
                 err = event_recorder_new(&(struct event_recorder_opts){ .config = p->kube,
                                                                         .limiter = p->limiter,

@@ -62,11 +62,6 @@ void reconciler_table_release(struct reconciler_table *t)
         *t = (struct reconciler_table){ 0 };
 }
 
-static bool is_true(const cJSON *it)
-{
-        return cJSON_IsTrue(it);
-}
-
 struct kube_object *reconciler_owner(struct provider *p,
                                      const struct schema_meta *meta,
                                      const char *kind)
@@ -91,7 +86,7 @@ struct kube_object *reconciler_cluster_of(struct provider *p, const char *ns, co
 
 bool reconciler_paused(const cJSON *cluster, const cJSON *obj)
 {
-        if (cluster && is_true(json_find(cluster, "spec", "paused", NULL)))
+        if (cluster && capi_cluster_paused(cluster))
                 return true;
         if (cluster &&
             json_find_str(cluster, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL))
@@ -99,11 +94,9 @@ bool reconciler_paused(const cJSON *cluster, const cJSON *obj)
         return obj && json_find_str(obj, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL);
 }
 
-bool reconciler_cluster_infra_ready(const cJSON *cluster)
+bool reconciler_cluster_infra_ready(const struct provider *p, const cJSON *cluster)
 {
-        return is_true(json_find(cluster, "status", "initialization", "infrastructureProvisioned",
-                                 NULL)) ||
-               is_true(json_find(cluster, "status", "infrastructureReady", NULL));
+        return capi_cluster_infra_provisioned(&p->capi, cluster);
 }
 
 int64_t reconciler_parse_time(const char *s)

@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "capi_objects.h"
 #include "controller.h"
 #include "http_transport.h"
 #include "informer.h"
@@ -69,6 +70,7 @@ struct provider {
         const char *maas_ca_file;
         bool maas_insecure;
 
+        struct capi_api capi; /* the Cluster API version served (provider_discover) */
         struct informer *maasmachines, *maasclusters, *machines, *clusters;
         struct controller *machine_ctl, *cluster_ctl;
         struct event_recorder *events;
@@ -106,8 +108,8 @@ struct kube_object *reconciler_owner(struct provider *p,
 struct kube_object *reconciler_cluster_of(struct provider *p, const char *ns, const cJSON *obj);
 /* Cluster.spec.paused or the paused annotation on either object. */
 bool reconciler_paused(const cJSON *cluster, const cJSON *obj);
-/* Cluster.status.initialization.infrastructureProvisioned (or v1beta1 infrastructureReady). */
-bool reconciler_cluster_infra_ready(const cJSON *cluster);
+/* The Cluster's infrastructure is provisioned (capi_objects.h: either version). */
+bool reconciler_cluster_infra_ready(const struct provider *p, const cJSON *cluster);
 
 /* Seconds since the epoch of an RFC 3339 UTC time ("2026-01-02T03:04:05Z"), or -1. */
 int64_t reconciler_parse_time(const char *s);

@@ -49,7 +49,9 @@ struct provider_opts {
 };
 
 MUST_CHECK int provider_new(const struct provider_opts *o, struct provider **ret);
-/* Starts informers, waits for their first lists (up to 60 s), then the controllers. */
+/* Discovers which Cluster API version the cluster serves (cluster.x-k8s.io v1beta2, else
+ * v1beta1; retried with backoff for up to 60 s, never guessed), starts the informers on it,
+ * waits for their first lists (up to 60 s), then the controllers. */
 MUST_CHECK int provider_start(struct provider *p);
 /* Stops controllers (each worker finishes its reconcile), informers and events. */
 void provider_stop(struct provider *p);

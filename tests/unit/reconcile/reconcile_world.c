@@ -143,6 +143,22 @@ static int fake_send(struct http_transport *t,
         return f->maas ? maas_send(f, req, resp) : kube_send(f, req, resp);
 }
 
+/* A streamed GET (discovery): the stored body goes to the chunk callback at once. */
+static int fake_stream(struct http_transport *t,
+                       const struct transport_request *req,
+                       const struct transport_stream *s,
+                       struct transport_response *resp)
+{
+        int r = fake_send(t, req, resp);
+
+        if (r == 0 && resp->status >= 200 && resp->status < 300) {
+                (void)s->on_chunk(s->arg, resp->body, resp->body_len);
+                resp->body[0] = '\0';
+                resp->body_len = 0;
+        }
+        return r;
+}
+
 static void fake_destroy(struct http_transport *t)
 {
         (void)t;
@@ -150,8 +166,10 @@ static void fake_destroy(struct http_transport *t)
 
 static void fake_init(struct fake_http *f, bool maas)
 {
-        *f = (struct fake_http){ .t = { .send = fake_send, .destroy = fake_destroy },
-                                 .maas = maas };
+        *f = (struct fake_http){
+                .t = { .send = fake_send, .stream = fake_stream, .destroy = fake_destroy },
+                .maas = maas
+        };
 }
 
 static void fake_forget_requests(struct fake_http *f)
@@ -242,6 +260,109 @@ void dump_requests(const char *name, const struct fake_http *f)
 
 /* --- the world ---------------------------------------------------------------------------- */
 
+const char *world_capi = CAPI_V1BETA2;
+
+/* The other version's readiness field holds the opposite of the real one (see the header). */
+static void put_ready(cJSON *st, bool v2, const char *v2_name, const char *v1_name, bool value)
+{
+        json_set_bool(json_child_object(st, "initialization", NULL), v2_name, v2 ? value : !value);
+        json_set_bool(st, v1_name, v2 ? !value : value);
+}
+
+/* A reference: {apiGroup, kind, name} in v1beta2, {apiVersion, kind, name} in v1beta1. */
+static cJSON *ref(
+        bool v2, const char *group, const char *version, const char *kind, const char *name)
+{
+        cJSON *r = cJSON_CreateObject();
+        char *av = xasprintf("%s/%s", group, version);
+
+        json_set_string(r, v2 ? "apiGroup" : "apiVersion", v2 ? group : av);
+        json_set_string(r, "kind", kind);
+        json_set_string(r, "name", name);
+        free(av);
+        return r;
+}
+
+cJSON *world_cluster(const struct world_cluster *c)
+{
+        bool v2 = strcmp(world_capi, CAPI_V1BETA2) == 0;
+        cJSON *o = test_json("{\"apiVersion\":\"cluster.x-k8s.io/%s\",\"kind\":\"Cluster\","
+                             "\"metadata\":{\"name\":\"c1\",\"namespace\":\"" NS "\",\"uid\":"
+                             "\"uid-c1\"},\"spec\":{},\"status\":{}}",
+                             world_capi);
+        cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
+        cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
+
+        if (c->paused || !v2) /* optional in v1beta2 */
+                json_set_bool(spec, "paused", c->paused);
+        if (c->api_port)
+                json_set_int64(json_child_object(spec, "clusterNetwork", NULL), "apiServerPort",
+                               c->api_port);
+        if (c->endpoint_host) {
+                cJSON *ep = json_child_object(spec, "controlPlaneEndpoint", NULL);
+
+                json_set_string(ep, "host", c->endpoint_host);
+                json_set_int64(ep, "port", 6443);
+        }
+        json_set_item(spec, "infrastructureRef",
+                      ref(v2, SCHEMA_GROUP, SCHEMA_VERSION, SCHEMA_KIND_CLUSTER, "c1"));
+        json_set_item(spec, "controlPlaneRef",
+                      ref(v2, "controlplane.cluster.x-k8s.io", world_capi, "KubeadmControlPlane",
+                          "c1-control-plane"));
+        put_ready(st, v2, "infrastructureProvisioned", "infrastructureReady", !c->not_provisioned);
+        put_ready(st, v2, "controlPlaneInitialized", "controlPlaneReady",
+                  c->control_plane_initialized);
+        return o;
+}
+
+cJSON *world_machine(const struct world_machine *m)
+{
+        bool v2 = strcmp(world_capi, CAPI_V1BETA2) == 0;
+        cJSON *o = test_json("{\"apiVersion\":\"cluster.x-k8s.io/%s\",\"kind\":\"Machine\","
+                             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"" NS "\",\"uid\":"
+                             "\"uid-machine\",\"labels\":{\"cluster.x-k8s.io/cluster-name\":"
+                             "\"c1\"}},\"spec\":{\"clusterName\":\"c1\",\"bootstrap\":{}},"
+                             "\"status\":{}}",
+                             world_capi, m->name);
+        cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
+        cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
+
+        if (m->control_plane)
+                json_set_string(
+                        json_child_object(json_child_object(o, "metadata", NULL), "labels", NULL),
+                        SCHEMA_LABEL_CONTROL_PLANE, "");
+        if (m->data_secret)
+                json_set_string(cJSON_GetObjectItemCaseSensitive(spec, "bootstrap"),
+                                "dataSecretName", m->data_secret);
+        if (m->failure_domain)
+                json_set_string(spec, "failureDomain", m->failure_domain);
+        json_set_item(spec, "infrastructureRef",
+                      ref(v2, SCHEMA_GROUP, SCHEMA_VERSION, SCHEMA_KIND_MACHINE, m->name));
+        put_ready(st, v2, "infrastructureProvisioned", "infrastructureReady", m->node != NULL);
+        if (m->node) {
+                cJSON *n = json_child_object(st, "nodeRef", NULL);
+
+                if (!v2) { /* a v1beta1 ObjectReference */
+                        json_set_string(n, "apiVersion", "v1");
+                        json_set_string(n, "kind", "Node");
+                }
+                json_set_string(n, "name", m->node);
+        }
+        return o;
+}
+
+/* The fake API's discovery document for cluster.x-k8s.io: world_capi only. */
+static void put_discovery(struct world *w)
+{
+        world_put(w, NULL, MGMT "/apis/cluster.x-k8s.io",
+                  test_json("{\"kind\":\"APIGroup\",\"apiVersion\":\"v1\",\"name\":"
+                            "\"cluster.x-k8s.io\",\"versions\":[{\"groupVersion\":"
+                            "\"cluster.x-k8s.io/%s\",\"version\":\"%s\"}],"
+                            "\"preferredVersion\":{\"groupVersion\":\"cluster.x-k8s.io/%s\","
+                            "\"version\":\"%s\"}}",
+                            world_capi, world_capi, world_capi, world_capi));
+}
+
 static void record_sleep(void *ud, uint64_t ms)
 {
         struct world *w = ud;
@@ -273,6 +394,11 @@ struct world *world_new(const struct provider_settings *s)
                                                                .clock = &w->clock.ops },
                                       &w->p),
                          0);
+        put_discovery(w);
+        assert_int_equal(provider_discover(w->p, &w->kube.t), 0);
+        assert_string_equal(w->p->capi.version, world_capi);
+        assert_string_equal(w->p->capi.clusters.version, world_capi);
+        fake_forget_requests(&w->kube);
         assert_int_equal(provider_new_informers(w->p), 0);
         assert_int_equal(reconciler_worker_new(
                                  w->p,
@@ -404,19 +530,27 @@ void world_finish(struct world *w, void (*check)(struct world *w))
 
 int world_run_rows(const void *rows, size_t n, size_t row_size, void (*run)(void **state))
 {
+        static const char *const versions[] = { CAPI_V1BETA2, CAPI_V1BETA1 };
         struct CMUnitTest *tests = xcalloc(n, sizeof(*tests));
-        int ret;
+        int ret = 0;
 
-        for (size_t i = 0; i < n; i++) {
-                const char *row = (const char *)rows + i * row_size;
-                const char *name;
+        for (size_t v = 0; v < ARRAY_SIZE(versions); v++) {
+                char group[32];
 
-                memcpy(&name, row, sizeof(name));
-                tests[i] = (struct CMUnitTest){ .name = name,
-                                                .test_func = run,
-                                                .initial_state = (void *)(uintptr_t)row };
+                world_capi = versions[v];
+                for (size_t i = 0; i < n; i++) {
+                        const char *row = (const char *)rows + i * row_size;
+                        const char *name;
+
+                        memcpy(&name, row, sizeof(name));
+                        tests[i] = (struct CMUnitTest){ .name = name,
+                                                        .test_func = run,
+                                                        .initial_state = (void *)(uintptr_t)row };
+                }
+                (void)snprintf(group, sizeof(group), "reconcile/%s", world_capi);
+                ret += _cmocka_run_group_tests(group, tests, n, NULL, NULL);
         }
-        ret = _cmocka_run_group_tests("reconcile", tests, n, NULL, NULL);
+        world_capi = CAPI_V1BETA2;
         free(tests);
         return ret;
 }

@@ -12,6 +12,11 @@
  *     by URL, answers GET from them, applies merge PATCHes (bumping resourceVersion;
  *     an object being deleted whose last finalizer goes is removed, as the API server does)
  *     and records every request.
+ *   - Cluster API objects in either served version: the fake API's discovery document
+ *     (GET /apis/cluster.x-k8s.io) serves only world_capi, the provider discovers it in
+ *     world_new, and world_cluster / world_machine write Cluster and Machine in that
+ *     version's shape, with the other version's fields holding the opposite value, so a
+ *     reader of the wrong shape fails. world_run_rows runs every row in both versions.
  *   - a provider with its informers created but not started (provider_internal.h), and
  *     one worker (worker.h) whose clients use the two fakes; MAAS retry waits are recorded,
  *     never slept. Objects reach the informers through informer_feed_event
@@ -48,7 +53,9 @@
 #define MAAS_URL  "http://maas.test:5240/MAAS"
 #define NS        "ns1"
 #define INFRA_API MGMT "/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/" NS
-#define CAPI_API  MGMT "/apis/cluster.x-k8s.io/v1beta1/namespaces/" NS
+/* The fake store's key for Cluster API objects (the reconcilers read them from the
+ * informers, never by URL, so one key serves both versions). */
+#define CAPI_API  MGMT "/apis/cluster.x-k8s.io/namespaces/" NS
 #define CORE_API  MGMT "/api/v1/namespaces/" NS
 #define WALL_S    1700000000
 
@@ -100,6 +107,31 @@ struct world {
         struct reconcile_result res;
         int rc;
 };
+
+/* The Cluster API version the fake management cluster serves: CAPI_V1BETA2 (the default)
+ * or CAPI_V1BETA1; world_run_rows sets it for each run of the rows. */
+extern const char *world_capi;
+
+/* A Cluster ns1/c1 (uid-c1) owning MaasCluster c1, in world_capi's shape. */
+struct world_cluster {
+        bool paused, not_provisioned, control_plane_initialized;
+        const char *endpoint_host; /* spec.controlPlaneEndpoint.host (port 6443), or NULL */
+        int api_port;              /* spec.clusterNetwork.apiServerPort; 0 = none */
+};
+
+cJSON *world_cluster(const struct world_cluster *c);
+
+/* A Machine ns1/<name> of cluster c1 (uid-machine) whose infrastructure is MaasMachine
+ * <name>, in world_capi's shape. */
+struct world_machine {
+        const char *name;
+        bool control_plane;         /* the cluster.x-k8s.io/control-plane label */
+        const char *data_secret;    /* spec.bootstrap.dataSecretName, or NULL */
+        const char *failure_domain; /* spec.failureDomain, or NULL */
+        const char *node;           /* status.nodeRef.name, or NULL */
+};
+
+cJSON *world_machine(const struct world_machine *m);
 
 /* Adds a MAAS answer (newest first). body is printf-style. */
 struct fake_route *maas_route(struct fake_http *f,
@@ -153,6 +185,7 @@ void world_put_kubeconfig(struct world *w, const char *cluster);
 /* Ends a row's test: dumps the recorded requests when RECONCILE_TEST_DUMP is set, runs
  * check(w) and frees the world. */
 void world_finish(struct world *w, void (*check)(struct world *w));
-/* Runs one cmocka test per row: test i calls run with *state = the i-th row, and is named
- * by the row's first member (a const char *). Returns cmocka's result. */
+/* Runs one cmocka test per row, once with world_capi = v1beta2 and once with v1beta1: test
+ * i calls run with *state = the i-th row, and is named by the row's first member (a
+ * const char *). Returns the number of failures (cmocka's result) of both runs. */
 int world_run_rows(const void *rows, size_t n, size_t row_size, void (*run)(void **state));

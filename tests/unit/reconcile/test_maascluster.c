@@ -39,16 +39,10 @@ static void put_objects(struct world *w, const struct objects *o)
         char status[256] = "";
 
         world_put(w, w->p->clusters, CLUSTER_URL,
-                  test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
-                            "\"metadata\":{\"name\":\"c1\",\"namespace\":\"" NS "\",\"uid\":"
-                            "\"uid-c1\"},\"spec\":{\"paused\":%s,\"clusterNetwork\":"
-                            "{\"apiServerPort\":6443}%s,\"infrastructureRef\":{\"kind\":"
-                            "\"MaasCluster\",\"name\":\"c1\"}}}",
-                            o->paused ? "true" : "false",
-                            o->user_endpoint
-                                    ? ",\"controlPlaneEndpoint\":{\"host\":\"api.example.com\","
-                                      "\"port\":6443}"
-                                    : ""));
+                  world_cluster(&(struct world_cluster){
+                          .paused = o->paused,
+                          .endpoint_host = o->user_endpoint ? "api.example.com" : NULL,
+                          .api_port = 6443 }));
         if (o->dns_name)
                 (void)snprintf(status, sizeof(status),
                                ",\"status\":{\"network\":{\"dnsName\":"

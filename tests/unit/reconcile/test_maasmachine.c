@@ -64,19 +64,13 @@ static void put_objects(struct world *w, const struct objects *o)
         char ids[256] = "", status[256] = "", annotations[256] = "", meta[1024];
 
         world_put(w, w->p->clusters, CLUSTER_URL,
-                  test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
-                            "\"metadata\":{\"name\":\"c1\",\"namespace\":\"" NS "\",\"uid\":"
-                            "\"uid-c1\"},\"spec\":{\"paused\":%s,\"infrastructureRef\":{\"kind\":"
-                            "\"MaasCluster\",\"name\":\"c1\"}},\"status\":{\"infrastructureReady\":"
-                            "%s}}",
-                            o->paused_cluster ? "true" : "false", o->no_infra ? "false" : "true"));
+                  world_cluster(&(struct world_cluster){ .paused = o->paused_cluster,
+                                                         .not_provisioned = o->no_infra }));
         world_put(w, w->p->machines, MACHINE_URL,
-                  test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Machine\","
-                            "\"metadata\":{\"name\":\"m1\",\"namespace\":\"" NS "\",\"uid\":"
-                            "\"uid-machine\",\"labels\":{\"cluster.x-k8s.io/cluster-name\":\"c1\""
-                            "%s}},\"spec\":{\"clusterName\":\"c1\",\"bootstrap\":{%s}}}",
-                            o->control_plane ? ",\"cluster.x-k8s.io/control-plane\":\"\"" : "",
-                            o->no_bootstrap ? "" : "\"dataSecretName\":\"m1-bootstrap\""));
+                  world_machine(&(struct world_machine){
+                          .name = "m1",
+                          .control_plane = o->control_plane,
+                          .data_secret = o->no_bootstrap ? NULL : "m1-bootstrap" }));
         world_put(w, NULL, BOOT_URL,
                   test_json("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
                             "\"m1-bootstrap\",\"namespace\":\"" NS "\"},\"data\":{\"value\":"

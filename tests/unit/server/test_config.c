@@ -494,96 +494,97 @@ static void test_config__help_and_version_flags(void **state)
 
 /* ---- flag errors ---- */
 
+/* Arguments that fail with CM_EINVAL, and the message. */
+struct flag_error {
+        const char *args[3];
+        const char *message;
+};
+
+static void expect_flag_errors(const struct flag_error *t, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                config_test_expect_error(t[i].args, NONE, CM_EINVAL, t[i].message);
+}
+
+static const struct flag_error flag_errors[] = {
+        { { "--foo" }, "unknown flag --foo" },
+        { { "--foo=1" }, "unknown flag --foo" },
+        { { "-x" }, "unknown flag -x" },
+        { { "---webhook-port=1" }, "unknown flag ---webhook-port" },
+        { { "extra" }, "unexpected argument \"extra\"" },
+        { { "-" }, "unexpected argument \"-\"" },
+        { { "--", "x" }, "unexpected argument \"x\"" },
+        { { "--webhook-port" }, "--webhook-port: missing value" },
+        { { "--webhook-port=x" },
+          "--webhook-port: invalid value \"x\": expected an integer between 0 and "
+          "65535" },
+        { { "--webhook-port", "70000" },
+          "--webhook-port: invalid value \"70000\": expected an integer between 0 "
+          "and 65535" },
+        { { "--webhook-port=" },
+          "--webhook-port: invalid value \"\": expected an integer between 0 and "
+          "65535" },
+        { { "--leader-elect=yes" },
+          "--leader-elect: invalid value \"yes\": expected true or false" },
+        { { "--sync-period=10" },
+          "--sync-period: invalid value \"10\": expected a duration between 1s and "
+          "168h, such as 90s or 1h30m" },
+        { { "--sync-period=-1s" },
+          "--sync-period: invalid value \"-1s\": expected a duration between 1s and "
+          "168h, such as 90s or 1h30m" },
+        { { "--webhook-read-timeout=1500ms" },
+          "--webhook-read-timeout: invalid value \"1500ms\": expected whole seconds "
+          "between 1s and 1h, such as 30s" },
+        { { "--webhook-read-timeout=0s" },
+          "--webhook-read-timeout: invalid value \"0s\": expected whole seconds "
+          "between 1s and 1h, such as 30s" },
+        { { "--kube-api-qps=fast" },
+          "--kube-api-qps: invalid value \"fast\": expected a number between 0.1 "
+          "and 100000" },
+};
+
 static void test_config__flag_errors_name_the_flag(void **state)
 {
         (void)state;
-        config_test_expect_error(ARGS("--foo"), NONE, CM_EINVAL, "unknown flag --foo");
-        config_test_expect_error(ARGS("--foo=1"), NONE, CM_EINVAL, "unknown flag --foo");
-        config_test_expect_error(ARGS("-x"), NONE, CM_EINVAL, "unknown flag -x");
-        config_test_expect_error(ARGS("---webhook-port=1"), NONE, CM_EINVAL,
-                                 "unknown flag ---webhook-port");
-        config_test_expect_error(ARGS("extra"), NONE, CM_EINVAL, "unexpected argument \"extra\"");
-        config_test_expect_error(ARGS("-"), NONE, CM_EINVAL, "unexpected argument \"-\"");
-        config_test_expect_error(ARGS("--", "x"), NONE, CM_EINVAL, "unexpected argument \"x\"");
-        config_test_expect_error(ARGS("--webhook-port"), NONE, CM_EINVAL,
-                                 "--webhook-port: missing value");
-        config_test_expect_error(
-                ARGS("--webhook-port=x"), NONE, CM_EINVAL,
-                "--webhook-port: invalid value \"x\": expected an integer between 0 and "
-                "65535");
-        config_test_expect_error(
-                ARGS("--webhook-port", "70000"), NONE, CM_EINVAL,
-                "--webhook-port: invalid value \"70000\": expected an integer between 0 "
-                "and 65535");
-        config_test_expect_error(
-                ARGS("--webhook-port="), NONE, CM_EINVAL,
-                "--webhook-port: invalid value \"\": expected an integer between 0 and "
-                "65535");
-        config_test_expect_error(ARGS("--leader-elect=yes"), NONE, CM_EINVAL,
-                                 "--leader-elect: invalid value \"yes\": expected true or false");
-        config_test_expect_error(
-                ARGS("--sync-period=10"), NONE, CM_EINVAL,
-                "--sync-period: invalid value \"10\": expected a duration between 1s and "
-                "168h, such as 90s or 1h30m");
-        config_test_expect_error(
-                ARGS("--sync-period=-1s"), NONE, CM_EINVAL,
-                "--sync-period: invalid value \"-1s\": expected a duration between 1s and "
-                "168h, such as 90s or 1h30m");
-        config_test_expect_error(
-                ARGS("--webhook-read-timeout=1500ms"), NONE, CM_EINVAL,
-                "--webhook-read-timeout: invalid value \"1500ms\": expected whole seconds "
-                "between 1s and 1h, such as 30s");
-        config_test_expect_error(
-                ARGS("--webhook-read-timeout=0s"), NONE, CM_EINVAL,
-                "--webhook-read-timeout: invalid value \"0s\": expected whole seconds "
-                "between 1s and 1h, such as 30s");
-        config_test_expect_error(
-                ARGS("--kube-api-qps=fast"), NONE, CM_EINVAL,
-                "--kube-api-qps: invalid value \"fast\": expected a number between 0.1 "
-                "and 100000");
+        expect_flag_errors(flag_errors, ARRAY_SIZE(flag_errors));
 }
+
+static const struct flag_error range_and_enum_errors[] = {
+        { { "--webhook-threads=-1" },
+          "--webhook-threads: invalid value \"-1\": expected an integer between 0 "
+          "and 256" },
+        { { "--webhook-threads=257" },
+          "--webhook-threads: invalid value \"257\": expected an integer between 0 "
+          "and 256" },
+        { { "--webhook-max-body-bytes=1023" },
+          "--webhook-max-body-bytes: invalid value \"1023\": expected a size between "
+          "1Ki and 64Mi (bytes, or with a Ki, Mi or Gi suffix)" },
+        { { "--webhook-max-body-bytes=65Mi" },
+          "--webhook-max-body-bytes: invalid value \"65Mi\": expected a size between "
+          "1Ki and 64Mi (bytes, or with a Ki, Mi or Gi suffix)" },
+        { { "--tls-min-version=VersionTLS11" },
+          "--tls-min-version: invalid value \"VersionTLS11\": expected VersionTLS12 "
+          "or VersionTLS13" },
+        { { "--release-erase=secure" },
+          "--release-erase: invalid value \"secure\": expected none, quick or full" },
+        { { "--logging-format=xml" },
+          "--logging-format: invalid value \"xml\": expected json or text" },
+        { { "--metrics-bind-addr=8080" },
+          "--metrics-bind-addr: invalid value \"8080\": expected HOST:PORT (such as "
+          ":8080, 127.0.0.1:8080 or [::1]:8080), or 0 to disable" },
+        { { "--namespace=Team_A" },
+          "--namespace: invalid value \"Team_A\": expected a namespace name "
+          "(lowercase letters, digits and '-', at most 63 characters), or empty for "
+          "all namespaces" },
+        { { "--webhook-host=a b" },
+          "--webhook-host: invalid value \"a b\": expected a host name or IP "
+          "address, or empty for all addresses" },
+};
 
 static void test_config__range_and_enum_errors(void **state)
 {
         (void)state;
-        config_test_expect_error(
-                ARGS("--webhook-threads=-1"), NONE, CM_EINVAL,
-                "--webhook-threads: invalid value \"-1\": expected an integer between 0 "
-                "and 256");
-        config_test_expect_error(
-                ARGS("--webhook-threads=257"), NONE, CM_EINVAL,
-                "--webhook-threads: invalid value \"257\": expected an integer between 0 "
-                "and 256");
-        config_test_expect_error(
-                ARGS("--webhook-max-body-bytes=1023"), NONE, CM_EINVAL,
-                "--webhook-max-body-bytes: invalid value \"1023\": expected a size between "
-                "1Ki and 64Mi (bytes, or with a Ki, Mi or Gi suffix)");
-        config_test_expect_error(
-                ARGS("--webhook-max-body-bytes=65Mi"), NONE, CM_EINVAL,
-                "--webhook-max-body-bytes: invalid value \"65Mi\": expected a size between "
-                "1Ki and 64Mi (bytes, or with a Ki, Mi or Gi suffix)");
-        config_test_expect_error(
-                ARGS("--tls-min-version=VersionTLS11"), NONE, CM_EINVAL,
-                "--tls-min-version: invalid value \"VersionTLS11\": expected VersionTLS12 "
-                "or VersionTLS13");
-        config_test_expect_error(
-                ARGS("--release-erase=secure"), NONE, CM_EINVAL,
-                "--release-erase: invalid value \"secure\": expected none, quick or full");
-        config_test_expect_error(ARGS("--logging-format=xml"), NONE, CM_EINVAL,
-                                 "--logging-format: invalid value \"xml\": expected json or text");
-        config_test_expect_error(
-                ARGS("--metrics-bind-addr=8080"), NONE, CM_EINVAL,
-                "--metrics-bind-addr: invalid value \"8080\": expected HOST:PORT (such as "
-                ":8080, 127.0.0.1:8080 or [::1]:8080), or 0 to disable");
-        config_test_expect_error(
-                ARGS("--namespace=Team_A"), NONE, CM_EINVAL,
-                "--namespace: invalid value \"Team_A\": expected a namespace name "
-                "(lowercase letters, digits and '-', at most 63 characters), or empty for "
-                "all namespaces");
-        config_test_expect_error(
-                ARGS("--webhook-host=a b"), NONE, CM_EINVAL,
-                "--webhook-host: invalid value \"a b\": expected a host name or IP "
-                "address, or empty for all addresses");
+        expect_flag_errors(range_and_enum_errors, ARRAY_SIZE(range_and_enum_errors));
 }
 
 static void test_config__enum_values_are_parsed(void **state)

@@ -90,57 +90,66 @@ static void test_config__malformed_api_key_is_rejected_without_echo(void **state
 
 /* ---- YAML errors ---- */
 
+/* A file that fails to load with rc, and the end of the message (after the path). */
+struct file_error {
+        const char *name;
+        const char *yaml;
+        int rc;
+        const char *suffix;
+};
+
+static void expect_file_errors(const struct file_error *t, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                config_test_expect_file_error(t[i].name, t[i].yaml, t[i].rc, t[i].suffix);
+}
+
+static const struct file_error key_and_value_errors[] = {
+        { "unknown.yaml", "# comment\nwebhook-port: 9443\nwebhok-port: 1\n", CM_EINVAL,
+          ":3:1: unknown key \"webhok-port\"" },
+        { "badvalue.yaml", "webhook-port: abc\n", CM_EINVAL,
+          ":1:15: webhook-port: invalid value \"abc\": expected an integer "
+          "between 0 and 65535" },
+        { "badbool.yaml", "leader-elect: yes\n", CM_EINVAL,
+          ":1:15: leader-elect: invalid value \"yes\": expected true or false" },
+        { "baddur.yaml", "\n\nsync-period: 5 minutes\n", CM_EINVAL,
+          ":3:14: sync-period: invalid value \"5 minutes\": expected a duration "
+          "between 1s and 168h, such as 90s or 1h30m" },
+        { "seq.yaml", "namespace: [a, b]\n", CM_EINVAL,
+          ":1:12: namespace: expected a single value" },
+        { "null.yaml", "namespace:\nv: 2\n", CM_EINVAL, ":1:11: namespace: missing value" },
+        { "dup.yaml", "v: 1\nv: 2\n", CM_EINVAL, ":2:1: duplicate key \"v\"" },
+        { "cfgkey.yaml", "config: other.yaml\n", CM_EINVAL, ":1:1: unknown key \"config\"" },
+        { "help.yaml", "help: true\n", CM_EINVAL, ":1:1: unknown key \"help\"" },
+        { "key.yaml", "maas-api-key: a:b:c\n", CM_EINVAL,
+          ":1:1: maas-api-key: not accepted in a file; use --maas-api-key-file "
+          "or $MAAS_API_KEY" },
+        { "cplxkey.yaml", "[a]: 1\n", CM_EINVAL, ":1:1: expected an option name" },
+};
+
 static void test_config__yaml_key_and_value_errors_carry_position(void **state)
 {
         (void)state;
-        config_test_expect_file_error("unknown.yaml",
-                                      "# comment\nwebhook-port: 9443\nwebhok-port: 1\n", CM_EINVAL,
-                                      ":3:1: unknown key \"webhok-port\"");
-        config_test_expect_file_error(
-                "badvalue.yaml", "webhook-port: abc\n", CM_EINVAL,
-                ":1:15: webhook-port: invalid value \"abc\": expected an integer "
-                "between 0 and 65535");
-        config_test_expect_file_error(
-                "badbool.yaml", "leader-elect: yes\n", CM_EINVAL,
-                ":1:15: leader-elect: invalid value \"yes\": expected true or false");
-        config_test_expect_file_error(
-                "baddur.yaml", "\n\nsync-period: 5 minutes\n", CM_EINVAL,
-                ":3:14: sync-period: invalid value \"5 minutes\": expected a duration "
-                "between 1s and 168h, such as 90s or 1h30m");
-        config_test_expect_file_error("seq.yaml", "namespace: [a, b]\n", CM_EINVAL,
-                                      ":1:12: namespace: expected a single value");
-        config_test_expect_file_error("null.yaml", "namespace:\nv: 2\n", CM_EINVAL,
-                                      ":1:11: namespace: missing value");
-        config_test_expect_file_error("dup.yaml", "v: 1\nv: 2\n", CM_EINVAL,
-                                      ":2:1: duplicate key \"v\"");
-        config_test_expect_file_error("cfgkey.yaml", "config: other.yaml\n", CM_EINVAL,
-                                      ":1:1: unknown key \"config\"");
-        config_test_expect_file_error("help.yaml", "help: true\n", CM_EINVAL,
-                                      ":1:1: unknown key \"help\"");
-        config_test_expect_file_error(
-                "key.yaml", "maas-api-key: a:b:c\n", CM_EINVAL,
-                ":1:1: maas-api-key: not accepted in a file; use --maas-api-key-file "
-                "or $MAAS_API_KEY");
-        config_test_expect_file_error("cplxkey.yaml", "[a]: 1\n", CM_EINVAL,
-                                      ":1:1: expected an option name");
+        expect_file_errors(key_and_value_errors, ARRAY_SIZE(key_and_value_errors));
 }
+
+static const struct file_error structure_errors[] = {
+        { "list.yaml", "- a\n- b\n", CM_EPARSE,
+          ":1:1: expected a mapping of option names to values" },
+        { "scalar.yaml", "\nhello\n", CM_EPARSE,
+          ":2:1: expected a mapping of option names to values" },
+        { "syntax.yaml", "webhook-port: 1\nnamespace: [a\n", CM_EPARSE,
+          ":3:1: invalid YAML: did not find expected ',' or ']' (while parsing "
+          "a flow sequence)" },
+        { "indent.yaml", "v: 1\n  b: 2\n", CM_EPARSE,
+          ":2:4: invalid YAML: mapping values are not allowed in this context" },
+        { "twodocs.yaml", "v: 1\n---\nv: 2\n", CM_EPARSE, ":3:1: expected a single YAML document" },
+};
 
 static void test_config__yaml_structure_errors(void **state)
 {
         (void)state;
-        config_test_expect_file_error("list.yaml", "- a\n- b\n", CM_EPARSE,
-                                      ":1:1: expected a mapping of option names to values");
-        config_test_expect_file_error("scalar.yaml", "\nhello\n", CM_EPARSE,
-                                      ":2:1: expected a mapping of option names to values");
-        config_test_expect_file_error(
-                "syntax.yaml", "webhook-port: 1\nnamespace: [a\n", CM_EPARSE,
-                ":3:1: invalid YAML: did not find expected ',' or ']' (while parsing "
-                "a flow sequence)");
-        config_test_expect_file_error(
-                "indent.yaml", "v: 1\n  b: 2\n", CM_EPARSE,
-                ":2:4: invalid YAML: mapping values are not allowed in this context");
-        config_test_expect_file_error("twodocs.yaml", "v: 1\n---\nv: 2\n", CM_EPARSE,
-                                      ":3:1: expected a single YAML document");
+        expect_file_errors(structure_errors, ARRAY_SIZE(structure_errors));
 }
 
 static void test_config__file_missing_or_too_big(void **state)

@@ -281,29 +281,60 @@ static void strip_refs(cJSON *obj, const struct uidset *orphan)
                                                         "ownerReferences");
 }
 
-static void owner_sets(struct uidset *fg, struct uidset *orphan)
+/* A terminating object o of collection c, with its uid and its garbage-collection finalizer
+ * (NULL for none). Returns true to stop the walk. */
+typedef bool terminating_fn(
+        struct kcoll *c, const cJSON *o, const char *uid, const char *gc, void *arg);
+
+/* Calls fn for each object marked for deletion that has a uid, gc being "foregroundDeletion"
+ * when it holds that finalizer, else "orphan" when it holds that one, else NULL. Stops at
+ * the first call that returns true and returns whether one did. */
+static bool each_terminating(terminating_fn *fn, void *arg)
 {
-        const struct kcoll *c;
+        struct kcoll *c;
         size_t i;
 
         for (c = ks.colls; c; c = c->next)
                 for (i = 0; i < c->n; i++) {
                         const cJSON *o = c->objs[i];
                         const cJSON *fin = ks_obj_get(o, "metadata", "finalizers");
-                        const char *u = ks_obj_str(o, "metadata", "uid");
-                        struct uidset *s = NULL;
+                        const char *uid = ks_obj_str(o, "metadata", "uid");
+                        const char *gc = NULL;
 
-                        if (!u || !ks_obj_get(o, "metadata", "deletionTimestamp"))
+                        if (!uid || !ks_obj_get(o, "metadata", "deletionTimestamp"))
                                 continue;
                         if (ks_contains_str(fin, "foregroundDeletion"))
-                                s = fg;
+                                gc = "foregroundDeletion";
                         else if (ks_contains_str(fin, "orphan"))
-                                s = orphan;
-                        if (!s)
-                                continue;
-                        s->v = xrealloc(s->v, (s->n + 1) * sizeof(*s->v));
-                        s->v[s->n++] = (char *)(uintptr_t)u;
+                                gc = "orphan";
+                        if (fn(c, o, uid, gc, arg))
+                                return true;
                 }
+        return false;
+}
+
+struct owner_sets {
+        struct uidset *fg, *orphan;
+};
+
+static bool add_owner(struct kcoll *c, const cJSON *o, const char *uid, const char *gc, void *arg)
+{
+        const struct owner_sets *sets = arg;
+        struct uidset *s;
+
+        (void)c;
+        (void)o;
+        if (!gc)
+                return false;
+        s = strcmp(gc, "orphan") == 0 ? sets->orphan : sets->fg;
+        s->v = xrealloc(s->v, (s->n + 1) * sizeof(*s->v));
+        s->v[s->n++] = (char *)(uintptr_t)uid;
+        return false;
+}
+
+static void owner_sets(struct uidset *fg, struct uidset *orphan)
+{
+        (void)each_terminating(add_owner, &(struct owner_sets){ fg, orphan });
         if (fg->n)
                 qsort(fg->v, fg->n, sizeof(*fg->v), str_cmp);
         if (orphan->n)
@@ -387,51 +418,43 @@ static void drop_finalizer(cJSON *obj, const char *f)
         }
 }
 
-/* Finishes owners whose foreground/orphan work is done and namespaces that emptied. */
+/* Finishes o when its foreground/orphan work is done or it is a namespace that emptied. */
+static bool finish_owner(
+        struct kcoll *c, const cJSON *o, const char *uid, const char *gc, void *arg)
+{
+        struct kres *res = res_of(c);
+        const char *f = NULL;
+        cJSON *copy;
+
+        (void)arg;
+        if (gc && !has_dependents(uid))
+                f = gc;
+        else if (is_namespace(res) && store_ns_empty(ks_obj_str(o, "metadata", "name")) &&
+                 (cJSON_GetArraySize(ks_obj_get(o, "spec", "finalizers")) > 0 ||
+                  ks_finalizers_empty(o)))
+                f = "";
+        if (!f)
+                return false;
+        copy = cJSON_Duplicate(o, true);
+        drop_finalizer(copy, f);
+        if (!*f)
+                cJSON_DeleteItemFromObjectCaseSensitive(ks_obj_get(copy, "spec", NULL),
+                                                        "finalizers");
+        if (ks_finalizers_empty(copy) && (*f || !ks_obj_get(copy, "spec", "finalizers")))
+                ks_remove_locked(res, c, copy);
+        else {
+                ks_set_rv(copy, store_next_rv());
+                store_event(KEV_MODIFIED, c, copy, ks.rv);
+                store_put(c, cJSON_Duplicate(copy, true));
+        }
+        cJSON_Delete(copy);
+        return true;
+}
+
+/* Finishes the first owner whose foreground/orphan work is done or namespace that emptied. */
 static bool gc_owners(void)
 {
-        struct kcoll *c;
-        size_t i;
-
-        for (c = ks.colls; c; c = c->next)
-                for (i = 0; i < c->n; i++) {
-                        const cJSON *o = c->objs[i];
-                        const cJSON *fin = ks_obj_get(o, "metadata", "finalizers");
-                        const char *uid = ks_obj_str(o, "metadata", "uid");
-                        struct kres *res = res_of(c);
-                        cJSON *copy;
-                        const char *f = NULL;
-
-                        if (!ks_obj_get(o, "metadata", "deletionTimestamp") || !uid)
-                                continue;
-                        if (ks_contains_str(fin, "foregroundDeletion") && !has_dependents(uid))
-                                f = "foregroundDeletion";
-                        else if (ks_contains_str(fin, "orphan") && !has_dependents(uid))
-                                f = "orphan";
-                        else if (is_namespace(res) &&
-                                 store_ns_empty(ks_obj_str(o, "metadata", "name")) &&
-                                 (cJSON_GetArraySize(ks_obj_get(o, "spec", "finalizers")) > 0 ||
-                                  ks_finalizers_empty(o)))
-                                f = "";
-                        if (!f)
-                                continue;
-                        copy = cJSON_Duplicate(o, true);
-                        drop_finalizer(copy, f);
-                        if (!*f)
-                                cJSON_DeleteItemFromObjectCaseSensitive(
-                                        ks_obj_get(copy, "spec", NULL), "finalizers");
-                        if (ks_finalizers_empty(copy) &&
-                            (*f || !ks_obj_get(copy, "spec", "finalizers")))
-                                ks_remove_locked(res, c, copy);
-                        else {
-                                ks_set_rv(copy, store_next_rv());
-                                store_event(KEV_MODIFIED, c, copy, ks.rv);
-                                store_put(c, cJSON_Duplicate(copy, true));
-                        }
-                        cJSON_Delete(copy);
-                        return true;
-                }
-        return false;
+        return each_terminating(finish_owner, NULL);
 }
 
 /* Deletes everything inside terminating namespaces. */

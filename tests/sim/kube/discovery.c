@@ -122,28 +122,40 @@ static cJSON *agg_resource(const struct kres *r)
         return o;
 }
 
-static cJSON *agg_group(const char *group)
+/* A group object whose "versions" holds one_version(group, v) for each version v of group. */
+static cJSON *group_with_versions(const char *group,
+                                  cJSON *(*one_version)(const char *group, const char *version))
 {
         cJSON *g = cJSON_CreateObject();
         cJSON *vers = cJSON_AddArrayToObject(g, "versions");
         cJSON *names = group_versions(group);
         const cJSON *v;
 
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(g, "metadata"), "name", group);
-        cJSON_ArrayForEach (v, names) {
-                cJSON *ver = cJSON_CreateObject();
-                cJSON *res = cJSON_AddArrayToObject(ver, "resources");
-                const struct kres *r;
-
-                cJSON_AddStringToObject(ver, "version", v->valuestring);
-                for (r = ks.res; r; r = r->next)
-                        if (r->served && !strcmp(r->group, group) &&
-                            !strcmp(r->version, v->valuestring))
-                                cJSON_AddItemToArray(res, agg_resource(r));
-                cJSON_AddStringToObject(ver, "freshness", "Current");
-                cJSON_AddItemToArray(vers, ver);
-        }
+        cJSON_ArrayForEach (v, names)
+                cJSON_AddItemToArray(vers, one_version(group, v->valuestring));
         cJSON_Delete(names);
+        return g;
+}
+
+static cJSON *agg_version(const char *group, const char *version)
+{
+        cJSON *ver = cJSON_CreateObject();
+        cJSON *res = cJSON_AddArrayToObject(ver, "resources");
+        const struct kres *r;
+
+        cJSON_AddStringToObject(ver, "version", version);
+        for (r = ks.res; r; r = r->next)
+                if (r->served && !strcmp(r->group, group) && !strcmp(r->version, version))
+                        cJSON_AddItemToArray(res, agg_resource(r));
+        cJSON_AddStringToObject(ver, "freshness", "Current");
+        return ver;
+}
+
+static cJSON *agg_group(const char *group)
+{
+        cJSON *g = group_with_versions(group, agg_version);
+
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(g, "metadata"), "name", group);
         return g;
 }
 
@@ -219,27 +231,26 @@ static bool resource_list(struct kresp *resp, const char *group, const char *ver
         return true;
 }
 
+static cJSON *api_version(const char *group, const char *version)
+{
+        cJSON *o = cJSON_CreateObject();
+        char *gv = xasprintf("%s/%s", group, version);
+
+        cJSON_AddStringToObject(o, "groupVersion", gv);
+        cJSON_AddStringToObject(o, "version", version);
+        free(gv);
+        return o;
+}
+
 static cJSON *api_group(const char *group)
 {
-        cJSON *g = cJSON_CreateObject();
-        cJSON *vers = cJSON_AddArrayToObject(g, "versions");
-        cJSON *names = group_versions(group);
-        const cJSON *v;
+        cJSON *g = group_with_versions(group, api_version);
+        const cJSON *vers = cJSON_GetObjectItemCaseSensitive(g, "versions");
 
         cJSON_AddStringToObject(g, "name", group);
-        cJSON_ArrayForEach (v, names) {
-                cJSON *o = cJSON_CreateObject();
-                char *gv = xasprintf("%s/%s", group, v->valuestring);
-
-                cJSON_AddStringToObject(o, "groupVersion", gv);
-                cJSON_AddStringToObject(o, "version", v->valuestring);
-                cJSON_AddItemToArray(vers, o);
-                free(gv);
-        }
         if (cJSON_GetArraySize(vers) > 0)
                 cJSON_AddItemToObject(g, "preferredVersion",
                                       cJSON_Duplicate(cJSON_GetArrayItem(vers, 0), true));
-        cJSON_Delete(names);
         return g;
 }
 

@@ -13,6 +13,7 @@
  */
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -159,6 +160,8 @@ char *ks_uuid(void);
 uint64_t ks_random(void);
 /* Sets status and a JSON body (body consumed). */
 void kresp_json(struct kresp *resp, unsigned status, cJSON *body);
+/* Adds key: the string fmt formats from ap to o. */
+void ks_add_vfmt(cJSON *o, const char *key, const char *fmt, va_list ap) PRINTF_LIKE(3, 0);
 /* Sets a meta.k8s.io Status body (details consumed, may be NULL). */
 void kresp_status(
         struct kresp *resp, unsigned code, const char *reason, cJSON *details, const char *fmt, ...)

@@ -65,6 +65,9 @@ static int run(const char *const argv[])
         return 0;
 }
 
+/* openssl req arguments for a new P-256 key, unencrypted, written to the path that follows */
+#define NEW_EC_KEY "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout"
+
 static int make_certs(const char *dir)
 {
         char *cakey = xasprintf("%s/ca.key", dir), *cacrt = xasprintf("%s/ca.crt", dir);
@@ -73,12 +76,7 @@ static int make_certs(const char *dir)
         const char *const ca[] = { "openssl",
                                    "req",
                                    "-x509",
-                                   "-newkey",
-                                   "ec",
-                                   "-pkeyopt",
-                                   "ec_paramgen_curve:prime256v1",
-                                   "-nodes",
-                                   "-keyout",
+                                   NEW_EC_KEY,
                                    cakey,
                                    "-out",
                                    cacrt,
@@ -91,20 +89,9 @@ static int make_certs(const char *dir)
                                    "-addext",
                                    "keyUsage=critical,keyCertSign,cRLSign",
                                    NULL };
-        const char *const req[] = { "openssl",
-                                    "req",
-                                    "-newkey",
-                                    "ec",
-                                    "-pkeyopt",
-                                    "ec_paramgen_curve:prime256v1",
-                                    "-nodes",
-                                    "-keyout",
-                                    key,
-                                    "-out",
-                                    csr,
-                                    "-subj",
-                                    "/CN=kube-apiserver",
-                                    NULL };
+        const char *const req[] = { "openssl", "req",   NEW_EC_KEY,           key, "-out",
+                                    csr,       "-subj", "/CN=kube-apiserver", NULL };
+#undef NEW_EC_KEY
         const char *const sign[] = { "openssl", "x509", "-req",     "-in", csr,
                                      "-CA",     cacrt,  "-CAkey",   cakey, "-CAcreateserial",
                                      "-days",   "30",   "-extfile", ext,   "-out",

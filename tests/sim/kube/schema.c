@@ -30,16 +30,13 @@ static void cause(struct sctx *s, const char *reason, const char *field, const c
 {
         cJSON *c = cJSON_CreateObject();
         va_list ap;
-        char *msg;
 
-        va_start(ap, fmt);
-        msg = xvasprintf(fmt, ap);
-        va_end(ap);
         cJSON_AddStringToObject(c, "reason", reason);
-        cJSON_AddStringToObject(c, "message", msg);
+        va_start(ap, fmt);
+        ks_add_vfmt(c, "message", fmt, ap);
+        va_end(ap);
         cJSON_AddStringToObject(c, "field", field);
         cJSON_AddItemToArray(s->causes, c);
-        free(msg);
 }
 
 static bool flag(const cJSON *schema, const char *name)

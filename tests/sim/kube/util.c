@@ -81,26 +81,31 @@ void kresp_json(struct kresp *resp, unsigned status, cJSON *body)
         cJSON_Delete(body);
 }
 
+void ks_add_vfmt(cJSON *o, const char *key, const char *fmt, va_list ap)
+{
+        char *s = xvasprintf(fmt, ap);
+
+        cJSON_AddStringToObject(o, key, s);
+        free(s);
+}
+
 void kresp_status(
         struct kresp *resp, unsigned code, const char *reason, cJSON *details, const char *fmt, ...)
 {
         cJSON *st = cJSON_CreateObject();
         va_list ap;
-        char *msg;
 
-        va_start(ap, fmt);
-        msg = xvasprintf(fmt, ap);
-        va_end(ap);
         cJSON_AddStringToObject(st, "kind", "Status");
         cJSON_AddStringToObject(st, "apiVersion", "v1");
         cJSON_AddObjectToObject(st, "metadata");
         cJSON_AddStringToObject(st, "status", code < 300 ? "Success" : "Failure");
-        cJSON_AddStringToObject(st, "message", msg);
+        va_start(ap, fmt);
+        ks_add_vfmt(st, "message", fmt, ap);
+        va_end(ap);
         cJSON_AddStringToObject(st, "reason", reason);
         if (details)
                 cJSON_AddItemToObject(st, "details", details);
         cJSON_AddNumberToObject(st, "code", code);
-        free(msg);
         kresp_json(resp, code, st);
 }
 

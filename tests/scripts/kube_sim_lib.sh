@@ -6,6 +6,11 @@
 #   ks_maas_start KEY [args]         starts maas-sim (sample inventory); sets MAAS_URL, MAAS_PID
 #   ks_capmaas_webhooks [args]       starts capmaas --webhooks-only on free ports; sets CM_PID,
 #                                    CM_PORT, CM_LOG (stopped at exit)
+#   ks_capmaas_stop                  stops it and counts a failure unless it exits cleanly
+#   ks_webhooks_start CRD            starts kube-sim calling capmaas for the webhook Service,
+#                                    installs our CRDs and the shipped webhook configurations
+#   ks_manifest KIND NAME            the head of an infrastructure.cluster.x-k8s.io/v1beta1
+#                                    object (through metadata.name) on stdout
 #   wait_until SECONDS CMD...        polls CMD every 0.05 s until it succeeds (1 if it never does)
 #   K ARGS...                        kubectl with the sim's kubeconfig and a private cache
 #   check DESC EXPECTED_RC EXPECTED_REGEX -- CMD...   runs CMD, asserts rc and output
@@ -85,6 +90,44 @@ ks_capmaas_webhooks() { # [capmaas args]: --webhooks-only with the test certs, e
     exit 1
   fi
   CM_PORT=$(cm_port)
+}
+
+ks_capmaas_stop() {
+  local rc
+  kill -TERM "$CM_PID"
+  wait "$CM_PID"
+  rc=$?
+  CM_PID=
+  if [ "$rc" -ne 0 ] || grep -Eq 'runtime error|AddressSanitizer|LeakSanitizer' "$CM_LOG"; then
+    echo "not ok - capmaas exited with $rc"
+    tail -20 "$CM_LOG" | sed 's/^/    | /'
+    KS_FAIL=$((KS_FAIL + 1))
+  fi
+}
+
+# ks_webhooks_start CRD: kube-sim sending the webhook Service's calls to capmaas on CM_PORT;
+# checks that our CRDs apply (CRD, a plural, among those created) and get established (CRD and
+# maasclusters), and that the shipped webhook configurations apply, with the test CA injected
+# as cert-manager would. Sets M, a directory for the test's manifests.
+ks_webhooks_start() {
+  local crd=$1.infrastructure.cluster.x-k8s.io ca
+  ks_start --service-override "capmaas-system/capmaas-webhook-service=127.0.0.1:$CM_PORT"
+  M=$KS_WORK/manifests
+  mkdir -p "$M"
+  ca=$(base64 -w0 "${CAPMAAS_TEST_CERTS:?}/ca.crt")
+  sed "s|^    clientConfig:$|    clientConfig:\n      caBundle: $ca|" \
+    "${CAPMAAS_SOURCE_DIR:?}/config/webhook/manifests.yaml" >"$M/webhooks.yaml"
+  check "apply the CRDs" 0 "$crd created" -- K apply -f "$CAPMAAS_SOURCE_DIR/config/crd/bases"
+  check "CRDs established" 0 "condition met" -- \
+    K wait --for=condition=Established "crd/$crd" \
+    crd/maasclusters.infrastructure.cluster.x-k8s.io --timeout=10s
+  check "apply the webhook configurations" 0 "validating-webhook-configuration created" -- \
+    K apply -f "$M/webhooks.yaml"
+}
+
+ks_manifest() { # ks_manifest KIND NAME
+  printf 'apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: %s\n' "$1"
+  printf 'metadata:\n  name: %s\n' "$2"
 }
 
 K() {

@@ -74,41 +74,31 @@ ca=$(base64 -w0 <"$certs/ca.crt")
 
 ks_start --service-override "capmaas-system/capmaas-webhook-service=127.0.0.1:$port"
 
-cat >"$KS_WORK/mutating.yaml" <<EOF
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata: {name: test-mutating}
-webhooks:
-- name: patch.test.io
-  admissionReviewVersions: [v1]
-  sideEffects: None
-  clientConfig: {url: "https://127.0.0.1:$port/patch", caBundle: "$ca"}
-  rules:
-  - {operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}
-EOF
-cat >"$KS_WORK/validating.yaml" <<EOF
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: test-validating}
-webhooks:
-- name: deny.test.io
-  admissionReviewVersions: [v1]
-  sideEffects: None
-  clientConfig:
-    caBundle: "$ca"
-    service: {namespace: capmaas-system, name: capmaas-webhook-service, path: /deny, port: 443}
-  objectSelector: {matchLabels: {deny: "true"}}
-  rules:
-  - {operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}
-- name: slow.test.io
-  admissionReviewVersions: [v1]
-  sideEffects: None
-  timeoutSeconds: 1
-  failurePolicy: Fail
-  clientConfig: {url: "https://127.0.0.1:$port/slow", caBundle: "$ca"}
-  rules:
-  - {operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [secrets]}
-EOF
+config() { # config KIND NAME: the head of a webhook configuration, up to its list
+  printf 'apiVersion: admissionregistration.k8s.io/v1\nkind: %s\nmetadata: {name: %s}\nwebhooks:\n' \
+    "$1" "$2"
+}
+hook() { # hook NAME CLIENT-CONFIG RULE [LINE...]: one webhook of the list (LINEs as written)
+  printf -- '- name: %s\n  admissionReviewVersions: [v1]\n  sideEffects: None\n' "$1"
+  [ $# -le 3 ] || printf '  %s\n' "${@:4}"
+  printf '  clientConfig: %s\n  rules:\n  - %s\n' "$2" "$3"
+}
+core() { # core OPERATIONS RESOURCE: a rule for core/v1 RESOURCE
+  printf '{operations: [%s], apiGroups: [""], apiVersions: [v1], resources: [%s]}' "$1" "$2"
+}
+service='{namespace: capmaas-system, name: capmaas-webhook-service, path: /deny, port: 443}'
+{
+  config MutatingWebhookConfiguration test-mutating
+  hook patch.test.io "{url: \"https://127.0.0.1:$port/patch\", caBundle: \"$ca\"}" \
+    "$(core CREATE configmaps)"
+} >"$KS_WORK/mutating.yaml"
+{
+  config ValidatingWebhookConfiguration test-validating
+  hook deny.test.io "{caBundle: \"$ca\", service: $service}" "$(core 'CREATE, UPDATE' configmaps)" \
+    'objectSelector: {matchLabels: {deny: "true"}}'
+  hook slow.test.io "{url: \"https://127.0.0.1:$port/slow\", caBundle: \"$ca\"}" \
+    "$(core CREATE secrets)" 'timeoutSeconds: 1' 'failurePolicy: Fail'
+} >"$KS_WORK/validating.yaml"
 
 check "create a MutatingWebhookConfiguration" 0 'test-mutating created' -- \
   K apply -f "$KS_WORK/mutating.yaml"

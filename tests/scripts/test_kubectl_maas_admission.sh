@@ -10,9 +10,9 @@ set -uo pipefail
 . "$(dirname "$0")/kube_sim_lib.sh"
 ks_need kubectl base64 curl
 
-SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
-CERTS=${CAPMAAS_TEST_CERTS:?CAPMAAS_TEST_CERTS is not set}
-BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
+: "${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}"
+: "${CAPMAAS_TEST_CERTS:?CAPMAAS_TEST_CERTS is not set}"
+: "${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}"
 KEY=ck:tk:secret1
 ks_maas_start "$KEY"
 SIM_ROOT=${MAAS_URL%/MAAS}
@@ -23,27 +23,12 @@ if ! wait_until 10 grep -q 'MAAS inventory refreshed' "$CM_LOG"; then
   exit 1
 fi
 
-ks_start --service-override "capmaas-system/capmaas-webhook-service=127.0.0.1:$CM_PORT"
-
-M=$KS_WORK/manifests
-mkdir -p "$M"
-CA=$(base64 -w0 "$CERTS/ca.crt")
-sed "s|^    clientConfig:$|    clientConfig:\n      caBundle: $CA|" \
-  "$SRC/config/webhook/manifests.yaml" >"$M/webhooks.yaml"
-check "apply the CRDs" 0 "maasmachinetemplates.infrastructure.cluster.x-k8s.io created" -- \
-  K apply -f "$SRC/config/crd/bases"
-check "CRDs established" 0 "condition met" -- \
-  K wait --for=condition=Established crd/maasmachinetemplates.infrastructure.cluster.x-k8s.io \
-  crd/maasclusters.infrastructure.cluster.x-k8s.io --timeout=10s
-check "apply the webhook configurations" 0 "validating-webhook-configuration created" -- \
-  K apply -f "$M/webhooks.yaml"
+ks_webhooks_start maasmachinetemplates
 
 template() { # template NAME SPEC-LINES...: a MaasMachineTemplate manifest on stdout
-  local name=$1
-  shift
-  printf 'apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: MaasMachineTemplate\n'
-  printf 'metadata:\n  name: %s\nspec:\n  template:\n    spec:\n' "$name"
-  printf '      %s\n' "$@"
+  ks_manifest MaasMachineTemplate "$1"
+  printf 'spec:\n  template:\n    spec:\n'
+  printf '      %s\n' "${@:2}"
 }
 
 template cp-good 'image: custom/u-2204-0-k-1264-0' 'minCPU: 8' 'minMemory: 16384' \
@@ -95,13 +80,5 @@ check "with MAAS stopped the apply succeeds with a warning" 0 \
   'Warning: MAAS checks skipped: MAAS is unreachable' -- K apply -f "$M/down.yaml"
 check "... and the object is stored" 0 "cp-down" -- K get maasmachinetemplate cp-down
 
-kill -TERM "$CM_PID"
-wait "$CM_PID"
-rc=$?
-CM_PID=
-if [ "$rc" -ne 0 ] || grep -Eq 'runtime error|AddressSanitizer|LeakSanitizer' "$CM_LOG"; then
-  echo "not ok - capmaas exited with $rc"
-  tail -20 "$CM_LOG" | sed 's/^/    | /'
-  KS_FAIL=$((KS_FAIL + 1))
-fi
+ks_capmaas_stop
 ks_finish

@@ -9,34 +9,17 @@ set -uo pipefail
 . "$(dirname "$0")/kube_sim_lib.sh"
 ks_need kubectl openssl base64
 
-SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
-CERTS=${CAPMAAS_TEST_CERTS:?CAPMAAS_TEST_CERTS is not set}
+: "${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}"
+: "${CAPMAAS_TEST_CERTS:?CAPMAAS_TEST_CERTS is not set}"
 ks_capmaas_webhooks
-
-ks_start --service-override "capmaas-system/capmaas-webhook-service=127.0.0.1:$CM_PORT"
-
-M=$KS_WORK/manifests
-mkdir -p "$M"
-CA=$(base64 -w0 "$CERTS/ca.crt")
-sed "s|^    clientConfig:$|    clientConfig:\n      caBundle: $CA|" \
-  "$SRC/config/webhook/manifests.yaml" >"$M/webhooks.yaml"
-
-check "apply the CRDs" 0 "maasmachines.infrastructure.cluster.x-k8s.io created" -- \
-  K apply -f "$SRC/config/crd/bases"
-check "CRDs established" 0 "condition met" -- \
-  K wait --for=condition=Established crd/maasmachines.infrastructure.cluster.x-k8s.io \
-  crd/maasclusters.infrastructure.cluster.x-k8s.io --timeout=10s
+ks_webhooks_start maasmachines
 check "CRDs carry the CAPI contract labels" 0 "^v1beta1 v1beta1 infrastructure-maas$" -- \
   K get crd maasmachinetemplates.infrastructure.cluster.x-k8s.io -o \
   'jsonpath={.metadata.labels.cluster\.x-k8s\.io/v1beta1} {.metadata.labels.cluster\.x-k8s\.io/v1beta2} {.metadata.labels.cluster\.x-k8s\.io/provider}'
-check "apply the webhook configurations" 0 "vmaasmachine|validating-webhook-configuration created" -- \
-  K apply -f "$M/webhooks.yaml"
 
-cat >"$M/good.yaml" <<'Y'
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
-kind: MaasMachine
-metadata:
-  name: good
+{
+  ks_manifest MaasMachine good
+  cat <<'Y'
   labels:
     cluster.x-k8s.io/cluster-name: demo
 spec:
@@ -45,6 +28,7 @@ spec:
   minMemory: 4096
   tags: [gpu, ssd, gpu]
 Y
+} >"$M/good.yaml"
 check "a valid machine is created" 0 "maasmachine.infrastructure.cluster.x-k8s.io/good created" -- \
   K apply -f "$M/good.yaml"
 check "duplicate tags were removed by the mutating webhook" 0 '^\["gpu","ssd"\]$' -- \
@@ -52,17 +36,16 @@ check "duplicate tags were removed by the mutating webhook" 0 '^\["gpu","ssd"\]$
 check "printer columns" 0 "NAME +CLUSTER +STATE +READY +PROVIDERID +MACHINE +AGE" -- \
   K get maasmachines
 
-cat >"$M/bad.yaml" <<'Y'
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
-kind: MaasMachine
-metadata:
-  name: bad
+{
+  ks_manifest MaasMachine bad
+  cat <<'Y'
 spec:
   image: foo/bar
   minCPU: 2000
   minMemory: 4096
   resourcePool: my pool
 Y
+} >"$M/bad.yaml"
 # The denial is a 422 Invalid with causes, so kubectl lists every cause, as it does for the
 # API server's own schema errors.
 check "kubectl prints every field error of a bad machine" 1 \
@@ -83,11 +66,9 @@ check "W6: the reference's image message" 1 \
 check "mutable fields may change" 0 "maasmachine.infrastructure.cluster.x-k8s.io/good patched" -- \
   K patch maasmachine good --type=merge -p '{"spec":{"resourcePool":"pool-b"}}'
 
-cat >"$M/anymachine.yaml" <<'Y'
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
-kind: MaasMachineTemplate
-metadata:
-  name: any
+{
+  ks_manifest MaasMachineTemplate any
+  cat <<'Y'
 spec:
   template:
     spec:
@@ -95,6 +76,7 @@ spec:
       minCPU: 0
       minMemory: 0
 Y
+} >"$M/anymachine.yaml"
 check "a warning, not a denial, when any machine will do" 0 \
   "Warning: spec.template.spec.minCPU and spec.template.spec.minMemory are both 0: any machine will do" -- \
   K apply -f "$M/anymachine.yaml"
@@ -102,16 +84,15 @@ check "template spec is immutable" 1 \
   'spec.template.spec: Forbidden: field is immutable; create a new MaasMachineTemplate instead' -- \
   K patch maasmachinetemplate any --type=merge -p '{"spec":{"template":{"spec":{"tags":["x"]}}}}'
 
-cat >"$M/cluster.yaml" <<'Y'
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
-kind: MaasCluster
-metadata:
-  name: demo
+{
+  ks_manifest MaasCluster demo
+  cat <<'Y'
 spec:
   dnsDomain: maas.sc
   controlPlaneEndpoint:
     host: api.maas.sc
 Y
+} >"$M/cluster.yaml"
 check "cluster created" 0 "maascluster.infrastructure.cluster.x-k8s.io/demo created" -- \
   K apply -f "$M/cluster.yaml"
 check "controlPlaneEndpoint.port defaulted to 6443" 0 "^6443$" -- \
@@ -120,12 +101,5 @@ check "W3: the reference's DNS domain message" 1 \
   'denied the request: changing cluster DNS Domain not allowed' -- \
   K patch maascluster demo --type=merge -p '{"spec":{"dnsDomain":"maas.maas"}}'
 
-kill -TERM "$CM_PID"
-wait "$CM_PID"
-rc=$?
-CM_PID=
-if [ "$rc" -ne 0 ]; then
-  echo "not ok - capmaas exited with $rc"
-  KS_FAIL=$((KS_FAIL + 1))
-fi
+ks_capmaas_stop
 ks_finish

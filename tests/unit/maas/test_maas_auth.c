@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "err.h"
+#include "image_split_cases.h"
 #include "maas_auth.h"
 #include "maas_client.h"
 
@@ -152,22 +153,14 @@ static void test_maas_auth__percent_encode_keeps_unreserved(void **state)
 
 static void test_maas_auth__split_image_like_reference(void **state)
 {
-        static const char *const cases[][3] = {
-                { "rhel/rocky-92-0-k-1285-0", "rhel", "rocky-92-0-k-1285-0" },
-                { "suse/sles-15-0-k-1304-0", "suse", "sles-15-0-k-1304-0" },
-                { "ubuntu/u-2204-0-k-1329-0", "ubuntu", "u-2204-0-k-1329-0" },
-                { "u-2204-0-k-1329-0", "custom", "u-2204-0-k-1329-0" },
-                { "", "custom", "" },
-                { "custom/u-2204-0-k-1264-0", "custom", "u-2204-0-k-1264-0" },
-        };
-
         (void)state;
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ARRAY_SIZE(image_split_cases); i++) {
+                const char *const *c = image_split_cases[i];
                 char *os, *series;
 
-                maas_split_image(cases[i][0], &os, &series);
-                assert_string_equal(os, cases[i][1]);
-                assert_string_equal(series, cases[i][2]);
+                maas_split_image(c[0], &os, &series);
+                assert_string_equal(os, c[1]);
+                assert_string_equal(series, c[2]);
                 free(os);
                 free(series);
         }

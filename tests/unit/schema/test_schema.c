@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "../maas/image_split_cases.h"
 #include "err.h"
 #include "json.h"
 #include "schema.h"
@@ -466,23 +467,14 @@ static void test_schema__status_cleared_is_removed(void **state)
 
 static void test_schema__image_split_matches_reference(void **state)
 {
-        static const char *cases[][3] = {
-                { "rhel/rocky-92-0-k-1285-0", "rhel", "rocky-92-0-k-1285-0" },
-                { "suse/sles-15-0-k-1304-0", "suse", "sles-15-0-k-1304-0" },
-                { "ubuntu/u-2204-0-k-1329-0", "ubuntu", "u-2204-0-k-1329-0" },
-                { "u-2204-0-k-1329-0", "custom", "u-2204-0-k-1329-0" },
-                { "", "custom", "" },
-                { "custom/u-2204-0-k-1264-0", "custom", "u-2204-0-k-1264-0" },
-                { "a/b/c", "a", "b/c" },
-        };
         char *os;
         char *series;
 
         (void)state;
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                schema_image_split(cases[i][0], &os, &series);
-                assert_string_equal(os, cases[i][1]);
-                assert_string_equal(series, cases[i][2]);
+        for (size_t i = 0; i < ARRAY_SIZE(image_split_cases); i++) {
+                schema_image_split(image_split_cases[i][0], &os, &series);
+                assert_string_equal(os, image_split_cases[i][1]);
+                assert_string_equal(series, image_split_cases[i][2]);
                 free(os);
                 free(series);
         }

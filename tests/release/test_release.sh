@@ -159,6 +159,20 @@ for v in 0.2.0 v0.2 v0.2.0-rc.1 v0.02.0 v1.0.0 v0.3.0; do
   fi
 done
 
+# refused DESC WHAT PATTERN FILE [NAME=VALUE…]: render.py on FILE with only these variables
+# set (and PATH) fails with status 1, naming the missing ones as PATTERN (a grep regex)
+refused() {
+  local desc=$1 what=$2 pat=$3 file=$4 msg rc
+  shift 4
+  msg=$(env -i PATH="$PATH" "$@" "$py" "$here/render.py" "$file" 2>&1 >/dev/null)
+  rc=$?
+  if [ "$rc" -eq 1 ] && grep -q "$pat" <<<"$msg"; then
+    ok "$desc: $msg"
+  else
+    bad "$what (rc=$rc)" "$msg"
+  fi
+}
+
 # ---- components ----
 comp=$rel/infrastructure-components.yaml
 vars=$(render --list "$comp" | tr '\n' ' ')
@@ -175,13 +189,8 @@ if env -i PATH="$PATH" MAAS_ENDPOINT=$ep MAAS_API_KEY=$key "$py" "$here/render.p
 else
   bad "rendering the components" "$(cat "$work/err")"
 fi
-msg=$(env -i PATH="$PATH" "$py" "$here/render.py" "$comp" 2>&1 >/dev/null)
-rc=$?
-if [ "$rc" -eq 1 ] && grep -q '\[MAAS_API_KEY, MAAS_ENDPOINT\]' <<<"$msg"; then
-  ok "without credentials both names are reported: $msg"
-else
-  bad "missing credentials (rc=$rc)" "$msg"
-fi
+refused "without credentials both names are reported" "missing credentials" \
+  '\[MAAS_API_KEY, MAAS_ENDPOINT\]' "$comp"
 if [ "$have_yaml" = 1 ]; then
   pycheck "components: contract labels, image, credentials, cert-manager wiring" \
     components "$rel/metadata.yaml" "$work/components.yaml" "$version" "$ep" "$key"
@@ -255,21 +264,11 @@ if render_env "$work/min.yaml" "$tmpl" -- "${minimal[@]}"; then
 else
   bad "rendering with defaults" "$(cat "$work/min.yaml.err")"
 fi
-msg=$(env -i PATH="$PATH" "$py" "$here/render.py" "$tmpl" 2>&1 >/dev/null)
-rc=$?
-if [ "$rc" -eq 1 ] &&
-  grep -q '\[CLUSTER_NAME, CONTROL_PLANE_MACHINE_IMAGE, KUBERNETES_VERSION, WORKER_MACHINE_IMAGE\]' <<<"$msg"; then
-  ok "with nothing set every required name is reported at once: $msg"
-else
-  bad "missing variables (rc=$rc)" "$msg"
-fi
-msg=$(env -i PATH="$PATH" CLUSTER_NAME=x KUBERNETES_VERSION=v1.31.4 "$py" "$here/render.py" "$tmpl" 2>&1 >/dev/null)
-rc=$?
-if [ "$rc" -eq 1 ] && grep -q '\[CONTROL_PLANE_MACHINE_IMAGE, WORKER_MACHINE_IMAGE\]' <<<"$msg"; then
-  ok "a partial set reports just the two images: $msg"
-else
-  bad "partial variables (rc=$rc)" "$msg"
-fi
+refused "with nothing set every required name is reported at once" "missing variables" \
+  '\[CLUSTER_NAME, CONTROL_PLANE_MACHINE_IMAGE, KUBERNETES_VERSION, WORKER_MACHINE_IMAGE\]' "$tmpl"
+refused "a partial set reports just the two images" "partial variables" \
+  '\[CONTROL_PLANE_MACHINE_IMAGE, WORKER_MACHINE_IMAGE\]' "$tmpl" \
+  CLUSTER_NAME=x KUBERNETES_VERSION=v1.31.4
 if [ "$have_yaml" = 1 ]; then
   pycheck "the rendered default flavor has the expected kinds, refs and values" template "$work/c.yaml"
   pycheck "defaults: 1 control plane, 0 workers, 2 CPU, 4096 MiB, pool default, no tags, domain maas" \
@@ -327,6 +326,15 @@ start_capmaas() {
 port_of() { sed -n 's/.*"webhook_port":"\([0-9]*\)".*/\1/p' "$1" | head -1; }
 # shellcheck disable=SC2317 # called through wait_for
 port_ready() { [ -n "$(port_of "$1")" ]; }
+# worker_template FILE: the workers' MaasMachineTemplate (named *-md-0) of FILE on stdout
+worker_template() {
+  "$py" - "$1" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+yaml.safe_dump_all([d for d in docs if d["kind"] == "MaasMachineTemplate"
+                    and d["metadata"]["name"].endswith("-md-0")], sys.stdout)
+PY
+}
 start_capmaas "$work/capmaas.log"
 if wait_for 10 port_ready "$work/capmaas.log"; then
   cm_port=$(port_of "$work/capmaas.log")
@@ -337,12 +345,7 @@ if wait_for 10 port_ready "$work/capmaas.log"; then
     admit "$cm_port" "$certs/ca.crt" allowed "$work/class.yaml"
   bad_env=("${full[@]}" WORKER_MACHINE_IMAGE=plan9/4e WORKER_MACHINE_MINCPU=4096)
   render_env "$work/bad.yaml" "$tmpl" -- "${bad_env[@]}"
-  "$py" - "$work/bad.yaml" >"$work/bad-md.yaml" <<'PY'
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
-yaml.safe_dump_all([d for d in docs if d["kind"] == "MaasMachineTemplate"
-                    and d["metadata"]["name"].endswith("-md-0")], sys.stdout)
-PY
+  worker_template "$work/bad.yaml" >"$work/bad-md.yaml"
   pycheck "control: an unknown osystem and 4096 CPUs in the worker template are denied" \
     admit "$cm_port" "$certs/ca.crt" denied "$work/bad-md.yaml"
 else
@@ -378,12 +381,7 @@ if wait_for 10 port_ready "$work/capmaas-maas.log" &&
   pycheck "templates fitting the inventory are allowed with no warning" \
     admit "$cm_port" "$certs/ca.crt" allowed-quiet "$work/fit.yaml" "$work/fit-class.yaml"
   render_env "$work/nofit.yaml" "$tmpl" -- "${fit[@]}" WORKER_MACHINE_RESOURCEPOOL=gpu-pool
-  "$py" - "$work/nofit.yaml" >"$work/nofit-md.yaml" <<'PY'
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
-yaml.safe_dump_all([d for d in docs if d["kind"] == "MaasMachineTemplate"
-                    and d["metadata"]["name"].endswith("-md-0")], sys.stdout)
-PY
+  worker_template "$work/nofit.yaml" >"$work/nofit-md.yaml"
   pycheck "control: a resource pool MAAS does not have is denied" \
     admit "$cm_port" "$certs/ca.crt" denied "$work/nofit-md.yaml"
 else

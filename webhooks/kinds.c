@@ -43,7 +43,8 @@ const struct kind_ops *kind_ops_find(const char *kind)
         return NULL;
 }
 
-const char *kind_spec_field(const struct kind_ops *ops)
+/* Field path of the spec. */
+static const char *kind_spec_field(const struct kind_ops *ops)
 {
         return ops->is_template ? "spec.template.spec" : "spec";
 }
@@ -54,7 +55,8 @@ static const char *spec_pointer(const struct kind_ops *ops)
         return ops->is_template ? "/spec/template/spec" : "/spec";
 }
 
-const void *kind_spec(const struct kind_ops *ops, const union webhook_obj *o)
+/* The spec of a decoded object. */
+static const void *kind_spec(const struct kind_ops *ops, const union webhook_obj *o)
 {
         return schema_spec(schema_codec_find(ops->kind), o);
 }
@@ -185,7 +187,8 @@ static void validate_decoded(const struct kind_ops *ops,
                 field_errors_subtract(&fe, &fe_old);
         }
         if (fe.n == 0 && inv)
-                maas_checks_run(ops, cur, old, inv, &fe, resp);
+                maas_checks_run(so, path, kind_spec(ops, cur), old ? kind_spec(ops, old) : NULL,
+                                inv, &fe, resp);
         if (fe.n > 0)
                 field_errors_deny(&fe, SCHEMA_GROUP, ops->kind, object_name(req), resp);
 out:

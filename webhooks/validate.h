@@ -70,10 +70,6 @@ struct kind_ops {
 
 /* The ops of a kind name, or NULL. */
 const struct kind_ops *kind_ops_find(const char *kind);
-/* Field path of the spec: "spec" or "spec.template.spec". */
-const char *kind_spec_field(const struct kind_ops *ops);
-/* The spec of a decoded object. */
-const void *kind_spec(const struct kind_ops *ops, const union webhook_obj *o);
 
 /* MaasMachine spec rules at path (e.g. "spec.template.spec"); the "any machine will do"
  * warning goes to warn (may be NULL). */
@@ -107,11 +103,13 @@ void maas_check_cluster_spec(const struct maas_cluster_spec *sp, struct maas_che
 /* True when the fields the MAAS checks read are equal. */
 bool maas_machine_spec_same(const struct maas_machine_spec *a, const struct maas_machine_spec *b);
 bool maas_cluster_spec_same(const struct maas_cluster_spec *a, const struct maas_cluster_spec *b);
-/* The MAAS step of validation: skipped on an UPDATE that changes nothing it reads; with no
+/* The MAAS step of validation of the spec cur at path (old: the stored object's spec, NULL
+ * on CREATE), with so's checks: skipped on an UPDATE that changes nothing it reads; with no
  * usable inventory a warning says why; denials the old object already had are dropped. */
-void maas_checks_run(const struct kind_ops *ops,
-                     const union webhook_obj *cur,
-                     const union webhook_obj *old,
+void maas_checks_run(const struct spec_ops *so,
+                     const char *path,
+                     const void *cur,
+                     const void *old,
                      struct maas_inventory *inv,
                      struct field_errors *fe,
                      struct admission_response *resp);

@@ -343,23 +343,25 @@ static void append_errors(struct field_errors *to, struct field_errors *from)
         from->n = 0;
 }
 
-/* Runs the kind's MAAS checks of o against s; true when a name was not in s. */
-static bool run_checks(const struct kind_ops *ops,
-                       const union webhook_obj *o,
+/* Runs so's MAAS checks of the spec at path against s; true when a name was not in s. */
+static bool run_checks(const struct spec_ops *so,
+                       const char *path,
+                       const void *spec,
                        const struct maas_inventory_snapshot *s,
                        struct field_errors *fe,
                        struct admission_response *warn)
 {
-        struct maas_check c = { .path = kind_spec_field(ops), .s = s, .fe = fe, .warn = warn };
+        struct maas_check c = { .path = path, .s = s, .fe = fe, .warn = warn };
 
-        ops->spec->maas_check(kind_spec(ops, o), &c);
+        so->maas_check(spec, &c);
         return c.miss;
 }
 
 /* A name was missing from s: one bounded refresh, then the checks again on what is current
  * (NULL after skip() when the refresh failed or took too long). */
-static struct maas_inventory_snapshot *recheck(const struct kind_ops *ops,
-                                               const union webhook_obj *cur,
+static struct maas_inventory_snapshot *recheck(const struct spec_ops *so,
+                                               const char *path,
+                                               const void *cur,
                                                struct maas_inventory *inv,
                                                struct maas_inventory_snapshot *s,
                                                struct field_errors *mine,
@@ -376,13 +378,14 @@ static struct maas_inventory_snapshot *recheck(const struct kind_ops *ops,
         }
         s = usable(inv, true, resp);
         if (s)
-                (void)run_checks(ops, cur, s, mine, resp);
+                (void)run_checks(so, path, cur, s, mine, resp);
         return s;
 }
 
-void maas_checks_run(const struct kind_ops *ops,
-                     const union webhook_obj *cur,
-                     const union webhook_obj *old,
+void maas_checks_run(const struct spec_ops *so,
+                     const char *path,
+                     const void *cur,
+                     const void *old,
                      struct maas_inventory *inv,
                      struct field_errors *fe,
                      struct admission_response *resp)
@@ -390,17 +393,17 @@ void maas_checks_run(const struct kind_ops *ops,
         struct maas_inventory_snapshot *s;
         struct field_errors mine, prev;
 
-        if (old && ops->spec->maas_same(kind_spec(ops, old), kind_spec(ops, cur)))
+        if (old && so->maas_same(old, cur))
                 return; /* nothing the MAAS checks read has changed */
         s = usable(inv, false, resp);
         if (!s)
                 return;
         field_errors_init(&mine);
         field_errors_init(&prev);
-        if (run_checks(ops, cur, s, &mine, resp))
-                s = recheck(ops, cur, inv, s, &mine, resp);
+        if (run_checks(so, path, cur, s, &mine, resp))
+                s = recheck(so, path, cur, inv, s, &mine, resp);
         if (s && old) {
-                (void)run_checks(ops, old, s, &prev, NULL);
+                (void)run_checks(so, path, old, s, &prev, NULL);
                 field_errors_subtract(&mine, &prev);
         }
         if (s)

@@ -13,7 +13,8 @@
 #
 # Inputs (environment): BUILD (build dir with capmaas and the sims), SRC (source dir),
 # STACK_INVENTORY (default: the sample), STACK_DEPLOY_SECONDS (2), STACK_RELEASE_SECONDS (1),
-# STACK_CAPMAAS_ARGS (extra flags).
+# STACK_CAPMAAS_ARGS (extra flags), STACK_CAPI_CONTRACT (v1beta1, as examples/cluster.yaml;
+# or v1beta2: the Cluster API release capi-sim plays and the only version its CRDs serve).
 # Outputs: STACK_DIR, STACK_KUBECONFIG, STACK_WORKLOAD_KUBECONFIG, STACK_MAAS_URL,
 # STACK_WEBHOOK_PORT, STACK_HEALTH_PORT, STACK_METRICS_PORT, STACK_CAPMAAS_PID, STACK_PIDS.
 
@@ -94,7 +95,8 @@ stack_capmaas_start() {
 stack_install() {
   local ca
   stack_kubectl apply -f "$SRC/config/crd/bases/" >/dev/null &&
-    stack_kubectl apply -f "$SRC/tests/sim/capi/crds.yaml" >/dev/null || return 1
+    bash "$SRC/tests/sim/capi/crds.sh" "${STACK_CAPI_CONTRACT:-v1beta1}" >"$STACK_DIR/capi-crds.yaml" &&
+    stack_kubectl apply -f "$STACK_DIR/capi-crds.yaml" >/dev/null || return 1
   ca=$(base64 -w0 <"$STACK_DIR/certs/ca.crt")
   sed "s|^    clientConfig:$|    clientConfig:\n      caBundle: $ca|" \
     "$SRC/config/webhook/manifests.yaml" >"$STACK_DIR/webhooks.yaml"
@@ -125,7 +127,8 @@ stack_up() {
   stack_install || return 1
   stack_capmaas_start || return 1
   stack_start_sim capi-sim --port 0 --kubeconfig "$STACK_KUBECONFIG" \
-    --workload-kubeconfig "$STACK_WORKLOAD_KUBECONFIG" || return 1
+    --workload-kubeconfig "$STACK_WORKLOAD_KUBECONFIG" \
+    --capi-contract "${STACK_CAPI_CONTRACT:-v1beta1}" || return 1
 }
 
 stack_down() {

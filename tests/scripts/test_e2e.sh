@@ -5,6 +5,11 @@
 # workers 5 -> 2 releases exactly 3 machines; a machine whose deploy fails is replaced; a
 # template with an unknown image is rejected at apply; deleting the cluster returns every
 # machine to MAAS and leaves no record and no Maas object.
+#
+# E2E_CAPI_CONTRACT picks the Cluster API release capi-sim plays (issue 16): v1beta2 (the
+# default, CAPI 1.11+) applies templates/cluster-template.yaml rendered with clusterctl's
+# rules (the same sizes as the example); v1beta1 (CAPI 1.10, test_e2e_v1beta1.sh) applies
+# examples/cluster.yaml. Either way the provider discovers the version it reads.
 set -uo pipefail
 # shellcheck source=tests/scripts/kube_sim_lib.sh
 . "$(dirname "$0")/kube_sim_lib.sh"
@@ -13,6 +18,8 @@ SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
 BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
 STACK_DEPLOY_SECONDS=0.5
 STACK_RELEASE_SECONDS=0.3
+E2E_CAPI_CONTRACT=${E2E_CAPI_CONTRACT:-v1beta2}
+STACK_CAPI_CONTRACT=$E2E_CAPI_CONTRACT
 STACK_CAPMAAS_ARGS="--machine-refresh-interval 2s --maas-inventory-interval 1h --leader-elect --leader-election-namespace default"
 trap 'stack_down; ks_cleanup' EXIT
 PY=/usr/bin/python3
@@ -38,12 +45,46 @@ stack_up "$KS_WORK/stack" || {
   exit 1
 }
 check "the stack starts" 0 '' -- true
-check "examples/cluster.yaml is accepted by the webhooks" 0 'maasmachinetemplate' -- \
-  stack_kubectl apply -f "$SRC/examples/cluster.yaml"
+if [ "$E2E_CAPI_CONTRACT" = v1beta2 ]; then
+  MANIFEST=$KS_WORK/cluster.yaml
+  env -i PATH="$PATH" CLUSTER_NAME=demo NAMESPACE=default KUBERNETES_VERSION=v1.26.4 \
+    CONTROL_PLANE_MACHINE_COUNT=3 WORKER_MACHINE_COUNT=5 \
+    CONTROL_PLANE_MACHINE_IMAGE=u-2204-0-k-1264-0 WORKER_MACHINE_IMAGE=u-2204-0-k-1264-0 \
+    CONTROL_PLANE_MACHINE_MINCPU=4 CONTROL_PLANE_MACHINE_MINMEMORY=8192 \
+    $PY "$SRC/tests/release/render.py" <"$SRC/templates/cluster-template.yaml" >"$MANIFEST" || {
+    echo "not ok - templates/cluster-template.yaml does not render"
+    exit 1
+  }
+else
+  MANIFEST=$SRC/examples/cluster.yaml
+fi
+check "capmaas reads cluster.x-k8s.io/$E2E_CAPI_CONTRACT" 0 "version[\":= ]+cluster.x-k8s.io/$E2E_CAPI_CONTRACT" -- \
+  grep -h 'reading Cluster API objects' "$STACK_DIR/capmaas.log"
+check "$(basename "$MANIFEST") ($E2E_CAPI_CONTRACT) is accepted by the webhooks" 0 'maasmachinetemplate' -- \
+  stack_kubectl apply -f "$MANIFEST"
 T0=$(date +%s)
 all_ready() { n_ready_is 8 && cluster_ready; }
 check "8 MaasMachines Ready and the cluster Ready" 0 '' -- wait_until 120 all_ready
-echo "# cluster Ready after $(($(date +%s) - T0)) s"
+echo "# cluster Ready after $(($(date +%s) - T0)) s (contract $E2E_CAPI_CONTRACT)"
+# capi-sim wrote the contract's shapes: v1beta2 status.initialization and {name} nodeRefs
+# only; v1beta1 status.infrastructureReady
+shapes_match() {
+  stack_kubectl get clusters,machines -o json | $PY -c '
+import json, sys
+v2 = sys.argv[1] == "v1beta2"
+items = json.load(sys.stdin)["items"]
+ok = len(items) == 9
+for i in items:
+    st = i.get("status", {})
+    ok = ok and i["apiVersion"].endswith("/" + sys.argv[1])
+    ok = ok and st.get("initialization", {}).get("infrastructureProvisioned") is True
+    ok = ok and (("infrastructureReady" not in st) if v2 else st.get("infrastructureReady") is True)
+    if i["kind"] == "Machine":
+        ok = ok and (set(st.get("nodeRef", {})) == {"name"} if v2 else st.get("nodeRef", {}).get("kind") == "Node")
+        ok = ok and ("apiGroup" in i["spec"]["infrastructureRef"]) == v2
+sys.exit(0 if ok else 1)' "$E2E_CAPI_CONTRACT"
+}
+check "Clusters and Machines are in $E2E_CAPI_CONTRACT shapes" 0 '' -- wait_until 30 shapes_match
 
 provider_ids() {
   mm_json | $PY -c 'import json,sys; print("\n".join(sorted(i["spec"]["providerID"] for i in json.load(sys.stdin)["items"])))'

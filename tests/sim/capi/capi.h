@@ -32,8 +32,6 @@
 #include "kube_client.h"
 
 #define CAPI_GROUP             "cluster.x-k8s.io"
-#define CAPI_API_VERSION       "cluster.x-k8s.io/v1beta1"
-#define CAPI_KCP_API_VERSION   "controlplane.cluster.x-k8s.io/v1beta1"
 #define CAPI_FINALIZER_CLUSTER "cluster.cluster.x-k8s.io"
 #define CAPI_FINALIZER_MACHINE "machine.cluster.x-k8s.io"
 #define CAPI_LABEL_DEPLOYMENT  "cluster.x-k8s.io/deployment-name"
@@ -43,7 +41,25 @@
 #define CAPI_SECRET_TYPE       "cluster.x-k8s.io/secret"
 #define CAPI_CREATE_BATCH      50 /* Machines created per owner reconcile */
 
-extern const struct kube_resource CAPI_RES_KCPS, CAPI_RES_MDS;
+/* The contract capi-sim plays (--capi-contract): v1beta2 as CAPI 1.11+ (every core,
+ * control-plane and bootstrap kind served and stored as v1beta2, written in v1beta2 shapes:
+ * status.initialization.*, references {apiGroup, kind, name}, nodeRef {name}), or v1beta1
+ * as CAPI 1.10. Set by main before any thread starts; read-only afterwards. */
+struct capi_contract {
+        bool v1beta2;
+        const char *version;      /* "v1beta2" or "v1beta1" */
+        char api_version[64];     /* cluster.x-k8s.io/<version> */
+        char kcp_api_version[64]; /* controlplane.cluster.x-k8s.io/<version> */
+};
+extern struct capi_contract capi_contract;
+/* Sets capi_contract and the versions of the resources below; CM_EINVAL for another. */
+MUST_CHECK int capi_set_contract(const char *version);
+
+/* The owner controllers' paths for capi_contract (called by capi_set_contract). */
+void capi_owner_set_contract(void);
+
+/* Cluster, Machine, KubeadmControlPlane, MachineDeployment at the contract's version. */
+extern struct kube_resource CAPI_RES_CLUSTERS, CAPI_RES_MACHINES, CAPI_RES_KCPS, CAPI_RES_MDS;
 
 /* The two kinds that own Machines. */
 enum capi_owner_kind {
@@ -61,7 +77,7 @@ struct capi_member {
         char name[254];
         char created[40]; /* metadata.creationTimestamp, "" while only created locally */
         uint64_t seq;     /* insertion order: the tie-break for equal timestamps */
-        bool ready;       /* status.infrastructureReady */
+        bool ready;       /* infrastructure provisioned (either contract's field) */
         bool deleting;    /* metadata.deletionTimestamp set (or deleted by us) */
 };
 
@@ -156,5 +172,10 @@ MUST_CHECK int capi_delete(struct kube_client *c,
                            const struct kube_resource *r,
                            const char *ns,
                            const char *name);
+/* status.<v1beta1> or status.initialization.<v1beta2> is true (either contract). */
+bool capi_status_true(const cJSON *o, const char *v1beta1, const char *v1beta2);
+/* Sets the contract's field: status.initialization.<v1beta2> in v1beta2, status.<v1beta1>
+ * in v1beta1 (which, as CAPI 1.10 with its v1beta2 backports, sets both). */
+void capi_status_set(cJSON *status, const char *v1beta1, const char *v1beta2, bool value);
 /* The cluster a KCP/MD/Machine belongs to (label, spec.clusterName, owner Cluster). */
 const char *capi_cluster_of(const cJSON *o);

@@ -23,8 +23,8 @@ static int adopt(struct capi_worker *w,
         bool changed;
         int err = 0;
 
-        changed = capi_set_owner(after, CAPI_API_VERSION, "Cluster", kube_object_name(cluster),
-                                 kube_object_uid(cluster), true);
+        changed = capi_set_owner(after, capi_contract.api_version, "Cluster",
+                                 kube_object_name(cluster), kube_object_uid(cluster), true);
         changed = capi_set_label(after, SCHEMA_LABEL_CLUSTER_NAME, kube_object_name(cluster)) ||
                   changed;
         if (changed)
@@ -36,15 +36,13 @@ static int adopt(struct capi_worker *w,
 static void infra_status(cJSON *after, const cJSON *mc)
 {
         cJSON *st = json_child_object(after, "status", NULL);
-        cJSON *init = json_child_object(st, "initialization", NULL);
         bool ready = cJSON_IsTrue(json_find(mc, "status", "ready", NULL));
         bool prov = ready ||
                     cJSON_IsTrue(json_find(mc, "status", "initialization", "provisioned", NULL));
         const cJSON *ep = json_find(mc, "spec", "controlPlaneEndpoint", NULL);
         const char *host = json_find_str(ep, "host", NULL);
 
-        json_set_bool(st, "infrastructureReady", prov);
-        json_set_bool(init, "infrastructureProvisioned", prov);
+        capi_status_set(st, "infrastructureReady", "infrastructureProvisioned", prov);
         if (host && *host)
                 json_set_item(json_child_object(after, "spec", NULL), "controlPlaneEndpoint",
                               cJSON_Duplicate(ep, true));
@@ -58,9 +56,7 @@ static void cp_status(cJSON *after, const cJSON *kcp)
         bool ready = cJSON_IsTrue(json_find(kcp, "status", "initialized", NULL)) ||
                      (cJSON_IsNumber(rr) && rr->valuedouble >= 1);
 
-        json_set_bool(st, "controlPlaneReady", ready);
-        json_set_bool(json_child_object(st, "initialization", NULL), "controlPlaneInitialized",
-                      ready);
+        capi_status_set(st, "controlPlaneReady", "controlPlaneInitialized", ready);
 }
 
 static int cluster_normal(struct capi_worker *w, const struct kube_object *cl)
@@ -86,7 +82,7 @@ static int cluster_normal(struct capi_worker *w, const struct kube_object *cl)
                 cp_status(after, kube_object_json(kcp));
         }
         if (err == 0)
-                err = capi_write(w, &KUBE_RES_CLUSTERS, o, after);
+                err = capi_write(w, &CAPI_RES_CLUSTERS, o, after);
         cJSON_Delete(after);
         kube_object_unref(mc);
         kube_object_unref(kcp);
@@ -133,7 +129,7 @@ static int cluster_delete(struct capi_worker *w,
         if (err == 0)
                 err = delete_labelled(w, s->mds, &CAPI_RES_MDS, ns, kube_object_name(cl), &n_md);
         if (err == 0)
-                err = delete_labelled(w, s->machines, &KUBE_RES_MACHINES, ns, kube_object_name(cl),
+                err = delete_labelled(w, s->machines, &CAPI_RES_MACHINES, ns, kube_object_name(cl),
                                       &n_m);
         if (err || n_m) {
                 *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, DELETE_POLL_MS };
@@ -149,7 +145,7 @@ static int cluster_delete(struct capi_worker *w,
         }
         after = cJSON_Duplicate(o, true);
         capi_remove_finalizer(after, CAPI_FINALIZER_CLUSTER);
-        err = capi_write(w, &KUBE_RES_CLUSTERS, o, after);
+        err = capi_write(w, &CAPI_RES_CLUSTERS, o, after);
         cJSON_Delete(after);
         return err == CM_ENOTFOUND ? 0 : err;
 }

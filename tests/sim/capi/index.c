@@ -142,7 +142,7 @@ static void upsert(void *arg, const struct kube_object *obj)
         mem = member_of(x, group_of(x, k, kube_object_namespace(obj), owner, true),
                         kube_object_name(obj), true);
         snprintf(mem->created, sizeof(mem->created), "%s", created ? created : "");
-        mem->ready = cJSON_IsTrue(json_find(m, "status", "infrastructureReady", NULL));
+        mem->ready = capi_status_true(m, "infrastructureReady", "infrastructureProvisioned");
         mem->deleting = mem->deleting || capi_deleting(m);
         pthread_mutex_unlock(&x->lock);
 }

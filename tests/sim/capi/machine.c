@@ -72,14 +72,14 @@ static int bootstrap_secret(struct mctx *c)
         cJSON *sec, *data;
         int err;
 
-        if (!name ||
-            cJSON_IsTrue(json_find(kube_object_json(c->m), "status", "bootstrapReady", NULL)))
+        if (!name || capi_status_true(kube_object_json(c->m), "bootstrapReady",
+                                      "bootstrapDataSecretCreated"))
                 return 0;
         cfg = xasprintf("#cloud-config\n# capi-sim bootstrap data for Machine %s/%s\n"
                         "runcmd:\n  - echo 'joining cluster %s'\n",
                         c->ns, kube_object_name(c->m), c->cluster ? c->cluster : "");
         sec = new_obj(c, "v1", "Secret", name);
-        capi_set_owner(sec, CAPI_API_VERSION, "Machine", kube_object_name(c->m),
+        capi_set_owner(sec, capi_contract.api_version, "Machine", kube_object_name(c->m),
                        kube_object_uid(c->m), false);
         json_set_string(sec, "type", CAPI_SECRET_TYPE);
         data = json_child_object(sec, "data", NULL);
@@ -90,9 +90,7 @@ static int bootstrap_secret(struct mctx *c)
         json_set_string(data, "format", b64);
         err = capi_create(c->w->kube, &KUBE_RES_SECRETS, c->ns, sec, NULL);
         if (err == 0) {
-                json_set_bool(c->status, "bootstrapReady", true);
-                json_set_bool(json_child_object(c->status, "initialization", NULL),
-                              "bootstrapDataSecretCreated", true);
+                capi_status_set(c->status, "bootstrapReady", "bootstrapDataSecretCreated", true);
         }
         free(b64);
         free(cfg);
@@ -118,7 +116,7 @@ static int create_maasmachine(struct mctx *c, struct reconcile_result *res)
         mm = new_obj(c, SCHEMA_API_VERSION, SCHEMA_KIND_MACHINE, c->mm_name);
         if (is_control_plane(kube_object_json(c->m)))
                 capi_set_label(mm, SCHEMA_LABEL_CONTROL_PLANE, "");
-        capi_set_owner(mm, CAPI_API_VERSION, "Machine", kube_object_name(c->m),
+        capi_set_owner(mm, capi_contract.api_version, "Machine", kube_object_name(c->m),
                        kube_object_uid(c->m), true);
         json_set_item(mm, "spec", cJSON_Duplicate(spec, true));
         err = capi_create(c->w->kube, &KUBE_RES_MAASMACHINES, c->ns, mm, NULL);
@@ -157,10 +155,12 @@ static int ensure_node(struct mctx *c, const cJSON *mm, const char *name)
         if (node && want && have && strcmp(want, have) == 0) {
                 cJSON *ref = json_child_object(c->status, "nodeRef", NULL);
 
-                json_set_string(ref, "apiVersion", "v1");
-                json_set_string(ref, "kind", "Node");
                 json_set_string(ref, "name", name);
-                json_set_string(ref, "uid", kube_object_uid(node));
+                if (!capi_contract.v1beta2) { /* v1beta1: an ObjectReference */
+                        json_set_string(ref, "apiVersion", "v1");
+                        json_set_string(ref, "kind", "Node");
+                        json_set_string(ref, "uid", kube_object_uid(node));
+                }
         }
         if (!node) {
                 n = new_obj(&(struct mctx){ .cluster = c->cluster }, "v1", "Node", name);
@@ -191,9 +191,7 @@ static int mirror(struct mctx *c, const cJSON *mm)
         char *name = ready ? node_name(mm) : NULL;
         int err = 0;
 
-        json_set_bool(c->status, "infrastructureReady", ready);
-        json_set_bool(json_child_object(c->status, "initialization", NULL),
-                      "infrastructureProvisioned", ready);
+        capi_status_set(c->status, "infrastructureReady", "infrastructureProvisioned", ready);
         if (cJSON_IsArray(addrs))
                 json_set_item(c->status, "addresses", cJSON_Duplicate(addrs, true));
         if (pid && ready)
@@ -215,13 +213,13 @@ static int machine_normal(struct mctx *c, struct reconcile_result *res)
 
         if (err == 0 && mm)
                 err = mirror(c, kube_object_json(mm));
-        else if (err == 0 && !cJSON_IsTrue(json_find(kube_object_json(c->m), "status",
-                                                     "infrastructureReady", NULL)))
+        else if (err == 0 && !capi_status_true(kube_object_json(c->m), "infrastructureReady",
+                                               "infrastructureProvisioned"))
                 err = create_maasmachine(c, res);
         if (!mm && !json_find(c->status, "phase", NULL))
                 json_set_string(c->status, "phase", "Provisioning");
         if (err == 0)
-                err = capi_write(c->w, &KUBE_RES_MACHINES, kube_object_json(c->m), c->after);
+                err = capi_write(c->w, &CAPI_RES_MACHINES, kube_object_json(c->m), c->after);
         kube_object_unref(mm);
         return err;
 }
@@ -266,7 +264,7 @@ static int machine_delete(struct mctx *c, struct reconcile_result *res)
                 capi_remove_finalizer(c->after, CAPI_FINALIZER_MACHINE);
         }
         if (err == 0)
-                err = capi_write(c->w, &KUBE_RES_MACHINES, kube_object_json(c->m), c->after);
+                err = capi_write(c->w, &CAPI_RES_MACHINES, kube_object_json(c->m), c->after);
         free(node);
         cJSON_Delete(mm);
         return err == CM_ENOTFOUND ? 0 : err;

@@ -2,7 +2,15 @@
  * capi-sim: the Cluster API core and kubeadm controllers as an infrastructure provider sees
  * them (design.md §5; what it does: capi.h).
  *
- *   capi-sim --kubeconfig F --workload-kubeconfig F [--port N] [--machine-workers N] [-v N]
+ *   capi-sim --kubeconfig F --workload-kubeconfig F [--capi-contract v1beta2|v1beta1]
+ *            [--port N] [--machine-workers N] [-v N]
+ *
+ * --capi-contract (default v1beta2) is the Cluster API release it plays: v1beta2 as CAPI
+ * 1.11+ (it reads and writes cluster.x-k8s.io, controlplane. and bootstrap. kinds as
+ * v1beta2, in v1beta2 shapes: status.initialization.*, references {apiGroup, kind, name},
+ * nodeRef {name}); v1beta1 as CAPI 1.10 (v1beta1 only). kube-sim does not convert between
+ * CRD versions, so the CRDs must serve that version alone: tests/sim/capi/crds.sh MODE
+ * prints crds.yaml for a mode.
  *
  * Once every informer has synced it serves GET /healthz on http://127.0.0.1:N (0 = pick)
  * and prints "listening on http://127.0.0.1:N" as its first stdout line; logs go to stderr.
@@ -32,7 +40,7 @@
 #define KUBECONFIG_MAX  (1u << 20)
 
 struct opts {
-        const char *kubeconfig, *workload_kubeconfig;
+        const char *kubeconfig, *workload_kubeconfig, *contract;
         unsigned port, machine_workers;
         int verbosity;
 };
@@ -181,11 +189,11 @@ static int build_informers(struct capi *s)
                 const struct kube_resource *r;
                 struct informer **inf;
         } t[] = {
-                { &KUBE_RES_CLUSTERS, &s->clusters },
+                { &CAPI_RES_CLUSTERS, &s->clusters },
                 { &KUBE_RES_MAASCLUSTERS, &s->maasclusters },
                 { &CAPI_RES_KCPS, &s->kcps },
                 { &CAPI_RES_MDS, &s->mds },
-                { &KUBE_RES_MACHINES, &s->machines },
+                { &CAPI_RES_MACHINES, &s->machines },
                 { &KUBE_RES_MAASMACHINES, &s->maasmachines },
                 { &KUBE_RES_MAASMACHINETEMPLATES, &s->templates },
         };
@@ -348,8 +356,9 @@ static int read_b64(const char *path, char **ret)
 
 static int usage(void)
 {
-        fprintf(stderr, "usage: capi-sim --kubeconfig F --workload-kubeconfig F [--port N] "
-                        "[--machine-workers N] [-v N]\n");
+        fprintf(stderr, "usage: capi-sim --kubeconfig F --workload-kubeconfig F "
+                        "[--capi-contract v1beta2|v1beta1] [--port N] [--machine-workers N] "
+                        "[-v N]\n");
         return 2;
 }
 
@@ -365,6 +374,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
                         o->kubeconfig = v;
                 else if (strcmp(a, "--workload-kubeconfig") == 0)
                         o->workload_kubeconfig = v;
+                else if (strcmp(a, "--capi-contract") == 0)
+                        o->contract = v;
                 else if (parse_u64(v, 0, 65535, &u) != 0)
                         return CM_EINVAL;
                 else if (strcmp(a, "--port") == 0)
@@ -376,7 +387,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 else
                         return CM_EINVAL;
         }
-        return o->kubeconfig && o->workload_kubeconfig ? 0 : CM_EINVAL;
+        if (!o->kubeconfig || !o->workload_kubeconfig)
+                return CM_EINVAL;
+        return capi_set_contract(o->contract);
 }
 
 static int run(struct capi *s, const struct opts *o)
@@ -398,7 +411,8 @@ static int run(struct capi *s, const struct opts *o)
         if (err == 0) {
                 printf("listening on http://127.0.0.1:%u\n", (unsigned)http_server_port(srv));
                 fflush(stdout);
-                log_info(LOGGER, "started", "port=%u", (unsigned)http_server_port(srv));
+                log_info(LOGGER, "started", "port=%u contract=%s", (unsigned)http_server_port(srv),
+                         capi_contract.version);
                 sigemptyset(&set);
                 sigaddset(&set, SIGTERM);
                 sigaddset(&set, SIGINT);
@@ -428,7 +442,7 @@ static int load(const char *path, struct kube_config *cfg)
 
 int main(int argc, char **argv)
 {
-        struct opts o = { .machine_workers = 8 };
+        struct opts o = { .machine_workers = 8, .contract = "v1beta2" };
         struct kube_config mgmt = { 0 }, wl = { 0 };
         struct capi s = { 0 };
         sigset_t set;

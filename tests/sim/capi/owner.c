@@ -24,18 +24,25 @@ struct owner_desc {
         bool control_plane;
 };
 
-static const struct owner_desc descs[CAPI_OWNER_KINDS] = {
+static struct owner_desc descs[CAPI_OWNER_KINDS] = {
         [CAPI_OWNER_KCP] = { &CAPI_RES_KCPS,
-                             CAPI_KCP_API_VERSION,
+                             capi_contract.kcp_api_version,
                              { "spec", "machineTemplate", "infrastructureRef", NULL },
                              { "spec", "version", NULL },
                              true },
         [CAPI_OWNER_MD] = { &CAPI_RES_MDS,
-                            CAPI_API_VERSION,
+                            capi_contract.api_version,
                             { "spec", "template", "spec", "infrastructureRef" },
                             { "spec", "template", "spec", "version" },
                             false },
 };
+
+void capi_owner_set_contract(void)
+{
+        /* v1beta2 KCP: spec.machineTemplate.spec.infrastructureRef */
+        descs[CAPI_OWNER_KCP].ref_path[2] = capi_contract.v1beta2 ? "spec" : "infrastructureRef";
+        descs[CAPI_OWNER_KCP].ref_path[3] = capi_contract.v1beta2 ? "infrastructureRef" : NULL;
+}
 
 struct owner_ctx {
         struct capi_worker *w;
@@ -66,7 +73,7 @@ static cJSON *machine_doc(const struct owner_ctx *c,
         cJSON *spec = json_child_object(m, "spec", NULL);
         cJSON *ref;
 
-        json_set_string(m, "apiVersion", CAPI_API_VERSION);
+        json_set_string(m, "apiVersion", capi_contract.api_version);
         json_set_string(m, "kind", "Machine");
         json_set_string(meta, "name", name);
         json_set_string(meta, "namespace", c->ns);
@@ -82,10 +89,14 @@ static cJSON *machine_doc(const struct owner_ctx *c,
                 json_set_string(spec, "version", ver->valuestring);
         json_set_string(json_child_object(spec, "bootstrap", NULL), "dataSecretName", secret);
         ref = json_child_object(spec, "infrastructureRef", NULL);
-        json_set_string(ref, "apiVersion", SCHEMA_API_VERSION);
+        if (capi_contract.v1beta2) { /* {apiGroup, kind, name} */
+                json_set_string(ref, "apiGroup", SCHEMA_GROUP);
+        } else {
+                json_set_string(ref, "apiVersion", SCHEMA_API_VERSION);
+                json_set_string(ref, "namespace", c->ns);
+        }
         json_set_string(ref, "kind", SCHEMA_KIND_MACHINE);
         json_set_string(ref, "name", name);
-        json_set_string(ref, "namespace", c->ns);
         return m;
 }
 
@@ -96,7 +107,7 @@ static int create_machine(struct owner_ctx *c, const char *tmpl)
         cJSON *m = machine_doc(c, name, secret, tmpl);
         int err;
 
-        err = kube_create(c->w->kube, &KUBE_RES_MACHINES, c->ns, m, NULL, NULL);
+        err = kube_create(c->w->kube, &CAPI_RES_MACHINES, c->ns, m, NULL, NULL);
         if (err == 0) {
                 capi_index_put_local(c->w->s->index, c->k, c->ns, kube_object_name(c->owner), name);
                 log_info(LOGGER, "created machine", "owner=%s/%s machine=%s", c->ns,
@@ -113,14 +124,15 @@ static size_t to_create(const struct owner_ctx *c, const struct kube_object *cl,
 {
         const cJSON *o = kube_object_json(cl);
 
-        if (!cJSON_IsTrue(json_find(o, "status", "infrastructureReady", NULL)) || c->active >= want)
+        if (!capi_status_true(o, "infrastructureReady", "infrastructureProvisioned") ||
+            c->active >= want)
                 return 0;
         if (c->d->control_plane) {
                 if (c->active == 0)
                         return 1;
                 if (c->ready == 0)
                         return 0;
-        } else if (!cJSON_IsTrue(json_find(o, "status", "controlPlaneReady", NULL))) {
+        } else if (!capi_status_true(o, "controlPlaneReady", "controlPlaneInitialized")) {
                 return 0;
         }
         want -= c->active;
@@ -134,7 +146,7 @@ static int scale_down(struct owner_ctx *c, size_t want)
         for (size_t i = c->n; i-- > 0 && c->active > want && err == 0;) {
                 if (c->m[i].deleting)
                         continue;
-                err = capi_delete(c->w->kube, &KUBE_RES_MACHINES, c->ns, c->m[i].name);
+                err = capi_delete(c->w->kube, &CAPI_RES_MACHINES, c->ns, c->m[i].name);
                 if (err)
                         break;
                 log_info(LOGGER, "deleted machine", "owner=%s/%s machine=%s", c->ns,
@@ -164,8 +176,8 @@ static int kubeconfig_secret(struct owner_ctx *c, const struct kube_object *cl)
         capi_set_label(sec, SCHEMA_LABEL_CLUSTER_NAME, c->cluster);
         capi_set_owner(sec, c->d->api_version, c->d->r->kind, kube_object_name(c->owner),
                        kube_object_uid(c->owner), true);
-        capi_set_owner(sec, CAPI_API_VERSION, "Cluster", kube_object_name(cl), kube_object_uid(cl),
-                       false);
+        capi_set_owner(sec, capi_contract.api_version, "Cluster", kube_object_name(cl),
+                       kube_object_uid(cl), false);
         json_set_string(sec, "type", CAPI_SECRET_TYPE);
         json_set_string(json_child_object(sec, "data", NULL), "value", c->w->s->kubeconfig_b64);
         err = kube_create(c->w->kube, &KUBE_RES_SECRETS, c->ns, sec, NULL, NULL);
@@ -186,7 +198,7 @@ static int write_status(struct owner_ctx *c, const struct kube_object *cl, size_
 
         if (!c->d->control_plane) {
                 capi_set_label(after, SCHEMA_LABEL_CLUSTER_NAME, c->cluster);
-                capi_set_owner(after, CAPI_API_VERSION, "Cluster", kube_object_name(cl),
+                capi_set_owner(after, capi_contract.api_version, "Cluster", kube_object_name(cl),
                                kube_object_uid(cl), false);
         }
         json_set_int64(st, "replicas", (int64_t)c->active);

@@ -2,6 +2,7 @@
  * capi-sim helpers: JSON lookups, metadata edits, names, writes (see capi.h).
  */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -13,10 +14,48 @@
 #include "schema.h"
 #include "xalloc.h"
 
-const struct kube_resource CAPI_RES_KCPS = { "controlplane.cluster.x-k8s.io", "v1beta1",
-                                             "kubeadmcontrolplanes", "KubeadmControlPlane", true };
-const struct kube_resource CAPI_RES_MDS = { "cluster.x-k8s.io", "v1beta1", "machinedeployments",
-                                            "MachineDeployment", true };
+struct capi_contract capi_contract;
+struct kube_resource CAPI_RES_CLUSTERS, CAPI_RES_MACHINES, CAPI_RES_KCPS, CAPI_RES_MDS;
+
+int capi_set_contract(const char *version)
+{
+        struct kube_resource *all[] = { &CAPI_RES_CLUSTERS, &CAPI_RES_MACHINES, &CAPI_RES_KCPS,
+                                        &CAPI_RES_MDS };
+        bool v2 = version && strcmp(version, "v1beta2") == 0;
+
+        if (!v2 && !(version && strcmp(version, "v1beta1") == 0))
+                return CM_EINVAL;
+        capi_contract.v1beta2 = v2;
+        capi_contract.version = v2 ? "v1beta2" : "v1beta1";
+        (void)snprintf(capi_contract.api_version, sizeof(capi_contract.api_version),
+                       CAPI_GROUP "/%s", capi_contract.version);
+        (void)snprintf(capi_contract.kcp_api_version, sizeof(capi_contract.kcp_api_version),
+                       "controlplane." CAPI_GROUP "/%s", capi_contract.version);
+        CAPI_RES_CLUSTERS = KUBE_RES_CLUSTERS;
+        CAPI_RES_MACHINES = KUBE_RES_MACHINES;
+        CAPI_RES_KCPS =
+                (struct kube_resource){ "controlplane.cluster.x-k8s.io", NULL,
+                                        "kubeadmcontrolplanes", "KubeadmControlPlane", true };
+        CAPI_RES_MDS = (struct kube_resource){ CAPI_GROUP, NULL, "machinedeployments",
+                                               "MachineDeployment", true };
+        for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+                all[i]->version = capi_contract.version;
+        capi_owner_set_contract();
+        return 0;
+}
+
+bool capi_status_true(const cJSON *o, const char *v1beta1, const char *v1beta2)
+{
+        return cJSON_IsTrue(json_find(o, "status", v1beta1, NULL)) ||
+               cJSON_IsTrue(json_find(o, "status", "initialization", v1beta2, NULL));
+}
+
+void capi_status_set(cJSON *status, const char *v1beta1, const char *v1beta2, bool value)
+{
+        json_set_bool(json_child_object(status, "initialization", NULL), v1beta2, value);
+        if (!capi_contract.v1beta2)
+                json_set_bool(status, v1beta1, value);
+}
 
 const char *capi_owner_name(const cJSON *o, const char *kind)
 {

@@ -14,11 +14,9 @@
 set -euo pipefail
 N=${1:-10000}
 cd "$(dirname "$0")/.."
-SRC=$PWD
-BUILD=${BUILD:-$SRC/build-bench}
-PY=/usr/bin/python3
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target capmaas kube-sim maas-sim >/dev/null
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_build_sim capmaas kube-sim maas-sim
 WORK=$(mktemp -d)
 pids=()
 cleanup() {

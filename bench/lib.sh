@@ -24,6 +24,18 @@ bench_setup() {
   certs/gen-dev-certs.sh "$work/certs" >/dev/null
 }
 
+# bench_build_sim TARGET…: builds the targets (RelWithDebInfo) in $BUILD (default
+# build-bench) for the scripts that run capmaas against the simulators; sets SRC (the
+# repository root, as scripts/stack.sh wants it), BUILD and PY.
+bench_build_sim() {
+  SRC=$PWD
+  BUILD=${BUILD:-$SRC/build-bench}
+  # shellcheck disable=SC2034 # for the caller
+  PY=/usr/bin/python3
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+    cmake --build "$BUILD" -j"$(nproc)" --target "$@" >/dev/null
+}
+
 bench_cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   rm -rf "$work"

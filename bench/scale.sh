@@ -11,12 +11,9 @@
 set -uo pipefail
 N=${1:-1000}
 cd "$(dirname "$0")/.."
-SRC=$PWD
-BUILD=${BUILD:-$SRC/build-bench}
-PY=/usr/bin/python3
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
-  cmake --build "$BUILD" -j"$(nproc)" --target capmaas kube-sim maas-sim capi-sim >/dev/null ||
-  exit 1
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_build_sim capmaas kube-sim maas-sim capi-sim || exit 1
 WORK=$(mktemp -d)
 # shellcheck source=scripts/stack.sh
 . scripts/stack.sh

@@ -113,12 +113,12 @@ static char *file_b64(const char *path)
 
 static void start_capi_sim(void)
 {
-        assert_int_equal(
-                simproc_start(&capi, "capi-sim",
-                              (const char *const[]){ "--kubeconfig", CL.mgmt.kubeconfig,
-                                                     "--workload-kubeconfig",
-                                                     CL.workload.kubeconfig, "--port", "0", NULL }),
-                0);
+        assert_int_equal(simproc_start(&capi, "capi-sim",
+                                       (const char *const[]){
+                                               "--kubeconfig", CL.mgmt.kubeconfig,
+                                               "--workload-kubeconfig", CL.workload.kubeconfig,
+                                               "--capi-contract", "v1beta1", "--port", "0", NULL }),
+                         0);
 }
 
 static int group_setup(void **state)

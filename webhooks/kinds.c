@@ -187,7 +187,9 @@ static void validate_decoded(const struct kind_ops *ops,
                 field_errors_subtract(&fe, &fe_old);
         }
         if (fe.n == 0 && inv)
-                maas_checks_run(so, path, kind_spec(ops, cur), old ? kind_spec(ops, old) : NULL,
+                maas_checks_run(so,
+                                &(struct spec_pair){ path, kind_spec(ops, cur),
+                                                     old ? kind_spec(ops, old) : NULL },
                                 inv, &fe, resp);
         if (fe.n > 0)
                 field_errors_deny(&fe, SCHEMA_GROUP, ops->kind, object_name(req), resp);

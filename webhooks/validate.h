@@ -103,13 +103,19 @@ void maas_check_cluster_spec(const struct maas_cluster_spec *sp, struct maas_che
 /* True when the fields the MAAS checks read are equal. */
 bool maas_machine_spec_same(const struct maas_machine_spec *a, const struct maas_machine_spec *b);
 bool maas_cluster_spec_same(const struct maas_cluster_spec *a, const struct maas_cluster_spec *b);
-/* The MAAS step of validation of the spec cur at path (old: the stored object's spec, NULL
- * on CREATE), with so's checks: skipped on an UPDATE that changes nothing it reads; with no
- * usable inventory a warning says why; denials the old object already had are dropped. */
+
+/* A spec under review at path, and the stored object's (NULL on CREATE). */
+struct spec_pair {
+        const char *path;
+        const void *cur;
+        const void *old;
+};
+
+/* The MAAS step of validation of sp with so's checks: skipped on an UPDATE that changes
+ * nothing it reads; with no usable inventory a warning says why; denials the old object
+ * already had are dropped. */
 void maas_checks_run(const struct spec_ops *so,
-                     const char *path,
-                     const void *cur,
-                     const void *old,
+                     const struct spec_pair *sp,
                      struct maas_inventory *inv,
                      struct field_errors *fe,
                      struct admission_response *resp);

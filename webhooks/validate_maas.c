@@ -383,13 +383,13 @@ static struct maas_inventory_snapshot *recheck(const struct spec_ops *so,
 }
 
 void maas_checks_run(const struct spec_ops *so,
-                     const char *path,
-                     const void *cur,
-                     const void *old,
+                     const struct spec_pair *sp,
                      struct maas_inventory *inv,
                      struct field_errors *fe,
                      struct admission_response *resp)
 {
+        const char *path = sp->path;
+        const void *cur = sp->cur, *old = sp->old;
         struct maas_inventory_snapshot *s;
         struct field_errors mine, prev;
 

@@ -6,10 +6,14 @@
 # template with an unknown image is rejected at apply; deleting the cluster returns every
 # machine to MAAS and leaves no record and no Maas object.
 #
-# E2E_CAPI_CONTRACT picks the Cluster API release capi-sim plays (issue 16): v1beta2 (the
-# default, CAPI 1.11+) applies templates/cluster-template.yaml rendered with clusterctl's
-# rules (the same sizes as the example); v1beta1 (CAPI 1.10, test_e2e_v1beta1.sh) applies
-# examples/cluster.yaml. Either way the provider discovers the version it reads.
+# Everything comes from the release artefacts (issue 16): scripts/stack.sh runs
+# scripts/release, renders infrastructure-components.yaml with the stack's MAAS values and
+# installs from it (Namespace, CRDs, credentials Secret, webhook configurations with the
+# CA injected as cert-manager would; the rest checked), and the cluster is the release's
+# template rendered with clusterctl's rules. E2E_CAPI_CONTRACT picks the Cluster API release
+# capi-sim plays: v1beta2 (the default, CAPI 1.11+) renders cluster-template.yaml; v1beta1
+# (CAPI 1.10, test_e2e_v1beta1.sh) the flavor cluster-template-v1beta1.yaml. Either way the
+# provider discovers the version it reads.
 set -uo pipefail
 # shellcheck source=tests/scripts/kube_sim_lib.sh
 . "$(dirname "$0")/kube_sim_lib.sh"
@@ -45,22 +49,33 @@ stack_up "$KS_WORK/stack" || {
   exit 1
 }
 check "the stack starts" 0 '' -- true
-if [ "$E2E_CAPI_CONTRACT" = v1beta2 ]; then
-  MANIFEST=$KS_WORK/cluster.yaml
-  env -i PATH="$PATH" CLUSTER_NAME=demo NAMESPACE=default KUBERNETES_VERSION=v1.26.4 \
-    CONTROL_PLANE_MACHINE_COUNT=3 WORKER_MACHINE_COUNT=5 \
-    CONTROL_PLANE_MACHINE_IMAGE=u-2204-0-k-1264-0 WORKER_MACHINE_IMAGE=u-2204-0-k-1264-0 \
-    CONTROL_PLANE_MACHINE_MINCPU=4 CONTROL_PLANE_MACHINE_MINMEMORY=8192 \
-    $PY "$SRC/tests/release/render.py" <"$SRC/templates/cluster-template.yaml" >"$MANIFEST" || {
-    echo "not ok - templates/cluster-template.yaml does not render"
-    exit 1
-  }
-else
-  MANIFEST=$SRC/examples/cluster.yaml
-fi
+echo "# installed $STACK_RELEASE_VERSION from $STACK_RELEASE_DIR: $STACK_COMPONENTS"
+# what the installed components hold: our CRDs with the contract label, the CA in every
+# webhook, the credentials as rendered
+installed_ok() {
+  stack_kubectl get crd,mutatingwebhookconfigurations,validatingwebhookconfigurations -o json |
+    $PY -c '
+import base64, json, sys
+items = json.load(sys.stdin)["items"]
+ca = base64.b64encode(open(sys.argv[1], "rb").read()).decode()
+crds = [i for i in items if i["kind"] == "CustomResourceDefinition" and i["spec"]["group"] == "infrastructure.cluster.x-k8s.io"]
+hooks = [w for i in items if i["kind"].endswith("WebhookConfiguration") for w in i["webhooks"]]
+ok = len(crds) == 4 and all(c["metadata"]["labels"].get("cluster.x-k8s.io/v1beta2") == "v1beta1" for c in crds)
+ok = ok and len(hooks) == 8 and all(w["clientConfig"].get("caBundle") == ca for w in hooks)
+print("%d CRDs, %d webhooks" % (len(crds), len(hooks)))
+sys.exit(0 if ok else 1)' "$STACK_DIR/certs/ca.crt"
+}
+check "the release's CRDs and webhook configurations (CA injected) are installed" 0 '4 CRDs, 8 webhooks' -- installed_ok
+check "capmaas runs with the installed Secret's MAAS endpoint" 0 "^$STACK_MAAS_URL\$" -- \
+  echo "$STACK_MAAS_ENDPOINT"
+MANIFEST=$KS_WORK/cluster.yaml
+stack_render_cluster "$MANIFEST" || {
+  echo "not ok - the release's cluster template does not render"
+  exit 1
+}
 check "capmaas reads cluster.x-k8s.io/$E2E_CAPI_CONTRACT" 0 "version[\":= ]+cluster.x-k8s.io/$E2E_CAPI_CONTRACT" -- \
   grep -h 'reading Cluster API objects' "$STACK_DIR/capmaas.log"
-check "$(basename "$MANIFEST") ($E2E_CAPI_CONTRACT) is accepted by the webhooks" 0 'maasmachinetemplate' -- \
+check "the rendered $( [ "$E2E_CAPI_CONTRACT" = v1beta1 ] && echo cluster-template-v1beta1.yaml || echo cluster-template.yaml) ($E2E_CAPI_CONTRACT) is accepted by the webhooks" 0 'maasmachinetemplate' -- \
   stack_kubectl apply -f "$MANIFEST"
 T0=$(date +%s)
 all_ready() { n_ready_is 8 && cluster_ready; }

@@ -125,7 +125,7 @@ fi
 out=$work/release
 rel=$out/infrastructure-maas/$version
 expect "scripts/release --out DIR $version succeeds" "$src/scripts/release" --out "$out" "$version"
-want="cluster-template-clusterclass.yaml cluster-template.yaml clusterclass-maas-default.yaml infrastructure-components.yaml metadata.yaml"
+want="cluster-template-clusterclass.yaml cluster-template-v1beta1.yaml cluster-template.yaml clusterclass-maas-default.yaml infrastructure-components.yaml metadata.yaml"
 got=$(cd "$rel" 2>/dev/null && printf '%s\n' * | tr '\n' ' ' | sed 's/ $//')
 if [ "$got" = "$want" ]; then ok "layout infrastructure-maas/$version/: $got"; else
   bad "layout infrastructure-maas/$version/" "want: $want"$'\n'"got:  $got"
@@ -137,7 +137,8 @@ if [ -z "$others" ]; then ok "nothing else is left in infrastructure-maas/"; els
   bad "stray entries in infrastructure-maas/" "$others"
 fi
 expect "metadata.yaml is config/metadata.yaml" cmp "$src/config/metadata.yaml" "$rel/metadata.yaml"
-for t in cluster-template.yaml cluster-template-clusterclass.yaml clusterclass-maas-default.yaml; do
+for t in cluster-template.yaml cluster-template-v1beta1.yaml cluster-template-clusterclass.yaml \
+  clusterclass-maas-default.yaml; do
   expect "$t is templates/$t" cmp "$src/templates/$t" "$rel/$t"
 done
 sum1=$(cd "$rel" && sha256sum -- *)
@@ -205,7 +206,8 @@ fi
 # ---- the default template ----
 tmpl=$rel/cluster-template.yaml
 documented="CLUSTER_NAME CONTROL_PLANE_MACHINE_COUNT CONTROL_PLANE_MACHINE_IMAGE CONTROL_PLANE_MACHINE_MINCPU CONTROL_PLANE_MACHINE_MINMEMORY CONTROL_PLANE_MACHINE_RESOURCEPOOL CONTROL_PLANE_MACHINE_TAG KUBERNETES_VERSION MAAS_DNS_DOMAIN NAMESPACE WORKER_MACHINE_COUNT WORKER_MACHINE_IMAGE WORKER_MACHINE_MINCPU WORKER_MACHINE_MINMEMORY WORKER_MACHINE_RESOURCEPOOL WORKER_MACHINE_TAG"
-for f in "$tmpl" "$rel/cluster-template-clusterclass.yaml" "$rel/clusterclass-maas-default.yaml"; do
+for f in "$tmpl" "$rel/cluster-template-v1beta1.yaml" "$rel/cluster-template-clusterclass.yaml" \
+  "$rel/clusterclass-maas-default.yaml"; do
   names=$(render --list "$f" | awk '{print $1}' | tr '\n' ' ' | sed 's/ $//')
   b=$(basename "$f")
   if [ "$b" = clusterclass-maas-default.yaml ]; then
@@ -282,6 +284,50 @@ if kubectl kustomize "$work/kparse" >"$work/kparse.out" 2>&1; then
   ok "kubectl reads the rendered cluster offline ($(grep -c '^kind:' "$work/kparse.out") objects)"
 else
   bad "kubectl kustomize of the rendered cluster" "$(cat "$work/kparse.out")"
+fi
+
+# ---- the v1beta1 flavor (CAPI 1.10) ----
+# the default flavor's objects in CAPI v1beta1 core kinds: the same once versions and
+# references are mapped to v1beta2
+if render_env "$work/v1.yaml" "$rel/cluster-template-v1beta1.yaml" -- "${full[@]}"; then
+  ok "the v1beta1 flavor renders from the 16 documented variables alone"
+else
+  bad "rendering the v1beta1 flavor" "$(cat "$work/v1.yaml.err")"
+fi
+if [ "$have_yaml" = 1 ]; then
+  if msg=$("$py" - "$work/v1.yaml" "$work/c.yaml" 2>&1 <<'PY'
+import sys, yaml
+CORE = ("cluster.x-k8s.io", "controlplane.cluster.x-k8s.io", "bootstrap.cluster.x-k8s.io")
+v1, v2 = ([d for d in yaml.safe_load_all(open(f)) if d] for f in sys.argv[1:])
+def up(o, path=""):
+    if isinstance(o, list):
+        return [up(x, path) for x in o]
+    if not isinstance(o, dict):
+        return o
+    o = {k: up(v, path + "." + k) for k, v in o.items()}
+    if path.endswith("Ref"):
+        assert set(o) == {"apiVersion", "kind", "name"}, "%s is not {apiVersion, kind, name}" % path
+        o["apiGroup"] = o.pop("apiVersion").split("/")[0]
+    return o
+bad = []
+for d in v1:
+    g, ver = d["apiVersion"].rsplit("/", 1)
+    if g in CORE:
+        bad += [] if ver == "v1beta1" else ["%s is %s" % (d["kind"], d["apiVersion"])]
+        d["apiVersion"] = g + "/v1beta2"
+    if d["kind"] == "KubeadmControlPlane":
+        mt = d["spec"]["machineTemplate"]
+        d["spec"]["machineTemplate"] = {"spec": {"infrastructureRef": mt.pop("infrastructureRef")}, **mt}
+v1 = [up(d) for d in v1]
+if bad or v1 != v2:
+    sys.exit("; ".join(bad) or "the objects differ from the default flavor's")
+print("%d objects" % len(v1))
+PY
+  ); then
+    ok "the v1beta1 flavor is the default flavor in v1beta1 core kinds and {apiVersion, kind, name} refs ($msg)"
+  else
+    bad "the v1beta1 flavor" "$msg"
+  fi
 fi
 
 # ---- the clusterclass flavor ----

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Scale benchmark (issue 8): N MaasMachines (3 control planes + N-3 workers of the example
-# cluster) from created to Ready on the local simulated stack, maas-sim deploying in 0 s from
-# an inventory generated to fit. Ends with one line:
+# Scale benchmark (issue 8): N MaasMachines (3 control planes + N-3 workers of the release's
+# cluster template, rendered by stack_render_cluster) from created to Ready on the local
+# simulated stack, maas-sim deploying in 0 s from an inventory generated to fit. Ends with
+# one line:
 #   scale: machines=<N> seconds=<s> maas_writes_per_machine=<w> kube_writes_per_machine=<k> peak_rss_kib=<r>
 # kube writes are capmaas's writes to objects (events are reported apart); MAAS writes are
 # every non-GET request maas-sim served. Targets for N = 1000: <= 60 s, <= 5 MAAS and <= 4
@@ -10,7 +11,7 @@
 #   bench/scale.sh [N]      (default 1000)
 set -uo pipefail
 N=${1:-1000}
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
 bench_build_sim capmaas kube-sim maas-sim capi-sim || exit 1
@@ -24,8 +25,7 @@ STACK_DEPLOY_SECONDS=0
 STACK_RELEASE_SECONDS=0
 STACK_CAPMAAS_ARGS="--machine-concurrency ${CONCURRENCY:-8} --kube-api-qps 1000 --kube-api-burst 2000 ${SCALE_ARGS:-}"
 stack_up "$WORK/stack" || exit 1
-sed -e "0,/replicas: 3/s//replicas: 3/" -e "s/replicas: 5/replicas: $((N - 3))/" \
-  examples/cluster.yaml >"$WORK/cluster.yaml"
+stack_render_cluster "$WORK/cluster.yaml" WORKER_MACHINE_COUNT=$((N - 3)) || exit 1
 stack_maas DELETE requests >/dev/null
 stack_kubectl apply -f "$WORK/cluster.yaml" >/dev/null || exit 1
 T0=$(date +%s.%N)

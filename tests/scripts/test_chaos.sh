@@ -41,10 +41,10 @@ doubles=sorted({o for o in owners if owners.count(o) > 1})
 print('held=%d leaked=%d doubles=%d' % (len(held), len(leaked), len(doubles)))
 sys.exit(0 if not leaked and not doubles and len(held) == len(uids) else 1)"
 }
-rollout() { # NAMESPACE WORKERS: the example cluster in its own namespace
+rollout() { # NAMESPACE WORKERS: the release's cluster template in its own namespace
   stack_kubectl create namespace "$1" >/dev/null
-  sed -e "s/namespace: default/namespace: $1/" -e "s/replicas: 5/replicas: $2/" \
-    "$SRC/examples/cluster.yaml" | stack_kubectl apply -f - >/dev/null
+  stack_render_cluster "$KS_WORK/$1.yaml" NAMESPACE="$1" WORKER_MACHINE_COUNT="$2" &&
+    stack_kubectl apply -f "$KS_WORK/$1.yaml" >/dev/null
 }
 
 # (not through check: stack_up sets variables this shell needs)

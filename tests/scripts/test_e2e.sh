@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End to end on the local simulated stack (issue 8): the README's example cluster (3 control
+# End to end on the local simulated stack (issue 8): the demo cluster of scripts/run (3 control
 # planes, 5 workers) goes Ready through capmaas's webhooks and controllers; every machine's
 # providerID and MAAS zone are on its Node; the API endpoint record holds the 3 control-plane IPs; scaling
 # workers 5 -> 2 releases exactly 3 machines; a machine whose deploy fails is replaced; a

@@ -189,7 +189,7 @@ check "maas-sim will fail the deploy of $BAD" 0 '' -- stack_maas POST faults \
   -H 'Content-Type: application/json' -d "{\"fail_deploy\":[\"$BAD\"]}"
 check "workers scale 2 -> 3" 0 'patched' -- stack_kubectl patch machinedeployment demo-md-0 \
   --type merge -p '{"spec":{"replicas":3}}'
-check "6 MaasMachines Ready again" 0 '' -- wait_until 60 n_ready_is 6
+check "6 MaasMachines Ready again" 0 '' -- wait_until 120 n_ready_is 6
 on_bad() { mm_json | grep -q "\"systemID\": \"$BAD\""; }
 check "none of them is on the failed machine" 1 '' -- on_bad
 check "a MachineReplaced event names it" 0 "$BAD" -- stack_kubectl get events \

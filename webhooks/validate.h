@@ -33,7 +33,7 @@ struct maas_check {
         const struct maas_inventory_snapshot *s;
         struct field_errors *fe;         /* denials */
         struct admission_response *warn; /* warnings; may be NULL */
-        bool miss;                       /* set when a name is not in s */
+        bool miss; /* set when a name is not in s, or nothing in s fits: worth a fresh read */
 };
 
 /* The rules of one spec type (MaasClusterSpec or MaasMachineSpec), shared by a kind and its

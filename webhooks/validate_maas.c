@@ -3,7 +3,8 @@
  * zone, tags, image, DNS domain) must exist in MAAS; some machine in that pool and zone with
  * all those tags must be able to satisfy minCPU and minMemory, else the denial names the field
  * and the best MAAS has; when machines fit but none is free, a warning says so. A name the
- * cache lacks gets one bounded synchronous refresh before the verdict. The checks never block
+ * cache lacks, or a spec nothing in it fits, gets one bounded synchronous refresh before the
+ * verdict (what MAAS gained since the last refresh may make it right). The checks never block
  * on MAAS: with no usable inventory the object is allowed with a warning saying why.
  */
 #include <inttypes.h>
@@ -257,10 +258,17 @@ void maas_check_machine_spec(const struct maas_machine_spec *sp, struct maas_che
         if (sp->image)
                 ok &= need_name(s, MAAS_INV_IMAGE, (struct name_at){ path, "image", -1 }, sp->image,
                                 fe);
-        if (!ok)
+        if (!ok) {
                 c->miss = true;
-        else if (!sp->system_id)
+        } else if (!sp->system_id) {
+                size_t before = fe->n + fe->dropped;
+
                 check_fit(s, sp, path, fe, c->warn);
+                /* Machines added since the snapshot can make a template fit: a capacity
+                 * denial is confirmed against a fresh read, as a missing name is. */
+                if (fe->n + fe->dropped > before)
+                        c->miss = true;
+        }
 }
 
 void maas_check_cluster_spec(const struct maas_cluster_spec *sp, struct maas_check *c)

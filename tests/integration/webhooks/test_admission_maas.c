@@ -2,8 +2,9 @@
  * Admission that knows MAAS (beyond.md B1, issue 9), over real HTTPS AdmissionReviews to the
  * capmaas binary, whose inventory cache reads a real maas-sim loaded with the sample
  * inventory: every denial and warning with its exact message, MAAS's image naming rules, the
- * bounded refresh on a cache miss (a pool added at run time is accepted on the next apply,
- * concurrent requests share one refresh), and never blocking on MAAS (maas-sim stopped,
+ * bounded refresh on a cache miss (a pool added at run time is accepted on the next apply, a
+ * machine added to a pool makes a template fit at once, concurrent requests share one
+ * refresh), and never blocking on MAAS (maas-sim stopped,
  * wrong credentials, checks turned off).
  *
  * Needs $CAPMAAS_BUILD_DIR/maas-sim and capmaas; objects are written with ' for ".
@@ -467,6 +468,30 @@ static void test_admission_maas__pool_added_at_run_time_is_accepted_on_next_appl
         env_free(e);
 }
 
+/* A denial for capacity is confirmed against a fresh read: a machine added to a known pool a
+ * moment ago makes a template fit on the next apply, not a minute later. */
+static void test_admission_maas__machine_added_at_run_time_makes_a_template_fit(void **state)
+{
+        struct env *e = env_new(NULL, NULL, true);
+        const char *obj = MMT("'image':'ubuntu/jammy','minCPU':48,'minMemory':4096,"
+                              "'resourcePool':'default'");
+        struct verdict v;
+
+        (void)state;
+        review(e, MMT(JAMMY), NULL, &v); /* the first load is done */
+        assert_true(v.allowed);
+        verdict_release(&v);
+        assert_true(metric(e, "capmaas_maas_inventory_refreshes_total") == 1);
+        sim_post(e, "machines",
+                 "{'system_id':'big01','cpu_count':48,'memory':8192,'pool':'default',"
+                 "'zone':'az1'}");
+        review(e, obj, NULL, &v);
+        assert_true(v.allowed);
+        verdict_release(&v);
+        assert_true(metric(e, "capmaas_maas_inventory_refreshes_total") == 2);
+        env_free(e);
+}
+
 /* Reviews obj (a create): allowed with exactly one warning, which contains want. */
 static void assert_allowed_with_warning(struct env *e, const char *obj, const char *want)
 {
@@ -607,6 +632,8 @@ int main(void)
         const struct CMUnitTest own[] = {
                 cmocka_unit_test(
                         test_admission_maas__pool_added_at_run_time_is_accepted_on_next_apply),
+                cmocka_unit_test(
+                        test_admission_maas__machine_added_at_run_time_makes_a_template_fit),
                 cmocka_unit_test(test_admission_maas__maas_stopped_allows_with_a_warning),
                 cmocka_unit_test(test_admission_maas__rejected_credentials_allow_with_a_warning),
                 cmocka_unit_test(test_admission_maas__checks_off_flag_allows_unknown_names),

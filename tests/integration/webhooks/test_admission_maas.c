@@ -444,52 +444,54 @@ static void test_admission_maas__names_that_exist_are_allowed(void **state)
 /* --- each with its own capmaas
  * -------------------------------------------------------------------- */
 
-static void test_admission_maas__pool_added_at_run_time_is_accepted_on_next_apply(void **state)
+/* What MAAS gains after the first inventory load (pools/machines to POST to maas-sim, in
+ * order) makes obj acceptable on the very next review, with no warning: one synchronous
+ * refresh, not the 60 s background one. */
+struct added_at_run_time {
+        const char *what[2][2]; /* { "pools" or "machines", the object }, NULL when unused */
+        const char *obj;
+};
+
+static void accepted_after_one_refresh(const struct added_at_run_time *t)
 {
         struct env *e = env_new(NULL, NULL, true);
-        const char *obj = MMT(JAMMY ",'resourcePool':'late-pool'");
         struct verdict v;
 
-        (void)state;
         review(e, MMT(JAMMY), NULL, &v); /* the first load is done */
         assert_true(v.allowed);
         verdict_release(&v);
         assert_true(metric(e, "capmaas_maas_inventory_refreshes_total") == 1);
-        sim_post(e, "pools", "{'name':'late-pool'}");
-        sim_post(e, "machines",
-                 "{'system_id':'late01','cpu_count':4,'memory':8192,"
-                 "'pool':'late-pool','zone':'az1'}");
-        review(e, obj, NULL, &v);
+        for (size_t i = 0; i < ARRAY_SIZE(t->what) && t->what[i][0]; i++)
+                sim_post(e, t->what[i][0], t->what[i][1]);
+        review(e, t->obj, NULL, &v);
         assert_true(v.allowed);
         assert_int_equal(v.n_warnings, 0);
         verdict_release(&v);
-        /* One synchronous refresh, not the 60 s background one. */
         assert_true(metric(e, "capmaas_maas_inventory_refreshes_total") == 2);
         env_free(e);
 }
 
-/* A denial for capacity is confirmed against a fresh read: a machine added to a known pool a
- * moment ago makes a template fit on the next apply, not a minute later. */
+/* A name missing from the cache: the pool was created a moment ago. */
+static void test_admission_maas__pool_added_at_run_time_is_accepted_on_next_apply(void **state)
+{
+        (void)state;
+        accepted_after_one_refresh(&(struct added_at_run_time){
+                .what = { { "pools", "{'name':'late-pool'}" },
+                          { "machines", "{'system_id':'late01','cpu_count':4,'memory':8192,"
+                                        "'pool':'late-pool','zone':'az1'}" } },
+                .obj = MMT(JAMMY ",'resourcePool':'late-pool'") });
+}
+
+/* A capacity denial is confirmed against a fresh read too: a machine added to a known pool
+ * a moment ago makes the template fit. */
 static void test_admission_maas__machine_added_at_run_time_makes_a_template_fit(void **state)
 {
-        struct env *e = env_new(NULL, NULL, true);
-        const char *obj = MMT("'image':'ubuntu/jammy','minCPU':48,'minMemory':4096,"
-                              "'resourcePool':'default'");
-        struct verdict v;
-
         (void)state;
-        review(e, MMT(JAMMY), NULL, &v); /* the first load is done */
-        assert_true(v.allowed);
-        verdict_release(&v);
-        assert_true(metric(e, "capmaas_maas_inventory_refreshes_total") == 1);
-        sim_post(e, "machines",
-                 "{'system_id':'big01','cpu_count':48,'memory':8192,'pool':'default',"
-                 "'zone':'az1'}");
-        review(e, obj, NULL, &v);
-        assert_true(v.allowed);
-        verdict_release(&v);
-        assert_true(metric(e, "capmaas_maas_inventory_refreshes_total") == 2);
-        env_free(e);
+        accepted_after_one_refresh(&(struct added_at_run_time){
+                .what = { { "machines", "{'system_id':'big01','cpu_count':48,'memory':8192,"
+                                        "'pool':'default','zone':'az1'}" } },
+                .obj = MMT("'image':'ubuntu/jammy','minCPU':48,'minMemory':4096,"
+                           "'resourcePool':'default'") });
 }
 
 /* Reviews obj (a create): allowed with exactly one warning, which contains want. */

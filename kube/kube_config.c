@@ -234,16 +234,15 @@ static int file_field(
 static int load_cluster(struct kc_load *l, const cJSON *cl)
 {
         const char *server = jstr(cl, "server"), *insecure;
-        size_t n;
+        size_t n = server ? strlen(server) : 0;
 
-        if (!cJSON_IsObject(cl) || !server) {
+        while (n > 0 && server[n - 1] == '/')
+                n--; /* "https://h:6443/" is "https://h:6443"; "/" alone names nothing */
+        if (!cJSON_IsObject(cl) || n == 0) {
                 l->err = xstrdup("the context's cluster has no server");
                 return CM_EINVAL;
         }
-        l->cfg.server = xstrdup(server);
-        n = strlen(l->cfg.server);
-        while (n > 0 && l->cfg.server[n - 1] == '/')
-                l->cfg.server[--n] = '\0';
+        l->cfg.server = xstrndup(server, n);
         insecure = jstr(cl, "insecure-skip-tls-verify");
         l->cfg.insecure_skip_verify = insecure && strcmp(insecure, "true") == 0;
         return file_field(l, cl, "certificate-authority", "ca.crt", &l->cfg.ca_file);

@@ -216,6 +216,9 @@ static void test_kubeconfig__semantic_errors_have_messages(void **state)
                 { "current-context: nope\ncontexts: []\n", NULL, CM_EINVAL, "\"nope\"" },
                 { "current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n", NULL,
                   CM_EINVAL, "no server" },
+                { "contexts: [{name: x, context: {cluster: c}}]\n"
+                  "clusters: [{name: c, cluster: {server: '//'}}]\n",
+                  "x", CM_EINVAL, "no server" }, /* slashes alone name no server (fuzzer) */
                 { "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
                   "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
                   "users: [{name: u, user: {client-certificate: a.crt}}]\n",

@@ -200,6 +200,11 @@ void kube_query_add(struct buf *q, const char *key, const char *value)
         url_escape(q, value);
 }
 
+char *kube_server_url(const struct kube_client *c, const char *path)
+{
+        return xasprintf("%s%s", c->cfg->server, path);
+}
+
 char *kube_url(const struct kube_client *c,
                const struct kube_resource *r,
                const char *ns,

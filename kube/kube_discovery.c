@@ -3,6 +3,7 @@
  */
 #include "kube_discovery.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,34 +39,23 @@ static int decode(const cJSON *doc, struct kube_group_versions *g)
         return 0;
 }
 
-/* "<server>/apis/<group>". Only kube_url knows the server: it is what precedes
- * "/api//<group>" in the URL of a core "resource" with no version named after the group. */
-static char *group_url(const struct kube_client *c, const char *group)
-{
-        const struct kube_resource r = { "", "", group, "APIGroup", false };
-        char *core = kube_url(c, &r, NULL, NULL, NULL, NULL);
-        size_t server = strlen(core) - strlen("/api//") - strlen(group);
-        char *url = xasprintf("%.*s/apis/%s", (int)server, core, group);
-
-        free(core);
-        return url;
-}
-
 int kube_discover_group(struct kube_client *c,
                         const char *group,
                         struct kube_group_versions *ret,
                         struct kube_error *e)
 {
         struct buf body;
+        char path[256];
         char *url;
         cJSON *doc = NULL;
         int err;
 
         *ret = (struct kube_group_versions){ 0 };
-        if (!group || !*group)
+        if (!group || !*group ||
+            (size_t)snprintf(path, sizeof(path), "/apis/%s", group) >= sizeof(path))
                 return CM_EINVAL;
         kube_error_release(e);
-        url = group_url(c, group);
+        url = kube_server_url(c, path);
         buf_init(&body, DISCOVERY_MAX_BODY);
         err = kube_stream_get(c, url,
                               &(struct transport_stream){ .on_chunk = collect, .arg = &body },

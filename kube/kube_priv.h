@@ -77,6 +77,8 @@ char *kube_url(const struct kube_client *c,
                const char *name,
                const char *sub,
                const char *query);
+/* "<server><path>" for a path that is no resource URL (e.g. "/apis/<group>"). Caller frees. */
+char *kube_server_url(const struct kube_client *c, const char *path);
 /* Appends "key=<value URL-encoded>" to a query buffer, with '&' when not first. */
 void kube_query_add(struct buf *q, const char *key, const char *value);
 /* A streaming GET (rate-limited, authenticated, no retries): 2xx bodies go to s; a

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "compiler.h"
 #include "err.h"
 #include "json.h"
 #include "kube_discovery.h"
@@ -36,7 +37,7 @@ int capi_api_discover(struct capi_api *a, struct kube_client *c, struct kube_err
         err = kube_discover_group(c, CAPI_GROUP, &g, e);
         if (err)
                 return err;
-        v = kube_group_pick(&g, prefer, sizeof(prefer) / sizeof(prefer[0]));
+        v = kube_group_pick(&g, prefer, ARRAY_SIZE(prefer));
         err = v ? capi_api_set(a, v) : CM_EUNSUPPORTED;
         kube_group_versions_release(&g);
         return err;
@@ -59,17 +60,12 @@ static bool v1beta2(const struct capi_api *a, const cJSON *obj)
         return a && a->v1beta2;
 }
 
-static bool is_true(const cJSON *it)
-{
-        return cJSON_IsTrue(it);
-}
-
 bool capi_cluster_infra_provisioned(const struct capi_api *a, const cJSON *cluster)
 {
         if (v1beta2(a, cluster))
-                return is_true(json_find(cluster, "status", "initialization",
-                                         "infrastructureProvisioned", NULL));
-        return is_true(json_find(cluster, "status", "infrastructureReady", NULL));
+                return cJSON_IsTrue(json_find(cluster, "status", "initialization",
+                                              "infrastructureProvisioned", NULL));
+        return cJSON_IsTrue(json_find(cluster, "status", "infrastructureReady", NULL));
 }
 
 /* The v1beta1 condition type is True in status.conditions. */
@@ -90,15 +86,15 @@ static bool v1beta1_condition(const cJSON *obj, const char *type)
 bool capi_cluster_control_plane_initialized(const struct capi_api *a, const cJSON *cluster)
 {
         if (v1beta2(a, cluster))
-                return is_true(json_find(cluster, "status", "initialization",
-                                         "controlPlaneInitialized", NULL));
-        return is_true(json_find(cluster, "status", "controlPlaneReady", NULL)) ||
+                return cJSON_IsTrue(json_find(cluster, "status", "initialization",
+                                              "controlPlaneInitialized", NULL));
+        return cJSON_IsTrue(json_find(cluster, "status", "controlPlaneReady", NULL)) ||
                v1beta1_condition(cluster, "ControlPlaneInitialized");
 }
 
 bool capi_cluster_paused(const cJSON *cluster)
 {
-        return is_true(json_find(cluster, "spec", "paused", NULL));
+        return cJSON_IsTrue(json_find(cluster, "spec", "paused", NULL));
 }
 
 const char *capi_cluster_endpoint_host(const cJSON *cluster)

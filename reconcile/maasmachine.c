@@ -224,7 +224,7 @@ static int normal_prereqs(struct maasmachine_ctx *c, bool *ret_go)
         const cJSON *cluster = kube_object_json(c->cluster);
 
         *ret_go = false;
-        if (!reconciler_cluster_infra_ready(c->p, cluster)) {
+        if (!capi_cluster_infra_provisioned(&c->p->capi, cluster)) {
                 reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
                                 SCHEMA_REASON_WAITING_FOR_CLUSTER_INFRA,
                                 "waiting for the cluster infrastructure to be provisioned");

@@ -94,11 +94,6 @@ bool reconciler_paused(const cJSON *cluster, const cJSON *obj)
         return obj && json_find_str(obj, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL);
 }
 
-bool reconciler_cluster_infra_ready(const struct provider *p, const cJSON *cluster)
-{
-        return capi_cluster_infra_provisioned(&p->capi, cluster);
-}
-
 int64_t reconciler_parse_time(const char *s)
 {
         char *end = NULL;

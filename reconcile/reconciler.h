@@ -108,8 +108,6 @@ struct kube_object *reconciler_owner(struct provider *p,
 struct kube_object *reconciler_cluster_of(struct provider *p, const char *ns, const cJSON *obj);
 /* Cluster.spec.paused or the paused annotation on either object. */
 bool reconciler_paused(const cJSON *cluster, const cJSON *obj);
-/* The Cluster's infrastructure is provisioned (capi_objects.h: either version). */
-bool reconciler_cluster_infra_ready(const struct provider *p, const cJSON *cluster);
 
 /* Seconds since the epoch of an RFC 3339 UTC time ("2026-01-02T03:04:05Z"), or -1. */
 int64_t reconciler_parse_time(const char *s);

@@ -55,12 +55,6 @@ static const char *spec_pointer(const struct kind_ops *ops)
         return ops->is_template ? "/spec/template/spec" : "/spec";
 }
 
-/* The spec of a decoded object. */
-static const void *kind_spec(const struct kind_ops *ops, const union webhook_obj *o)
-{
-        return schema_spec(schema_codec_find(ops->kind), o);
-}
-
 static bool has_annotation(const cJSON *obj, const char *key)
 {
         const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
@@ -155,11 +149,11 @@ static void template_immutable(const struct kind_ops *ops,
                                  "field is immutable; create a new %s instead", ops->kind);
 }
 
-/* Steps 3 and 4 on a decoded object (old is NULL on CREATE or when unreadable). */
+/* Steps 3 and 4 on the decoded specs (old is NULL on CREATE or when unreadable). */
 static void validate_decoded(const struct kind_ops *ops,
                              const struct admission_request *req,
-                             const union webhook_obj *cur,
-                             const union webhook_obj *old,
+                             const void *cur,
+                             const void *old,
                              struct maas_inventory *inv,
                              struct admission_response *resp)
 {
@@ -172,8 +166,7 @@ static void validate_decoded(const struct kind_ops *ops,
         field_errors_init(&fe);
         field_errors_init(&fe_old);
         if (old && !topology_dry_run(ops, req)) {
-                msg = ops->what ? so->immutable(kind_spec(ops, old), kind_spec(ops, cur), ops->what)
-                                : NULL;
+                msg = ops->what ? so->immutable(old, cur, ops->what) : NULL;
                 if (msg) {
                         deny_plain(resp, msg);
                         goto out;
@@ -181,16 +174,13 @@ static void validate_decoded(const struct kind_ops *ops,
                 if (ops->is_template)
                         template_immutable(ops, req, &fe);
         }
-        so->check(kind_spec(ops, cur), path, &fe, resp);
+        so->check(cur, path, &fe, resp);
         if (old) {
-                so->check(kind_spec(ops, old), path, &fe_old, NULL);
+                so->check(old, path, &fe_old, NULL);
                 field_errors_subtract(&fe, &fe_old);
         }
         if (fe.n == 0 && inv)
-                maas_checks_run(so,
-                                &(struct spec_pair){ path, kind_spec(ops, cur),
-                                                     old ? kind_spec(ops, old) : NULL },
-                                inv, &fe, resp);
+                maas_checks_run(so, &(struct spec_pair){ path, cur, old }, inv, &fe, resp);
         if (fe.n > 0)
                 field_errors_deny(&fe, SCHEMA_GROUP, ops->kind, object_name(req), resp);
 out:
@@ -221,7 +211,8 @@ static void validate_object(const struct kind_ops *ops,
         }
         have_old = req->op == ADMISSION_OP_UPDATE && req->old_object &&
                    schema_decode_view(codec, req->old_object, &old, NULL) == 0;
-        validate_decoded(ops, req, &cur, have_old ? &old : NULL, inv, resp);
+        validate_decoded(ops, req, schema_spec(codec, &cur),
+                         have_old ? schema_spec(codec, &old) : NULL, inv, resp);
         if (have_old)
                 schema_release(codec, &old);
         schema_release(codec, &cur);

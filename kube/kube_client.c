@@ -105,13 +105,6 @@ int kube_err_from_status(long code, const char *reason)
         return code >= 200 && code < 300 ? 0 : CM_EINVAL;
 }
 
-static const char *json_str(const cJSON *o, const char *key)
-{
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-        return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 void kube_error_set(struct kube_error *e, long code, const cJSON *status, const char *fallback)
 {
         const char *reason = NULL, *msg = NULL;
@@ -122,8 +115,8 @@ void kube_error_set(struct kube_error *e, long code, const cJSON *status, const 
         kube_error_release(e);
         e->http_status = code;
         if (cJSON_IsObject(status)) {
-                reason = json_str(status, "reason");
-                msg = json_str(status, "message");
+                reason = json_find_str(status, "reason", NULL);
+                msg = json_find_str(status, "message", NULL);
                 causes = cJSON_GetObjectItemCaseSensitive(
                         cJSON_GetObjectItemCaseSensitive(status, "details"), "causes");
                 if (cJSON_IsArray(causes))
@@ -154,7 +147,7 @@ static int fail_from_response(const struct transport_response *resp, struct kube
 
         if (resp->body_len > 0 && json_parse(resp->body, resp->body_len, &st) == 0 &&
             cJSON_IsObject(st))
-                reason = json_str(st, "reason");
+                reason = json_find_str(st, "reason", NULL);
         snprintf(fallback, sizeof(fallback), "HTTP %ld", resp->status);
         kube_error_set(e, resp->status, st, fallback);
         r = kube_err_from_status(resp->status, reason);
@@ -567,7 +560,8 @@ static char *list_query(const struct kube_list_opts *o, const char *cont)
 /* The page's continue token as a new string, or NULL on the last page. */
 static char *page_continue(const cJSON *page)
 {
-        const char *cont = json_str(cJSON_GetObjectItemCaseSensitive(page, "metadata"), "continue");
+        const char *cont =
+                json_find_str(cJSON_GetObjectItemCaseSensitive(page, "metadata"), "continue", NULL);
 
         return cont && cont[0] ? xstrdup(cont) : NULL;
 }
@@ -828,14 +822,14 @@ int kube_delete(struct kube_client *c,
 
 const char *kube_meta_str(const cJSON *obj, const char *field)
 {
-        return json_str(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), field);
+        return json_find_str(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), field, NULL);
 }
 
 static const char *meta_map_str(const cJSON *obj, const char *map, const char *key)
 {
         const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
 
-        return json_str(cJSON_GetObjectItemCaseSensitive(md, map), key);
+        return json_find_str(cJSON_GetObjectItemCaseSensitive(md, map), key, NULL);
 }
 
 const char *kube_label(const cJSON *obj, const char *key)

@@ -13,6 +13,7 @@
 
 #include "err.h"
 #include "informer.h"
+#include "json.h"
 #include "xalloc.h"
 
 #define CLUSTER_NAME_LABEL "cluster.x-k8s.io/cluster-name"
@@ -28,13 +29,6 @@ struct kube_object {
 };
 
 /* obj[key] when it is a string, else NULL (borrowed). */
-static const char *str_item(const cJSON *obj, const char *key)
-{
-        const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-        return cJSON_IsString(it) ? it->valuestring : NULL;
-}
-
 static const char *or_empty(const char *s)
 {
         return s ? s : "";
@@ -44,7 +38,7 @@ int kube_object_new(cJSON *obj, struct kube_object **ret)
 {
         const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
         const cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
-        const char *name = str_item(md, "name");
+        const char *name = json_find_str(md, "name", NULL);
         struct kube_object *o;
 
         if (!cJSON_IsObject(md) || !name || !*name) {
@@ -55,10 +49,11 @@ int kube_object_new(cJSON *obj, struct kube_object **ret)
         atomic_init(&o->refs, 1);
         o->json = obj;
         o->name = name;
-        o->ns = or_empty(str_item(md, "namespace"));
-        o->uid = or_empty(str_item(md, "uid"));
-        o->rv = or_empty(str_item(md, "resourceVersion"));
-        o->cluster = cJSON_IsObject(labels) ? str_item(labels, CLUSTER_NAME_LABEL) : NULL;
+        o->ns = or_empty(json_find_str(md, "namespace", NULL));
+        o->uid = or_empty(json_find_str(md, "uid", NULL));
+        o->rv = or_empty(json_find_str(md, "resourceVersion", NULL));
+        o->cluster =
+                cJSON_IsObject(labels) ? json_find_str(labels, CLUSTER_NAME_LABEL, NULL) : NULL;
         *ret = o;
         return 0;
 }

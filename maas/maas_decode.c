@@ -16,16 +16,9 @@
 #include "maas_client.h"
 #include "xalloc.h"
 
-static const char *jstr(const cJSON *o, const char *k)
-{
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-        return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static char *jdup(const cJSON *o, const char *k, const char *dflt)
 {
-        const char *s = jstr(o, k);
+        const char *s = json_find_str(o, k, NULL);
 
         return s ? xstrdup(s) : dflt ? xstrdup(dflt) : NULL;
 }
@@ -76,8 +69,8 @@ void maas_strv_from_json(const cJSON *arr, const char *sub_key, struct maas_strv
                 return;
         ret->v = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(char *));
         cJSON_ArrayForEach (e, arr) {
-                const char *s =
-                        sub_key ? jstr(e, sub_key) : (cJSON_IsString(e) ? e->valuestring : NULL);
+                const char *s = sub_key ? json_find_str(e, sub_key, NULL)
+                                        : (cJSON_IsString(e) ? e->valuestring : NULL);
 
                 if (s)
                         ret->v[n++] = xstrdup(s);
@@ -90,7 +83,7 @@ int maas_node_from_json(const cJSON *o, struct maas_node *ret)
         const cJSON *od = cJSON_GetObjectItemCaseSensitive(o, "owner_data");
         struct maas_node m;
 
-        if (!cJSON_IsObject(o) || !jstr(o, "system_id"))
+        if (!cJSON_IsObject(o) || !json_find_str(o, "system_id", NULL))
                 return CM_EPARSE;
         m = (struct maas_node){
                 .system_id = jdup(o, "system_id", NULL),
@@ -258,12 +251,13 @@ void maas_node_list_release(struct maas_node_list *l)
 
 static int named_decode(const cJSON *e, void *ret)
 {
-        if (!jstr(e, "name"))
+        if (!json_find_str(e, "name", NULL))
                 return CM_EPARSE;
         *(struct maas_named *)ret = (struct maas_named){
                 .id = (int)jint(e, "id", -1, 0, INT_MAX),
                 .name = jdup(e, "name", NULL),
-                .description = jdup(e, jstr(e, "description") ? "description" : "comment", ""),
+                .description = jdup(
+                        e, json_find_str(e, "description", NULL) ? "description" : "comment", ""),
         };
         return 0;
 }
@@ -295,7 +289,7 @@ void maas_named_list_release(struct maas_named_list *l)
 
 static int boot_resource_decode(const cJSON *e, void *ret)
 {
-        if (!jstr(e, "name"))
+        if (!json_find_str(e, "name", NULL))
                 return CM_EPARSE;
         *(struct maas_boot_resource *)ret = (struct maas_boot_resource){
                 .id = (int)jint(e, "id", -1, 0, INT_MAX),
@@ -386,7 +380,7 @@ void maas_dns_list_release(struct maas_dns_list *l)
 int maas_version_from_json(const cJSON *o, struct maas_version *ret)
 {
         /* gomaasapi requires all three keys; so do we */
-        if (!jstr(o, "version") || !jstr(o, "subversion") ||
+        if (!json_find_str(o, "version", NULL) || !json_find_str(o, "subversion", NULL) ||
             !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(o, "capabilities")))
                 return CM_EPARSE;
         *ret = (struct maas_version){ .version = jdup(o, "version", NULL),
@@ -406,7 +400,7 @@ void maas_version_release(struct maas_version *v)
 
 int maas_user_from_json(const cJSON *o, struct maas_user *ret)
 {
-        if (!jstr(o, "username"))
+        if (!json_find_str(o, "username", NULL))
                 return CM_EPARSE;
         *ret = (struct maas_user){
                 .username = jdup(o, "username", NULL),

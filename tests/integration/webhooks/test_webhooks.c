@@ -18,6 +18,7 @@
 #include <curl/curl.h>
 
 #include "base64.h"
+#include "json.h"
 #include "testutil.h"
 #include "xalloc.h"
 
@@ -165,25 +166,19 @@ static char *review(const struct wcase *c, const char *version)
                 }                                                \
         } while (0)
 
-static const char *str_at(const cJSON *o, const char *key)
-{
-        const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-
-        return cJSON_IsString(it) ? it->valuestring : NULL;
-}
-
 static void check_denial(const struct wcase *c, const cJSON *resp)
 {
         const cJSON *status = cJSON_GetObjectItemCaseSensitive(resp, "status");
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(status, "code");
-        const char *msg = str_at(status, "message");
+        const char *msg = json_find_str(status, "message", NULL);
 
         EXPECT(msg && strcmp(msg, c->message) == 0, c, "message\n  got  %s\n  want %s",
                msg ? msg : "(none)", c->message);
         EXPECT(cJSON_IsNumber(code) && code->valueint == c->code, c, "code %d, want %d",
                cJSON_IsNumber(code) ? code->valueint : -1, c->code);
-        EXPECT(strcmp(str_at(status, "reason"), c->code == 422 ? "Invalid" : "Forbidden") == 0, c,
-               "reason %s", str_at(status, "reason"));
+        EXPECT(strcmp(json_find_str(status, "reason", NULL),
+                      c->code == 422 ? "Invalid" : "Forbidden") == 0,
+               c, "reason %s", json_find_str(status, "reason", NULL));
 }
 
 static void check_warnings(const struct wcase *c, const cJSON *resp)
@@ -201,8 +196,8 @@ static void check_warnings(const struct wcase *c, const cJSON *resp)
 
 static void check_patch(const struct wcase *c, const cJSON *resp)
 {
-        const char *type = str_at(resp, "patchType");
-        const char *b64 = str_at(resp, "patch");
+        const char *type = json_find_str(resp, "patchType", NULL);
+        const char *b64 = json_find_str(resp, "patch", NULL);
         unsigned char *raw = NULL;
         size_t n = 0;
         char *want;
@@ -239,10 +234,10 @@ static void run_case_version(const struct wcase *c, const char *version)
         const cJSON *allowed = cJSON_GetObjectItemCaseSensitive(resp, "allowed");
 
         EXPECT(status == 200, c, "HTTP %ld: %s", status, reply);
-        EXPECT(strcmp(str_at(root, "apiVersion"), api) == 0, c, "apiVersion %s",
-               str_at(root, "apiVersion"));
-        EXPECT(strcmp(str_at(root, "kind"), "AdmissionReview") == 0, c, "kind");
-        EXPECT(strcmp(str_at(resp, "uid"), uid) == 0, c, "uid not echoed");
+        EXPECT(strcmp(json_find_str(root, "apiVersion", NULL), api) == 0, c, "apiVersion %s",
+               json_find_str(root, "apiVersion", NULL));
+        EXPECT(strcmp(json_find_str(root, "kind", NULL), "AdmissionReview") == 0, c, "kind");
+        EXPECT(strcmp(json_find_str(resp, "uid", NULL), uid) == 0, c, "uid not echoed");
         EXPECT(cJSON_IsBool(allowed) && cJSON_IsTrue(allowed) == c->allowed, c, "allowed is %s: %s",
                cJSON_IsTrue(allowed) ? "true" : "false", reply);
         if (!c->allowed)
@@ -693,7 +688,7 @@ static cJSON *deny_details(const char *spec_json, const cJSON **ret_details)
         root = cJSON_Parse(reply);
         status = cJSON_GetObjectItemCaseSensitive(
                 cJSON_GetObjectItemCaseSensitive(root, "response"), "status");
-        assert_string_equal(str_at(status, "status"), "Failure");
+        assert_string_equal(json_find_str(status, "status", NULL), "Failure");
         *ret_details = cJSON_GetObjectItemCaseSensitive(status, "details");
         free(reply);
         free(body);
@@ -706,9 +701,9 @@ static void assert_cause(
         const cJSON *causes = cJSON_GetObjectItemCaseSensitive(details, "causes");
         const cJSON *cause = cJSON_GetArrayItem(causes, i);
 
-        assert_string_equal(str_at(cause, "reason"), reason);
-        assert_string_equal(str_at(cause, "field"), field);
-        assert_string_equal(str_at(cause, "message"), message);
+        assert_string_equal(json_find_str(cause, "reason", NULL), reason);
+        assert_string_equal(json_find_str(cause, "field", NULL), field);
+        assert_string_equal(json_find_str(cause, "message", NULL), message);
 }
 
 static void test_webhooks__invalid_denial_has_details_and_causes(void **state)
@@ -717,9 +712,10 @@ static void test_webhooks__invalid_denial_has_details_and_causes(void **state)
         cJSON *root = deny_details(MM("'image':'','minCPU':-1,'minMemory':1"), &details);
 
         (void)state;
-        assert_string_equal(str_at(details, "kind"), "MaasMachine");
-        assert_string_equal(str_at(details, "group"), "infrastructure.cluster.x-k8s.io");
-        assert_string_equal(str_at(details, "name"), "m1");
+        assert_string_equal(json_find_str(details, "kind", NULL), "MaasMachine");
+        assert_string_equal(json_find_str(details, "group", NULL),
+                            "infrastructure.cluster.x-k8s.io");
+        assert_string_equal(json_find_str(details, "name", NULL), "m1");
         assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(details, "causes")),
                          2);
         assert_cause(details, 0, "FieldValueRequired", "spec.image", "Required value");

@@ -251,21 +251,6 @@ int provider_discover(struct provider *p, struct http_transport *t)
         return err;
 }
 
-/* Sleeps ms in 50 ms slices; false as soon as the provider stops. */
-static bool pause_ms(struct provider *p, uint64_t ms)
-{
-        struct timespec ts = { 0, 0 };
-
-        while (ms > 0 && !atomic_load(&p->stopping)) {
-                uint64_t step = ms < 50 ? ms : 50;
-
-                ts.tv_nsec = (long)step * 1000000L;
-                (void)nanosleep(&ts, NULL);
-                ms -= step;
-        }
-        return !atomic_load(&p->stopping);
-}
-
 /* provider_discover until it answers, with jittered backoff, never guessing a version. */
 static int discover(struct provider *p)
 {
@@ -282,7 +267,7 @@ static int discover(struct provider *p)
                 rnd ^= rnd << 13;
                 rnd ^= rnd >> 7;
                 rnd ^= rnd << 17;
-                if (!pause_ms(p, backoff_jittered_ms(&policy, failures, rnd)))
+                if (!reconciler_sleep(p, backoff_jittered_ms(&policy, failures, rnd)))
                         return CM_ESHUTDOWN;
         }
 }

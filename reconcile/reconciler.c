@@ -5,6 +5,7 @@
 #include "reconciler.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,20 @@ bool reconciler_paused(const cJSON *cluster, const cJSON *obj)
             json_find_str(cluster, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL))
                 return true;
         return obj && json_find_str(obj, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL);
+}
+
+bool reconciler_sleep(struct provider *p, uint64_t ms)
+{
+        struct timespec ts = { 0, 0 };
+
+        while (ms > 0 && !atomic_load(&p->stopping)) {
+                uint64_t step = ms < 50 ? ms : 50;
+
+                ts.tv_nsec = (long)step * 1000000L;
+                (void)nanosleep(&ts, NULL);
+                ms -= step;
+        }
+        return !atomic_load(&p->stopping);
 }
 
 int64_t reconciler_parse_time(const char *s)

@@ -109,6 +109,10 @@ struct kube_object *reconciler_cluster_of(struct provider *p, const char *ns, co
 /* Cluster.spec.paused or the paused annotation on either object. */
 bool reconciler_paused(const cJSON *cluster, const cJSON *obj);
 
+/* Sleeps ms in 50 ms slices; returns false as soon as the provider is stopping (at once when
+ * it already is), true after the whole wait. */
+bool reconciler_sleep(struct provider *p, uint64_t ms);
+
 /* Seconds since the epoch of an RFC 3339 UTC time ("2026-01-02T03:04:05Z"), or -1. */
 int64_t reconciler_parse_time(const char *s);
 /* Observes now - since (RFC 3339, or decimal seconds for our annotations) in

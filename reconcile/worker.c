@@ -3,29 +3,17 @@
  */
 #include "worker.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "err.h"
 #include "reconciler.h"
 #include "xalloc.h"
 
-/* The clients' retry sleep: in 50 ms slices, ending early once the provider stops, so a
- * shutdown never waits out the backoff of a MAAS or Kubernetes outage. */
+/* The clients' retry sleep, ending early once the provider stops, so a shutdown never
+ * waits out the backoff of a MAAS or Kubernetes outage. */
 static void retry_sleep(void *arg, uint64_t ms)
 {
-        struct provider *p = arg;
-        struct timespec ts;
-
-        while (ms > 0 && !atomic_load(&p->stopping)) {
-                uint64_t step = ms < 50 ? ms : 50;
-
-                ts.tv_sec = 0;
-                ts.tv_nsec = (long)step * 1000000L;
-                (void)nanosleep(&ts, NULL);
-                ms -= step;
-        }
+        (void)reconciler_sleep(arg, ms);
 }
 
 struct reconciler_worker *reconciler_worker_free(struct reconciler_worker *w)

@@ -276,22 +276,17 @@ static int delete_record(struct maascluster_ctx *c, const char *fqdn)
 
 /* --- endpoint and API server ---------------------------------------------------------------- */
 
+/* <cluster>-<6 hex>.<dnsDomain>, the hex from the MaasCluster's UID (FNV-1a): every pass
+ * names the same record, so a pass that reads the object before its own write of the name
+ * has reached the cache cannot pick a second name and leave a second record behind. */
 static char *generate_dns_name(struct maascluster_ctx *c)
 {
-        unsigned char r[3];
-        FILE *f = fopen("/dev/urandom", "rb");
-        size_t got = f ? fread(r, 1, sizeof(r), f) : 0;
+        const char *uid = c->mc.meta.uid ? c->mc.meta.uid : c->cluster_name;
+        uint32_t h = 2166136261u;
 
-        if (f)
-                (void)fclose(f);
-        if (got != sizeof(r)) {
-                uint64_t t = clock_now_ms(NULL) ^ (uint64_t)(uintptr_t)c;
-
-                r[0] = (unsigned char)t;
-                r[1] = (unsigned char)(t >> 8);
-                r[2] = (unsigned char)(t >> 16);
-        }
-        return xasprintf("%s-%02x%02x%02x.%s", c->cluster_name, r[0], r[1], r[2],
+        for (const unsigned char *p = (const unsigned char *)uid; *p; p++)
+                h = (h ^ *p) * 16777619u;
+        return xasprintf("%s-%06x.%s", c->cluster_name, (unsigned)(h & 0xffffffu),
                          c->mc.spec.dns_domain ? c->mc.spec.dns_domain : "maas");
 }
 

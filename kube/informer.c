@@ -58,6 +58,7 @@ struct informer {
         const struct clock_ops *clock;        /* borrowed */
         char *ns;                             /* owned; NULL = all namespaces */
         char *selector;                       /* owned; NULL = none */
+        char *user_agent;                     /* owned; NULL = the client's default */
         uint64_t resync_ms;
         struct informer_handler handlers[MAX_HANDLERS];
         size_t n_handlers;
@@ -368,7 +369,9 @@ static void backoff_sleep(struct informer *inf, const char *what, const char *er
 
 static int make_client(struct informer *inf)
 {
-        struct kube_client_opts o = { .config = inf->config, .limiter = inf->limiter };
+        struct kube_client_opts o = { .config = inf->config,
+                                      .limiter = inf->limiter,
+                                      .user_agent = inf->user_agent };
 
         if (inf->client)
                 return 0;
@@ -555,6 +558,7 @@ int informer_new(const struct informer_opts *o, struct informer **ret)
         inf->clock = o->clock;
         inf->ns = o->namespace && *o->namespace ? xstrdup(o->namespace) : NULL;
         inf->selector = o->label_selector && *o->label_selector ? xstrdup(o->label_selector) : NULL;
+        inf->user_agent = o->user_agent ? xstrdup(o->user_agent) : NULL;
         inf->resync_ms = o->resync_ms;
         inf->rng = (clock_now_ms(NULL) ^ (uint64_t)(uintptr_t)inf) | 1;
         informer_store_init(&inf->store);
@@ -635,6 +639,7 @@ struct informer *informer_free(struct informer *inf)
         free(inf->rv);
         free(inf->ns);
         free(inf->selector);
+        free(inf->user_agent);
         free(inf);
         return NULL;
 }

@@ -90,6 +90,7 @@ struct informer_opts {
         const char *label_selector;           /* NULL = none (--watch-filter becomes
                                                  "cluster.x-k8s.io/watch-filter=<v>") */
         uint64_t resync_ms;                   /* 0 = never (--sync-period) */
+        const char *user_agent;               /* copied; NULL = the client's default */
         const struct clock_ops *clock;        /* NULL = system */
         struct metrics *metrics;              /* NULL = none (reserved: no series yet) */
 };

@@ -180,7 +180,9 @@ static int new_informer(const struct kube_config *cfg,
                         const struct kube_resource *r,
                         struct informer **ret)
 {
-        return informer_new(&(struct informer_opts){ .resource = r, .config = cfg }, ret);
+        return informer_new(
+                &(struct informer_opts){ .resource = r, .config = cfg, .user_agent = "capi-sim" },
+                ret);
 }
 
 static int build_informers(struct capi *s)

@@ -111,6 +111,7 @@ struct ks {
         size_t n_overrides;
         cJSON *reqlog; /* array, capped */
         cJSON *counts; /* {"<user agent product> <METHOD>": n}, never capped */
+        cJSON *access; /* {"<agent> <verb> <group> <resource> <ns>": n}, never capped */
         uint64_t rng;
 };
 

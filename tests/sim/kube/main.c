@@ -452,6 +452,7 @@ static void state_free(void)
         free(ks.overrides);
         cJSON_Delete(ks.reqlog);
         cJSON_Delete(ks.counts);
+        cJSON_Delete(ks.access);
         free(ks.token);
         free(ks.host);
 }

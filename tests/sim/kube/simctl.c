@@ -4,7 +4,11 @@
  *                                   userAgent,status}]}, oldest first, at most 2000
  *                                   plus "counts": {"<agent> <METHOD> events|objects": n}
  *                                   over every request, never capped (<agent> = the
- *                                   User-Agent up to its first '/')
+ *                                   User-Agent up to its first '/'), and "access":
+ *                                   {"<agent> <verb> <group> <resource[/sub]> <ns>": n}, the
+ *                                   RBAC attributes of every request (ns "" = cluster-wide,
+ *                                   group "-" and resource = path for non-resource URLs),
+ *                                   never capped
  *   DELETE /_sim/requests          clears the log and the counts
  *   GET    /_sim/faults            current faults
  *   POST   /_sim/faults            {"delayMs":N,"errorRate":0..1,"errorCode":429|500,
@@ -34,23 +38,106 @@ static enum MHD_Result add_arg(void *cls,
         return MHD_YES;
 }
 
-static void count_request(const struct kreq *r)
+/* Called with ks.mu held: adds one to (*tally)[key], creating the object when needed. */
+static void tally_add(cJSON **tally, const char *key)
 {
-        const char *ua = r->user_agent ? r->user_agent : "";
-        size_t n = strcspn(ua, "/ ");
-        char key[96];
         cJSON *c;
 
-        (void)snprintf(key, sizeof(key), "%.*s %s %s", (int)(n < 64 ? n : 64), ua, r->method,
-                       strstr(r->path, "/events") ? "events" : "objects");
-        pthread_mutex_lock(&ks.mu);
-        if (!ks.counts)
-                ks.counts = cJSON_CreateObject();
-        c = cJSON_GetObjectItemCaseSensitive(ks.counts, key);
+        if (!*tally)
+                *tally = cJSON_CreateObject();
+        c = cJSON_GetObjectItemCaseSensitive(*tally, key);
         if (c)
                 cJSON_SetNumberValue(c, c->valuedouble + 1);
         else
-                cJSON_AddNumberToObject(ks.counts, key, 1);
+                cJSON_AddNumberToObject(*tally, key, 1);
+}
+
+/* The path's non-empty '/'-separated segments, up to max; returns how many. Segments point
+ * into buf, a copy of the path cut at each '/'. */
+static size_t split_path(const char *path, char *buf, size_t cap, char **seg, size_t max)
+{
+        size_t n = 0;
+        char *p = buf;
+
+        (void)snprintf(buf, cap, "%s", path);
+        while (*p && n < max) {
+                char *slash = strchr(p, '/');
+
+                if (slash)
+                        *slash = '\0';
+                if (*p)
+                        seg[n++] = p;
+                if (!slash)
+                        break;
+                p = slash + 1;
+        }
+        return n;
+}
+
+/* The verb an authorizer sees for this request, as kube-apiserver's RequestInfo derives it. */
+static const char *rbac_verb(const struct kreq *r, bool named)
+{
+        if (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))
+                return named ? "get" : kq_bool(r, "watch") ? "watch" : "list";
+        if (!strcmp(r->method, "POST"))
+                return "create";
+        if (!strcmp(r->method, "PUT"))
+                return "update";
+        if (!strcmp(r->method, "PATCH"))
+                return "patch";
+        if (!strcmp(r->method, "DELETE"))
+                return named ? "delete" : "deletecollection";
+        return r->method;
+}
+
+/* "<verb> <group> <resource[/sub]> <namespace>" for a resource path, or
+ * "<verb> - <path> " for a non-resource URL. */
+static void rbac_attributes(const struct kreq *r, char *out, size_t cap)
+{
+        char buf[512], *seg[8];
+        size_t n = split_path(r->path, buf, sizeof(buf), seg, ARRAY_SIZE(seg)), i;
+        const char *group, *ns = "", *res, *name = NULL, *sub = NULL;
+
+        if (n >= 3 && !strcmp(seg[0], "api")) {
+                group = "";
+                i = 2;
+        } else if (n >= 4 && !strcmp(seg[0], "apis")) {
+                group = seg[1];
+                i = 3;
+        } else {
+                goto nonresource;
+        }
+        if (!strcmp(seg[i], "namespaces") && i + 2 < n) {
+                ns = seg[i + 1];
+                i += 2;
+        }
+        res = seg[i];
+        if (i + 1 < n)
+                name = seg[i + 1];
+        if (i + 2 < n)
+                sub = seg[i + 2];
+        (void)snprintf(out, cap, "%s %s %s%s%s %s", rbac_verb(r, name != NULL), group, res,
+                       sub ? "/" : "", sub ? sub : "", ns);
+        return;
+nonresource:
+        (void)snprintf(out, cap, "%s - %s ", !strcmp(r->method, "GET") ? "get" : "create", r->path);
+}
+
+static void count_request(const struct kreq *r)
+{
+        const char *ua = r->user_agent ? r->user_agent : "";
+        int n = (int)strcspn(ua, "/ ");
+        char key[96], attrs[512], access[640];
+
+        if (n > 64)
+                n = 64;
+        (void)snprintf(key, sizeof(key), "%.*s %s %s", n, ua, r->method,
+                       strstr(r->path, "/events") ? "events" : "objects");
+        rbac_attributes(r, attrs, sizeof(attrs));
+        (void)snprintf(access, sizeof(access), "%.*s %s", n, ua, attrs);
+        pthread_mutex_lock(&ks.mu);
+        tally_add(&ks.counts, key);
+        tally_add(&ks.access, access);
         pthread_mutex_unlock(&ks.mu);
 }
 
@@ -209,10 +296,14 @@ static bool requests(const struct kreq *r, struct kresp *resp)
                 ks.reqlog = cJSON_CreateArray();
                 cJSON_Delete(ks.counts);
                 ks.counts = NULL;
+                cJSON_Delete(ks.access);
+                ks.access = NULL;
         }
         cJSON_AddItemToObject(out, "items", cJSON_Duplicate(ks.reqlog, true));
         cJSON_AddItemToObject(out, "counts",
                               ks.counts ? cJSON_Duplicate(ks.counts, true) : cJSON_CreateObject());
+        cJSON_AddItemToObject(out, "access",
+                              ks.access ? cJSON_Duplicate(ks.access, true) : cJSON_CreateObject());
         pthread_mutex_unlock(&ks.mu);
         kresp_json(resp, 200, out);
         return true;

@@ -159,7 +159,7 @@ for d in docs:
 APPLY = ["Namespace", "CustomResourceDefinition", "Secret",
          "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
 CHECK = ["ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding",
-         "Service", "Deployment", "Certificate", "Issuer"]
+         "Service", "Deployment", "PodDisruptionBudget", "Certificate", "Issuer"]
 for d in docs:
     need(d.get("kind") in APPLY + CHECK, "unexpected kind %s in the components" % d.get("kind"))
 if errs:

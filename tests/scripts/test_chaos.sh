@@ -83,6 +83,10 @@ check "MAAS comes back" 0 '' -- stack_maas POST faults -H 'Content-Type: applica
   -d '{"clear":true}'
 check "15 more MaasMachines Ready after the outage" 0 '' -- wait_until 120 all_ready chaos2 15
 check "still no leaked and no double allocation" 0 'held=45 leaked=0 doubles=0' -- audit
+stack_kubectl get --raw /_sim/requests >"$KS_WORK/access.json"
+check "RBAC grants every call capmaas made through restarts and outages" 0 ' 0 findings$' -- \
+  $PY "$SRC/tests/scripts/rbac_check.py" --granted-only "$STACK_DIR/infrastructure-components.yaml" \
+  "$KS_WORK/access.json"
 check "capmaas logged no sanitizer report" 1 '' -- grep -Eq 'runtime error|AddressSanitizer|ThreadSanitizer' \
   "$STACK_DIR/capmaas.log"
 stack_down

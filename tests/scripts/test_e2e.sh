@@ -24,7 +24,7 @@ STACK_DEPLOY_SECONDS=0.5
 STACK_RELEASE_SECONDS=0.3
 E2E_CAPI_CONTRACT=${E2E_CAPI_CONTRACT:-v1beta2}
 STACK_CAPI_CONTRACT=$E2E_CAPI_CONTRACT
-STACK_CAPMAAS_ARGS="--machine-refresh-interval 2s --maas-inventory-interval 1h --leader-elect --leader-election-namespace default"
+STACK_CAPMAAS_ARGS="--machine-refresh-interval 2s --maas-inventory-interval 1h --leader-elect --leader-election-namespace capmaas-system"
 trap 'stack_down; ks_cleanup' EXIT
 PY=/usr/bin/python3
 
@@ -240,6 +240,11 @@ check "no Maas object is left" 0 '' -- wait_until 90 gone
 check "every machine is Ready in MAAS again" 0 '' -- wait_until 30 in_use_is 0
 n_records() { maas_state | $PY -c 'import json,sys; print(len(json.load(sys.stdin)["dnsresources"]))'; }
 check "the endpoint record is gone" 0 '^0$' -- n_records
+# Least privilege: every call capmaas made to the management cluster over the whole run is
+# granted by the components' RBAC, and every verb the RBAC grants was used.
+stack_kubectl get --raw /_sim/requests >"$KS_WORK/access.json"
+check "RBAC grants exactly what capmaas called" 0 ' 0 findings$' -- \
+  $PY "$SRC/tests/scripts/rbac_check.py" "$STACK_DIR/infrastructure-components.yaml" "$KS_WORK/access.json"
 check "capmaas logged no sanitizer report" 1 '' -- grep -Eq 'runtime error|AddressSanitizer|ThreadSanitizer' \
   "$STACK_DIR/capmaas.log"
 stack_down

@@ -51,6 +51,43 @@ elif what == "rbac":
     missing = need - have
     print("missing:", sorted(missing))
     ok = not missing
+elif what == "nosecretlist":
+    bad = [(r["metadata"]["name"], v) for kind in ("ClusterRole", "Role") for r in by[kind]
+           for rule in r["rules"] for v in rule["verbs"]
+           if ("" in rule["apiGroups"] or "*" in rule["apiGroups"])
+           and ("secrets" in rule["resources"] or "*" in rule["resources"])
+           and v in ("list", "watch", "*")]
+    print("secret list/watch:", bad)
+    ok = not bad
+elif what == "hardening":
+    psc, csc = pod["spec"].get("securityContext", {}), ctr.get("securityContext", {})
+    res = ctr.get("resources", {})
+    tol = pod["spec"].get("tolerations", [])
+    checks = {
+        "runAsNonRoot": psc.get("runAsNonRoot") is True,
+        "seccomp": psc.get("seccompProfile", {}).get("type") == "RuntimeDefault",
+        "readOnlyRootFilesystem": csc.get("readOnlyRootFilesystem") is True,
+        "noPrivilegeEscalation": csc.get("allowPrivilegeEscalation") is False,
+        "dropALL": csc.get("capabilities", {}).get("drop") == ["ALL"],
+        "requests": {"cpu", "memory"} <= set(res.get("requests", {})),
+        "limits": {"cpu", "memory"} <= set(res.get("limits", {})),
+        "controlPlaneToleration": any(t.get("key") == "node-role.kubernetes.io/control-plane"
+                                      for t in tol),
+    }
+    print("failing:", [k for k, v in checks.items() if not v])
+    ok = all(checks.values())
+elif what == "spread":
+    labels = pod["metadata"]["labels"]
+    replicas = dep["spec"].get("replicas", 1)
+    pdbs = [p for p in by.get("PodDisruptionBudget", [])
+            if all(labels.get(k) == v for k, v in p["spec"]["selector"]["matchLabels"].items())]
+    anti = pod["spec"].get("affinity", {}).get("podAntiAffinity", {})
+    terms = anti.get("preferredDuringSchedulingIgnoredDuringExecution", []) + \
+        anti.get("requiredDuringSchedulingIgnoredDuringExecution", [])
+    spread = any((t.get("podAffinityTerm", t).get("topologyKey") == "kubernetes.io/hostname")
+                 for t in terms)
+    print("replicas", replicas, "pdbs", len(pdbs), "anti-affinity", spread)
+    ok = replicas <= 1 or (len(pdbs) == 1 and pdbs[0]["spec"].get("minAvailable") == 1 and spread)
 elif what == "crds":
     ok = len(by["CustomResourceDefinition"]) == 4
 print("ok" if ok else "FAIL")
@@ -63,5 +100,8 @@ check "leader election and probes are on" 0 '^ok' -- checks args
 check "everything namespaced lives in capmaas-system" 0 '^ok' -- checks namespace
 check "RBAC covers what the controllers use" 0 'ok' -- checks rbac
 check "the four CRDs are included" 0 '^ok' -- checks crds
+check "no role lists or watches Secrets" 0 '^ok' -- checks nosecretlist
+check "the manager runs non-root, read-only, no capabilities, RuntimeDefault seccomp, bounded, on control-plane nodes" 0 '^ok' -- checks hardening
+check "two replicas spread over nodes, one kept through drains" 0 '^ok' -- checks spread
 echo "$KS_PASS passed, $KS_FAIL failed"
 [ "$KS_FAIL" -eq 0 ]

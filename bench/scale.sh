@@ -26,7 +26,7 @@ STACK_RELEASE_SECONDS=0
 STACK_CAPMAAS_ARGS="--machine-concurrency ${CONCURRENCY:-8} --kube-api-qps 1000 --kube-api-burst 2000 ${SCALE_ARGS:-}"
 stack_up "$WORK/stack" || exit 1
 stack_render_cluster "$WORK/cluster.yaml" WORKER_MACHINE_COUNT=$((N - 3)) || exit 1
-stack_maas DELETE requests >/dev/null
+stack_maas POST reset-log >/dev/null
 stack_kubectl apply -f "$WORK/cluster.yaml" >/dev/null || exit 1
 T0=$(date +%s.%N)
 ready() {

@@ -1,7 +1,8 @@
 /*
  * maas-sim admin endpoint (/_sim/, no auth, loopback only): state dump, request log (a
- * bounded ring), fault injection and run-time inventory additions. Also the fault decision
- * used by every API request. Functions here take sim.lock themselves, except
+ * bounded ring, with uncapped reads, writes and peakRps, the most requests in any one
+ * second), fault injection and run-time inventory additions. Also the fault decision used
+ * by every API request. Functions here take sim.lock themselves, except
  * sim_fault_pick() which runs under the dispatcher's lock.
  *
  * Fault document (POST /_sim/faults, also built from the command-line flags):
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "err.h"
 #include "sim.h"
@@ -74,12 +76,27 @@ unsigned sim_fault_pick(struct sim *s, const char *opkey, unsigned *ret_retry_af
         return 0;
 }
 
+/* Called with s->lock held: counts one request in the second it arrived, keeping the peak. */
+static void count_rate(struct sim *s)
+{
+        struct timespec ts;
+
+        (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+        if (ts.tv_sec != s->rate_second) {
+                s->rate_second = ts.tv_sec;
+                s->rate_count = 0;
+        }
+        if (++s->rate_count > s->peak_rps)
+                s->peak_rps = s->rate_count;
+}
+
 void sim_log_request(
         struct sim *s, const char *method, const char *path, const char *op, unsigned status)
 {
         struct sim_log_entry *e;
 
         pthread_mutex_lock(&s->lock);
+        count_rate(s);
         e = &s->log[s->log_count % SIM_LOG_SLOTS];
         snprintf(e->method, sizeof(e->method), "%s", method);
         snprintf(e->path, sizeof(e->path), "%s", path);
@@ -231,6 +248,7 @@ static cJSON *requests_json(const struct sim *s)
         cJSON_AddNumberToObject(doc, "count", (double)s->log_count);
         cJSON_AddNumberToObject(doc, "reads", (double)s->reads);
         cJSON_AddNumberToObject(doc, "writes", (double)s->writes);
+        cJSON_AddNumberToObject(doc, "peakRps", (double)s->peak_rps);
         for (uint64_t i = first; i < s->log_count; i++) {
                 const struct sim_log_entry *e = &s->log[i % SIM_LOG_SLOTS];
                 cJSON *o = cJSON_CreateObject();
@@ -297,6 +315,7 @@ static void admin_locked(struct sim *s,
         } else if (strcmp(method, "POST") == 0 && strcmp(path, "/_sim/reset-log") == 0) {
                 s->log_count = 0;
                 s->reads = s->writes = 0;
+                s->rate_count = s->peak_rps = 0;
                 sim_reply_text(rp, 200, "ok\n");
         } else if (strcmp(method, "POST") == 0) {
                 doc = cJSON_ParseWithLengthOpts(body, body_len, NULL, false);

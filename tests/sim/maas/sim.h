@@ -198,6 +198,9 @@ struct sim {
         struct sim_log_entry *log; /* ring of SIM_LOG_SLOTS */
         uint64_t log_count;        /* total entries written */
         uint64_t reads, writes;    /* API requests by kind (GET vs the rest), never capped */
+        int64_t rate_second;       /* the CLOCK_MONOTONIC second rate_count counts */
+        uint64_t rate_count;       /* requests in rate_second */
+        uint64_t peak_rps;         /* the largest rate_count of any whole second */
         uint64_t rng;
         const char *scheme; /* "http" | "https" */
 };

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# MAAS load per machine (issue 18): N MaasMachines (3 control planes + N-3 workers of the
+# release's cluster template) from created to Ready on the local simulated stack, with
+# maas-sim taking DEPLOY_SECONDS to deploy each machine (a real region's pace), then the
+# cluster deleted until every machine is Ready in MAAS again. Every figure is counted from
+# maas-sim's own request log. Ends with one line:
+#   maas_load: machines=N deploy_s=D seconds=S maas_reads_per_machine=R maas_writes_per_machine=W maas_peak_rps=P
+# for the create -> Ready part (seconds, reads, writes and the peak requests MAAS served in
+# any one second), after a "# delete:" line with the same counts for the delete part.
+# Targets (issue 18, N = 200, D = 120): reads + writes <= 5 per machine to Ready, <= 2 more
+# for the delete; Ready within D + 15 s.
+#
+#   bench/maas_load.sh [N] [DEPLOY_SECONDS]     (defaults 200 and 120)
+set -uo pipefail
+N=${1:-200}
+D=${2:-120}
+cd "$(dirname "$0")/.." || exit 1
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_build_sim capmaas kube-sim maas-sim capi-sim || exit 1
+WORK=$(mktemp -d)
+# shellcheck source=scripts/stack.sh
+. scripts/stack.sh
+trap 'stack_down; rm -rf "$WORK"' EXIT
+$PY bench/gen_inventory.py $((N + N / 10 + 3)) >"$WORK/inventory.yaml"
+STACK_INVENTORY=$WORK/inventory.yaml
+STACK_DEPLOY_SECONDS=$D
+STACK_RELEASE_SECONDS=1
+STACK_CAPMAAS_ARGS="--machine-concurrency ${CONCURRENCY:-8} --kube-api-qps 1000 --kube-api-burst 2000 ${LOAD_ARGS:-}"
+stack_up "$WORK/stack" || exit 1
+stack_render_cluster "$WORK/cluster.yaml" WORKER_MACHINE_COUNT=$((N - 3)) || exit 1
+
+now() { $PY -c 'import time; print(time.time())'; }
+since() { $PY -c "import time; print(round(time.time() - $1, 1))"; }
+counts() { # prints "reads writes peakRps" and resets maas-sim's log
+  stack_maas GET requests | $PY -c 'import json,sys; d=json.load(sys.stdin); print(d["reads"], d["writes"], d["peakRps"])'
+  stack_maas POST reset-log >/dev/null
+}
+per() { $PY -c "print(round($1 / $N, 2))"; }
+ready() {
+  stack_kubectl get maasmachines -o json |
+    $PY -c 'import json,sys; print(sum(1 for i in json.load(sys.stdin)["items"] if i.get("status",{}).get("ready")))'
+}
+in_use() {
+  stack_maas GET state | $PY -c 'import json,sys; print(sum(1 for m in json.load(sys.stdin)["machines"] if m["status_name"] != "Ready"))'
+}
+wait_for() { # DESCRIPTION LIMIT_S T0 COMMAND…: polls once a second until COMMAND succeeds
+  local what=$1 limit=$2 t0=$3
+  shift 3
+  until "$@"; do
+    if [ "$($PY -c "import time; print(int(time.time() - $t0))")" -gt "$limit" ]; then
+      echo "maas_load: $what not reached after $limit s" >&2
+      exit 1
+    fi
+    sleep 1
+  done
+}
+all_ready() { local r; r=$(ready); echo "# $r/$N Ready after $(since "$T0") s" >&2; [ "$r" -ge "$N" ]; }
+all_free() { [ "$(in_use)" -eq 0 ]; }
+
+counts >/dev/null
+stack_kubectl apply -f "$WORK/cluster.yaml" >/dev/null || exit 1
+T0=$(now)
+wait_for "$N Ready" $((D * 3 + 900)) "$T0" all_ready
+SECS=$(since "$T0")
+read -r CR CW CP < <(counts)
+stack_kubectl delete cluster demo --wait=false >/dev/null || exit 1
+T1=$(now)
+wait_for "every machine Ready in MAAS" 900 "$T1" all_free
+DSECS=$(since "$T1")
+read -r DR DW DP < <(counts)
+echo "# delete: seconds=$DSECS maas_reads_per_machine=$(per "$DR") maas_writes_per_machine=$(per "$DW") maas_peak_rps=$DP"
+echo "# targets for 200/120: create -> Ready reads + writes <= 5 per machine within D + 15 s; delete <= 2 more"
+echo "maas_load: machines=$N deploy_s=$D seconds=$SECS maas_reads_per_machine=$(per "$CR") maas_writes_per_machine=$(per "$CW") maas_peak_rps=$CP"

@@ -22,6 +22,7 @@
 #include "buf.h"
 #include "err.h"
 #include "maas_decode.h"
+#include "token_bucket.h"
 #include "xalloc.h"
 
 #define FORM_MAX    (1024 * 1024)
@@ -35,6 +36,7 @@ struct maas_client {
         struct backoff_policy backoff;
         uint64_t max_retry_after_ms;
         uint32_t timeout_ms;
+        struct token_bucket *budget; /* borrowed; NULL = unlimited */
         void (*sleep_ms)(void *ud, uint64_t ms);
         void *sleep_ud;
         uint64_t rng;
@@ -107,6 +109,7 @@ int maas_client_new(const struct maas_client_opts *o, struct maas_client **ret)
                               : (struct backoff_policy){ .base_ms = 200, .max_ms = 5000 };
         mc->max_retry_after_ms = o->max_retry_after_ms ? o->max_retry_after_ms : 10000;
         mc->timeout_ms = o->timeout_ms;
+        mc->budget = o->budget;
         mc->sleep_ms = o->sleep_ms ? o->sleep_ms : default_sleep;
         mc->sleep_ud = o->sleep_ud;
         if (getrandom(&mc->rng, sizeof(mc->rng), 0) != (ssize_t)sizeof(mc->rng))
@@ -169,6 +172,7 @@ static const struct {
         { 404, MAAS_ERR_NOT_FOUND, CM_ENOTFOUND },
         { 409, MAAS_ERR_CONFLICT, CM_ECONFLICT },
         { 410, MAAS_ERR_PROTOCOL, CM_EUNSUPPORTED },
+        { 429, MAAS_ERR_TRANSIENT, CM_ESERVER },
 };
 
 /* "zone: No such zone: 'x'." from the first entry of a 400 field map. */
@@ -267,6 +271,22 @@ static uint64_t next_rand(struct maas_client *mc)
         return mc->rng;
 }
 
+/* A "slow down" answer (429 or 503 with Retry-After: MAAS, or the proxy in front of it, did
+ * not act on the request): the wait it asks for, capped; 0 for any other answer. */
+static uint64_t slow_down_ms(const struct maas_client *mc,
+                             int r,
+                             const struct transport_response *resp)
+{
+        uint64_t d;
+
+        if (r != 0 || (resp->status != 429 && resp->status != 503) || resp->retry_after_s < 0)
+                return 0;
+        d = (uint64_t)resp->retry_after_s * 1000;
+        if (d == 0)
+                d = 1; /* "Retry-After: 0" still means this answer was a refusal */
+        return d < mc->max_retry_after_ms ? d : mc->max_retry_after_ms;
+}
+
 /* The delay before the next attempt, or UINT64_MAX when this outcome is final. */
 static uint64_t retry_delay(struct maas_client *mc,
                             const struct call *c,
@@ -274,17 +294,25 @@ static uint64_t retry_delay(struct maas_client *mc,
                             const struct transport_response *resp,
                             unsigned attempt)
 {
-        uint64_t d;
+        uint64_t slow = slow_down_ms(mc, r, resp);
 
         if (attempt + 1 >= mc->max_attempts)
                 return UINT64_MAX;
-        if (r == 0 && resp->status == 503 && resp->retry_after_s >= 0) {
-                d = (uint64_t)resp->retry_after_s * 1000;
-                return d < mc->max_retry_after_ms ? d : mc->max_retry_after_ms;
-        }
-        if (!c->idempotent || (r == 0 && resp->status < 500) || r == CM_ETOOBIG)
+        if (slow)
+                return slow;
+        if (!c->idempotent || (r == 0 && resp->status < 500 && resp->status != 429) ||
+            r == CM_ETOOBIG)
                 return UINT64_MAX;
         return backoff_jittered_ms(&mc->backoff, attempt, next_rand(mc));
+}
+
+/* Waits for the process-wide budget's token before a request goes out. */
+static void take_token(struct maas_client *mc)
+{
+        uint64_t ms = token_bucket_reserve(mc->budget);
+
+        if (ms)
+                mc->sleep_ms(mc->sleep_ud, ms);
 }
 
 static int parse_body(const struct transport_response *resp,
@@ -325,7 +353,10 @@ static int maas_do(struct maas_client *mc,
                 maas_error_release(err);
         for (;;) {
                 transport_response_release(&resp);
+                take_token(mc);
                 r = send_once(mc, c, &resp);
+                /* Every client of the process waits out a slow-down, not just this one. */
+                token_bucket_hold(mc->budget, slow_down_ms(mc, r, &resp));
                 delay = retry_delay(mc, c, r, &resp, attempt);
                 if (delay == UINT64_MAX)
                         break;

@@ -14,15 +14,21 @@
  * Errors: 0, or a negative code: CM_ENOTFOUND (404), MAAS_ENOMATCH (allocate: no machine
  * matches, 409), CM_ECONFLICT (other 409: wrong state), CM_EUNAUTHORIZED (401),
  * CM_EFORBIDDEN (403), CM_EINVAL (400, with MAAS's field map in maas_error.fields when it
- * sent one), CM_EUNSUPPORTED (410), CM_ESERVER (5xx after retries), CM_ETRANSPORT /
+ * sent one), CM_EUNSUPPORTED (410), CM_ESERVER (429 or 5xx after retries), CM_ETRANSPORT /
  * CM_ETIMEDOUT / CM_ETOOBIG (no usable response), CM_EPARSE (2xx with malformed JSON).
  *
- * Retries: transport errors and 5xx are retried with exponential backoff and jitter on
- * idempotent calls only (GET, PUT, DELETE and the POST ops that are safe to repeat:
- * release, power_on, power_off, set_owner_data). A 503 carrying Retry-After is retried on
- * every call, since MAAS sends it only when it did not act, after waiting Retry-After
- * seconds capped at max_retry_after_ms. Allocate, deploy and DNS create are never repeated
- * after a 5xx or a lost response: the caller looks for its stamp (agent_name) instead.
+ * Retries: transport errors, 429 and 5xx are retried with exponential backoff and jitter
+ * on idempotent calls only (GET, PUT, DELETE and the POST ops that are safe to repeat:
+ * release, power_on, power_off, set_owner_data). A 429 or 503 carrying Retry-After is
+ * retried on every call, since it is sent only when the request was not acted on, after
+ * waiting Retry-After seconds capped at max_retry_after_ms. Allocate, deploy and DNS create
+ * are never repeated after a 5xx or a lost response: the caller looks for its stamp
+ * (agent_name) instead.
+ *
+ * Budget: with a token bucket (opts.budget, shared by every client of the process), each
+ * request, retries included, first takes a token, waiting (through sleep_ms) when the
+ * bucket is empty; a Retry-After answer holds the whole bucket for that long, so no client
+ * of the process calls MAAS before it has passed.
  *
  * The client never logs; it never puts the API key in an error message.
  */
@@ -52,7 +58,7 @@ enum maas_error_class {
         MAAS_ERR_UNAUTHORIZED, /* 401 */
         MAAS_ERR_FORBIDDEN,    /* 403 */
         MAAS_ERR_VALIDATION,   /* 400 */
-        MAAS_ERR_TRANSIENT,    /* 5xx, transport error, timeout */
+        MAAS_ERR_TRANSIENT,    /* 429, 5xx, transport error, timeout */
         MAAS_ERR_PROTOCOL,     /* unexpected status or malformed body */
 };
 
@@ -82,6 +88,8 @@ MUST_CHECK int maas_config_parse(const char *endpoint,
                                  char **ret_err);
 void maas_config_release(struct maas_config *c);
 
+struct token_bucket;
+
 struct maas_client_opts {
         const struct maas_config *cfg;    /* copied */
         struct http_transport *transport; /* borrowed; same thread */
@@ -89,6 +97,7 @@ struct maas_client_opts {
         struct backoff_policy backoff;    /* 0s = 200 ms .. 5 s */
         uint64_t max_retry_after_ms;      /* cap on a Retry-After wait; 0 = 10 000 */
         uint32_t timeout_ms;              /* per request; 0 = the transport's default */
+        struct token_bucket *budget;      /* borrowed, shared; NULL = unlimited */
         /* Sleeps between attempts; NULL = nanosleep. Tests record the delays here. */
         void (*sleep_ms)(void *ud, uint64_t ms);
         void *sleep_ud;

@@ -23,10 +23,12 @@
 #include <curl/curl.h>
 
 #include "base64.h"
+#include "clock.h"
 #include "err.h"
 #include "maas_client.h"
 #include "maassim.h"
 #include "testutil.h"
+#include "token_bucket.h"
 #include "xalloc.h"
 
 #define ADMIN_KEY "ck:tk:secret1"
@@ -47,6 +49,7 @@ struct fx {
         struct maas_client *mc;
         uint64_t slept[32];
         size_t n_slept;
+        struct clock_fake clk; /* the budget tests' clock, moved by budget_sleep */
 };
 
 /* --- admin endpoint ------------------------------------------------------------------------- */
@@ -515,6 +518,141 @@ static void test_maas_client__503_retry_after_retries_even_allocate(void **state
         maas_node_release(&m);
 }
 
+static void test_maas_client__429_retry_after_is_honoured_even_on_allocate(void **state)
+{
+        struct fx *f = *state;
+        struct maas_node m = { 0 };
+        struct maas_error err = { 0 };
+
+        /* A proxy's or MAAS's "slow down": the request was not acted on */
+        faults(f, "{\"unavailable\": {\"count\": 1, \"retry_after\": 2, \"status\": 429, "
+                  "\"op\": \"machines.allocate\"}}");
+        assert_int_equal(maas_allocate(f->mc, &(struct maas_allocate_opts){ 0 }, &m, &err), 0);
+        assert_int_equal(err.attempts, 2);
+        assert_int_equal(f->n_slept, 1);
+        assert_int_equal(f->slept[0], 2000);
+        assert_int_equal(count_requests(f, "allocate", 429), 1);
+        assert_int_equal(count_requests(f, "allocate", 200), 1);
+        maas_node_release(&m);
+        maas_error_release(&err);
+}
+
+static void test_maas_client__429_without_retry_after_is_transient(void **state)
+{
+        struct fx *f = *state;
+        struct maas_named_list l = { 0 };
+        struct maas_error err = { 0 };
+
+        faults(f, "{\"fail_next\": {\"count\": 9, \"status\": 429, \"op\": \"zones.read\"}}");
+        assert_int_equal(maas_list_zones(f->mc, &l, &err), CM_ESERVER);
+        assert_int_equal(err.cls, MAAS_ERR_TRANSIENT);
+        assert_int_equal(err.http_status, 429);
+        assert_int_equal(err.attempts, 4); /* retried with backoff like a 5xx on a GET */
+        maas_error_release(&err);
+}
+
+/* --- the process-wide budget ----------------------------------------------------------------- */
+
+/* The budget tests' sleep: records the wait and moves the bucket's fake clock past it, as a
+ * real sleep would. */
+static void budget_sleep(void *ud, uint64_t ms)
+{
+        struct fx *f = ud;
+
+        record_sleep(f, ms);
+        clock_fake_advance(&f->clk, ms);
+}
+
+static struct maas_client *budget_client(struct fx *f,
+                                         struct token_bucket *tb,
+                                         unsigned max_attempts,
+                                         struct http_transport **ret_t,
+                                         struct maas_config *cfg)
+{
+        struct maas_client *mc = NULL;
+        char *err = NULL;
+
+        assert_int_equal(maas_config_parse(f->sim.proc.url, ADMIN_KEY, cfg, &err), 0);
+        assert_int_equal(http_transport_curl_new(&(struct http_transport_opts){ 0 }, ret_t), 0);
+        assert_int_equal(maas_client_new(&(struct maas_client_opts){ .cfg = cfg,
+                                                                     .transport = *ret_t,
+                                                                     .max_attempts = max_attempts,
+                                                                     .budget = tb,
+                                                                     .sleep_ms = budget_sleep,
+                                                                     .sleep_ud = f },
+                                         &mc),
+                         0);
+        return mc;
+}
+
+static void test_maas_client__budget_spaces_requests_of_every_client(void **state)
+{
+        struct fx *f = *state;
+        struct token_bucket *tb = NULL;
+        struct http_transport *t1 = NULL, *t2 = NULL;
+        struct maas_config c1 = { 0 }, c2 = { 0 };
+        struct maas_client *a, *b;
+        struct maas_named_list l = { 0 };
+
+        clock_fake_init(&f->clk, 1000, 1700000000);
+        assert_int_equal(token_bucket_new(10, 2, &f->clk.ops, &tb), 0);
+        a = budget_client(f, tb, 0, &t1, &c1);
+        b = budget_client(f, tb, 0, &t2, &c2);
+        /* two clients, six calls, one bucket of 2 at 10/s: the burst goes at once, then one
+         * call every 100 ms whichever client makes it */
+        for (int i = 0; i < 6; i++) {
+                assert_int_equal(maas_list_zones(i % 2 ? b : a, &l, NULL), 0);
+                maas_named_list_release(&l);
+        }
+        assert_int_equal(f->n_slept, 4);
+        for (size_t i = 0; i < f->n_slept; i++)
+                assert_int_equal(f->slept[i], 100);
+        assert_int_equal(count_requests(f, "", 200), 6); /* zones lists carry no op */
+        maas_client_free(a);
+        maas_client_free(b);
+        http_transport_free(t1);
+        http_transport_free(t2);
+        maas_config_release(&c1);
+        maas_config_release(&c2);
+        token_bucket_free(tb);
+}
+
+static void test_maas_client__retry_after_holds_every_client(void **state)
+{
+        struct fx *f = *state;
+        struct token_bucket *tb = NULL;
+        struct token_bucket_stats st;
+        struct http_transport *t1 = NULL, *t2 = NULL;
+        struct maas_config c1 = { 0 }, c2 = { 0 };
+        struct maas_client *a, *b;
+        struct maas_named_list l = { 0 };
+
+        clock_fake_init(&f->clk, 1000, 1700000000);
+        assert_int_equal(token_bucket_new(100, 10, &f->clk.ops, &tb), 0);
+        a = budget_client(f, tb, 1, &t1, &c1); /* gives up at once */
+        b = budget_client(f, tb, 0, &t2, &c2);
+        faults(f, "{\"unavailable\": {\"count\": 1, \"retry_after\": 3, \"op\": \"zones.read\"}}");
+        assert_int_equal(maas_list_zones(a, &l, NULL), CM_ESERVER);
+        assert_int_equal(f->n_slept, 0);
+        /* b never saw the 503, yet waits it out before its first request */
+        assert_int_equal(maas_list_zones(b, &l, NULL), 0);
+        maas_named_list_release(&l);
+        assert_int_equal(f->n_slept, 1);
+        assert_int_equal(f->slept[0], 3000);
+        token_bucket_stats(tb, &st);
+        assert_int_equal(st.reservations, 2);
+        assert_int_equal(st.delayed, 1);
+        assert_int_equal(st.wait_ms, 3000);
+        assert_int_equal(st.holds, 1);
+        maas_client_free(a);
+        maas_client_free(b);
+        http_transport_free(t1);
+        http_transport_free(t2);
+        maas_config_release(&c1);
+        maas_config_release(&c2);
+        token_bucket_free(tb);
+}
+
 static void test_maas_client__500_on_get_is_retried_with_backoff(void **state)
 {
         struct fx *f = *state;
@@ -747,6 +885,10 @@ int main(void)
                 T(test_maas_client__503_retry_after_is_honoured),
                 T(test_maas_client__retry_after_wait_is_capped),
                 T(test_maas_client__503_retry_after_retries_even_allocate),
+                T(test_maas_client__429_retry_after_is_honoured_even_on_allocate),
+                T(test_maas_client__429_without_retry_after_is_transient),
+                T(test_maas_client__budget_spaces_requests_of_every_client),
+                T(test_maas_client__retry_after_holds_every_client),
                 T(test_maas_client__500_on_get_is_retried_with_backoff),
                 T(test_maas_client__500_on_allocate_is_not_retried),
                 T(test_maas_client__gives_up_after_max_attempts),

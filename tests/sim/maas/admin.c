@@ -7,7 +7,8 @@
  *
  * Fault document (POST /_sim/faults, also built from the command-line flags):
  *   {"clear": true, "error_rate": {"machines.allocate": 0.5, "*": 0.1}, "error_status": 500,
- *    "latency_ms": 50, "unavailable": {"count": 3, "retry_after": 1, "op": "machine.read"},
+ *    "latency_ms": 50, "unavailable": {"count": 3, "retry_after": 1, "op": "machine.read",
+ *    "status": 503 (the default) or 429},
  *    "fail_next": {"count": 1, "status": 500, "op": "machine.deploy"},
  *    "fail_deploy": ["sysid"], "bmc_unknown": ["sysid"], "power_off": ["sysid"]}
  * Op keys are "<resource>.<op or read|create|update|delete>", e.g. "machines.allocate",
@@ -61,7 +62,7 @@ unsigned sim_fault_pick(struct sim *s, const char *opkey, unsigned *ret_retry_af
         if (f->unavailable && op_matches(f->unavailable_op, opkey)) {
                 f->unavailable--;
                 *ret_retry_after = f->retry_after;
-                return 503;
+                return f->unavailable_status;
         }
         if (f->fail_next && op_matches(f->fail_op, opkey)) {
                 f->fail_next--;
@@ -178,6 +179,7 @@ int sim_faults_apply(struct sim *s, const cJSON *doc, char **ret_err)
         if (cJSON_IsObject(u)) {
                 f->unavailable = jint(u, "count", 1);
                 f->retry_after = jint(u, "retry_after", 1);
+                f->unavailable_status = jint(u, "status", 503) == 429 ? 429 : 503;
                 free(f->unavailable_op);
                 f->unavailable_op = jop(u);
         }

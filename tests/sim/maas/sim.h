@@ -163,7 +163,8 @@ struct sim_faults {
         size_t n_rates;
         unsigned error_status; /* status of injected errors (500) */
         unsigned latency_ms;
-        unsigned unavailable; /* next N matching requests get 503 + Retry-After */
+        unsigned unavailable;        /* next N matching requests get 503 (or 429) + Retry-After */
+        unsigned unavailable_status; /* 503 or 429 */
         unsigned retry_after;
         char *unavailable_op; /* NULL = any */
         unsigned fail_next;   /* next N matching requests get fail_status */

@@ -34,6 +34,7 @@ struct maas_inventory {
         char *ca_file;
         uint64_t interval_ms, miss_wait_ms, miss_gap_ms, retry_ms;
         uint32_t call_timeout_ms;
+        struct token_bucket *budget; /* borrowed; NULL = unlimited */
         const struct clock_ops *clock;
         bool no_thread;
         /* the refresher's own */
@@ -464,7 +465,8 @@ static int ensure_client(struct maas_inventory *inv)
                                             .max_attempts = 2,
                                             .backoff = { .base_ms = 100, .max_ms = 500 },
                                             .max_retry_after_ms = 1000,
-                                            .timeout_ms = inv->call_timeout_ms },
+                                            .timeout_ms = inv->call_timeout_ms,
+                                            .budget = inv->budget },
                 &inv->client);
 }
 
@@ -800,6 +802,7 @@ static void copy_config(struct maas_inventory *inv, const struct maas_inventory_
         inv->retry_ms = o->retry_ms ? o->retry_ms
                                     : (inv->interval_ms < DEFAULT_RETRY_MS ? inv->interval_ms
                                                                            : DEFAULT_RETRY_MS);
+        inv->budget = o->budget;
         inv->call_timeout_ms = o->call_timeout_ms ? o->call_timeout_ms : DEFAULT_CALL_MS;
         inv->clock = o->clock ? o->clock : clock_system();
         inv->no_thread = o->no_thread;

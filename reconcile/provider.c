@@ -176,6 +176,7 @@ int provider_new(const struct provider_opts *o, struct provider **ret)
         p->settings = o->settings;
         p->kube = o->kube;
         p->limiter = o->limiter;
+        p->maas_budget = o->maas_budget;
         p->maas = o->maas;
         p->metrics = o->metrics;
         p->clock = o->clock;

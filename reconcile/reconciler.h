@@ -65,6 +65,7 @@ struct provider {
         const struct kube_config *kube;
         struct kube_ratelimit *limiter;
         const struct maas_config *maas;
+        struct token_bucket *maas_budget; /* borrowed */
         struct metrics *metrics;
         const struct clock_ops *clock;
         const char *maas_ca_file;

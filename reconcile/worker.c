@@ -59,6 +59,7 @@ int reconciler_worker_new(struct provider *p,
                 err = maas_client_new(
                         &(struct maas_client_opts){ .cfg = p->maas,
                                                     .transport = w->maas_transport,
+                                                    .budget = p->maas_budget,
                                                     .sleep_ms =
                                                             o->sleep_ms ? o->sleep_ms : retry_sleep,
                                                     .sleep_ud = o->sleep_ms ? o->sleep_ud : p },

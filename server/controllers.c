@@ -70,6 +70,7 @@ static struct provider_settings provider_settings_of(const struct config *cfg)
 
 static int controllers_new(const struct config *cfg,
                            struct metrics *m,
+                           struct token_bucket *maas_budget,
                            struct controllers **ret,
                            char **reterr)
 {
@@ -87,6 +88,7 @@ static int controllers_new(const struct config *cfg,
                                                           .kube = &c->kube,
                                                           .limiter = c->limiter,
                                                           .maas = &c->maas,
+                                                          .maas_budget = maas_budget,
                                                           .metrics = m,
                                                           .maas_ca_file = cfg->maas_ca_file,
                                                           .maas_insecure_skip_verify =
@@ -113,6 +115,7 @@ static int controllers_new(const struct config *cfg,
 
 int controllers_start(const struct config *cfg,
                       struct metrics *m,
+                      struct token_bucket *maas_budget,
                       struct controllers **ret,
                       char **reterr)
 {
@@ -127,7 +130,7 @@ int controllers_start(const struct config *cfg,
                                   "(or run with --webhooks-only)");
                 return CM_EINVAL;
         }
-        r = controllers_new(cfg, m, ret, reterr);
+        r = controllers_new(cfg, m, maas_budget, ret, reterr);
         c = *ret;
         if (r == 0 && c->leader) {
                 log_info("leader", "campaigning for leadership", "lease=%s/%s identity=%s",

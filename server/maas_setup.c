@@ -11,6 +11,7 @@
 #include "log.h"
 #include "maas_client.h"
 #include "maas_inventory.h"
+#include "token_bucket.h"
 #include "xalloc.h"
 
 #define INVENTORY_CALL_TIMEOUT_MS 10000
@@ -48,8 +49,25 @@ void maas_setup_hide_secrets(const struct config *cfg)
                 log_add_secret(last + 1);
 }
 
+int maas_setup_budget(const struct config *cfg,
+                      struct metrics *m,
+                      struct token_bucket **ret,
+                      char **reterr)
+{
+        int r = token_bucket_new(cfg->maas_api_qps, cfg->maas_api_burst, NULL, ret);
+
+        if (r == 0 && m)
+                r = token_bucket_export(*ret, m, "maas");
+        if (r < 0) {
+                *ret = token_bucket_free(*ret);
+                *reterr = xasprintf("MAAS request budget: %s", cm_strerror(r));
+        }
+        return r;
+}
+
 int maas_setup_inventory(const struct config *cfg,
                          struct metrics *m,
+                         struct token_bucket *budget,
                          struct maas_inventory **ret,
                          char **reterr)
 {
@@ -73,6 +91,7 @@ int maas_setup_inventory(const struct config *cfg,
                                 .call_timeout_ms = cfg->maas_timeout_ms < INVENTORY_CALL_TIMEOUT_MS
                                                            ? (uint32_t)cfg->maas_timeout_ms
                                                            : INVENTORY_CALL_TIMEOUT_MS,
+                                .budget = budget,
                                 .metrics = m },
                         ret);
         maas_config_release(&mc);

@@ -23,11 +23,13 @@
 #include "maas_inventory.h"
 #include "maas_setup.h"
 #include "serving.h"
+#include "token_bucket.h"
 #include "xalloc.h"
 
 struct app {
         const struct config *cfg;         /* borrowed */
         struct serving *serving;          /* owned */
+        struct token_bucket *maas_budget; /* owned; shared by the inventory and controllers */
         struct maas_inventory *inventory; /* owned; NULL when the MAAS checks are off */
         struct controllers *ctl;          /* owned; NULL with --webhooks-only */
 };
@@ -38,12 +40,16 @@ static int app_start(struct app *app, char **reterr)
 
         r = serving_new(app->cfg, &app->serving, reterr);
         if (r == 0)
-                r = maas_setup_inventory(app->cfg, serving_metrics(app->serving), &app->inventory,
-                                         reterr);
+                r = maas_setup_budget(app->cfg, serving_metrics(app->serving), &app->maas_budget,
+                                      reterr);
+        if (r == 0)
+                r = maas_setup_inventory(app->cfg, serving_metrics(app->serving), app->maas_budget,
+                                         &app->inventory, reterr);
         if (r == 0)
                 r = serving_start(app->serving, app->inventory, reterr);
         if (r == 0)
-                r = controllers_start(app->cfg, serving_metrics(app->serving), &app->ctl, reterr);
+                r = controllers_start(app->cfg, serving_metrics(app->serving), app->maas_budget,
+                                      &app->ctl, reterr);
         return r;
 }
 
@@ -54,6 +60,7 @@ static void app_stop(struct app *app)
                 serving_stop(app->serving);
         app->inventory = maas_inventory_free(app->inventory);
         app->serving = serving_free(app->serving);
+        app->maas_budget = token_bucket_free(app->maas_budget);
 }
 
 /* Waits for SIGTERM or SIGINT (blocked in every thread since before they started). */

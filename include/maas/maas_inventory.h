@@ -35,6 +35,7 @@
 
 struct metrics;
 struct maas_inventory;
+struct token_bucket;
 
 /* Named collections of a snapshot. */
 enum maas_inv_kind {
@@ -95,6 +96,7 @@ struct maas_inventory_opts {
         uint64_t miss_min_gap_ms;        /* 0 = 10 s */
         uint64_t retry_ms;               /* after a failure; 0 = min(interval, 5 s) */
         uint32_t call_timeout_ms;        /* per MAAS call; 0 = 10 s */
+        struct token_bucket *budget;     /* shared MAAS request budget, borrowed; NULL = none */
         /* borrowed, may be NULL; it gets a collector that reads the inventory, so render it
          * no more after maas_inventory_free */
         struct metrics *metrics;

@@ -22,6 +22,7 @@ struct kube_ratelimit;
 struct maas_config;
 struct metrics;
 struct provider;
+struct token_bucket;
 
 /* What the controllers do and over which objects (from the process's flags). */
 struct provider_settings {
@@ -42,6 +43,7 @@ struct provider_opts {
         const struct kube_config *kube;    /* management cluster */
         struct kube_ratelimit *limiter;    /* NULL = unlimited */
         const struct maas_config *maas;    /* MAAS region */
+        struct token_bucket *maas_budget;  /* shared MAAS request budget; NULL = unlimited */
         struct metrics *metrics;           /* NULL = none */
         const struct clock_ops *clock;     /* NULL = system */
         const char *maas_ca_file;          /* NULL = system CAs */

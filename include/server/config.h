@@ -91,6 +91,8 @@ struct config {
         char *maas_ca_file;  /* $MAAS_CA_CERT / --maas-ca-file */
         bool maas_insecure_skip_verify;      /* --maas-insecure-skip-verify, false */
         uint64_t maas_timeout_ms;            /* --maas-timeout, 30s (total per call) */
+        double maas_api_qps;                 /* --maas-api-qps, 50; 0 = unlimited */
+        unsigned maas_api_burst;             /* --maas-api-burst, 100 */
         uint64_t maas_inventory_interval_ms; /* --maas-inventory-interval, 60s */
         bool admission_maas_checks;          /* --admission-maas-checks, true */
 };

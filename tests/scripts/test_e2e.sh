@@ -158,6 +158,23 @@ check "steady state: no MAAS write" 0 '^0$' -- echo $((W2 - W1))
 check "steady state: about one MAAS read per interval, not one per machine" 0 '' -- \
   test $((R2 - R1)) -le 6
 
+# #18: every MAAS request capmaas made, controllers and admission inventory alike, went
+# through the process's one request budget (--maas-api-qps): the budget's count lies
+# between maas-sim's count just before and just after the scrape (plus the requests
+# holding a token but not yet sent, at most one per worker and the inventory).
+maas_total() { maas_counts | awk '{print $1 + $2}'; }
+budget_count() {
+  curl -sS "http://127.0.0.1:$STACK_METRICS_PORT/metrics" |
+    sed -n 's/^capmaas_client_budget_requests_total{api="maas"} \([0-9]*\)$/\1/p'
+}
+budget_covers_all() {
+  local a m b
+  a=$(maas_total) && m=$(budget_count) && b=$(maas_total)
+  echo "maas-sim saw $a..$b requests, the budget counted $m"
+  [ -n "$m" ] && [ "$m" -ge "$a" ] && [ "$m" -le $((b + 9)) ]
+}
+check "every MAAS request took a token of the process's budget" 0 'the budget counted' -- budget_covers_all
+
 releases() { stack_maas GET requests | $PY -c 'import json,sys; print(sum(1 for r in json.load(sys.stdin)["requests"] if r.get("op")=="release"))'; }
 R0=$(releases)
 check "workers scale 5 -> 2" 0 'patched' -- stack_kubectl patch machinedeployment demo-md-0 \

@@ -195,6 +195,8 @@ const struct config_test_opt config_test_opts[] = {
         { "maas-ca-file", "/etc/maas/ca.crt" },
         { "maas-insecure-skip-verify", "true" },
         { "maas-timeout", "45s" },
+        { "maas-api-qps", "0" },
+        { "maas-api-burst", "7" },
         { "maas-inventory-interval", "2m" },
         { "admission-maas-checks", "false" },
 };

@@ -74,6 +74,8 @@ static const struct field_case fields[] = {
         { F(maas_ca_file, STR), NULL, "/etc/maas/ca.crt", 0, 0 },
         { F(maas_insecure_skip_verify, FLAG), NULL, NULL, false, true },
         { F(maas_timeout_ms, U64), NULL, NULL, 30000, 45000 },
+        { F(maas_api_qps, REAL), NULL, NULL, 50.0, 0.0 },
+        { F(maas_api_burst, UINT), NULL, NULL, 100, 7 },
         { F(maas_inventory_interval_ms, U64), NULL, NULL, 60000, 120000 },
         { F(admission_maas_checks, FLAG), NULL, NULL, true, false },
 };

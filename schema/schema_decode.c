@@ -63,9 +63,12 @@ static void dec_string(struct json_dec *d,
                        void *dst)
 {
         const char *s;
+        int r = json_get_string(d, obj, f->json, &s);
 
-        if (json_get_string(d, obj, f->json, &s) == CM_OK)
+        if (r == CM_OK && !(f->absent && !*s))
                 *(char **)schema_at(dst, f->off) = xstrdup(s);
+        else if (r != CM_EINVAL && f->absent) /* absent, null or "" */
+                *(char **)schema_at(dst, f->off) = xstrdup(f->absent);
 }
 
 static void dec_int(struct json_dec *d, const cJSON *obj, const struct schema_field *f, void *dst)
@@ -141,6 +144,45 @@ static void dec_object(struct json_dec *d,
         *(void **)schema_at(dst, f->off) = p;
 }
 
+/* Sets elem's list_key member (a string) to a copy of key. */
+static void set_key(const struct schema_type *t, void *elem, const char *key)
+{
+        for (size_t i = 0; i < t->n_fields; i++) {
+                char **p = schema_at(elem, t->fields[i].off);
+
+                if (t->fields[i].kind != SK_STRING || strcmp(t->fields[i].json, t->list_key) != 0)
+                        continue;
+                free(*p);
+                *p = xstrdup(key);
+        }
+}
+
+/* The legacy map form of a list-map: each member {key: {rest}} is the entry whose list_key
+ * member is key (the rest decoded from its value). */
+static void dec_map_form(struct json_dec *d,
+                         const cJSON *map,
+                         const struct schema_field *f,
+                         void *list)
+{
+        const struct schema_type *t = f->type;
+        char *items = xcalloc((size_t)cJSON_GetArraySize(map) + 1, t->size);
+        const cJSON *it;
+
+        cJSON_ArrayForEach (it, map) {
+                size_t mark = json_path_push_key(&d->path, it->string);
+                char *elem = items + t->size * (*schema_list_n(list));
+
+                if (it->string && json_as_object(d, it) == CM_OK) {
+                        schema_type_decode(d, it, t, elem);
+                        set_key(t, elem, it->string);
+                        (*schema_list_n(list))++;
+                }
+                json_path_pop(&d->path, mark);
+        }
+        schema_list_set_items(list, items);
+        *schema_list_present(list) = true;
+}
+
 static void dec_list(struct json_dec *d, const cJSON *obj, const struct schema_field *f, void *dst)
 {
         const struct schema_type *t = f->type;
@@ -151,6 +193,13 @@ static void dec_list(struct json_dec *d, const cJSON *obj, const struct schema_f
         size_t i = 0;
         size_t mark;
 
+        arr = cJSON_GetObjectItemCaseSensitive(obj, f->json);
+        if (f->map_form && cJSON_IsObject(arr)) {
+                mark = json_path_push_field(&d->path, f->json);
+                dec_map_form(d, arr, f, list);
+                json_path_pop(&d->path, mark);
+                return;
+        }
         if (json_get_array(d, obj, f->json, &arr) != CM_OK)
                 return;
         items = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, t->size);
@@ -167,6 +216,15 @@ static void dec_list(struct json_dec *d, const cJSON *obj, const struct schema_f
         *schema_list_present(list) = true;
 }
 
+/* SK_DROP: whatever an old version wrote there is accepted (encode removes it). */
+static void dec_drop(struct json_dec *d, const cJSON *obj, const struct schema_field *f, void *dst)
+{
+        (void)d;
+        (void)obj;
+        (void)f;
+        (void)dst;
+}
+
 typedef void decode_fn(struct json_dec *d,
                        const cJSON *obj,
                        const struct schema_field *f,
@@ -175,7 +233,7 @@ typedef void decode_fn(struct json_dec *d,
 static decode_fn *const decode_ops[SK_COUNT] = {
         [SK_STRING] = dec_string, [SK_INT64] = dec_int, [SK_INT32] = dec_int,
         [SK_BOOL] = dec_bool,     [SK_STRV] = dec_strv, [SK_STRMAP] = dec_strmap,
-        [SK_OBJECT] = dec_object, [SK_LIST] = dec_list,
+        [SK_OBJECT] = dec_object, [SK_LIST] = dec_list, [SK_DROP] = dec_drop,
 };
 
 void schema_type_decode(struct json_dec *d,

@@ -158,12 +158,18 @@ static void enc_list(cJSON *obj, const struct schema_field *f, const void *src)
         json_set_item(obj, f->json, arr);
 }
 
+static void enc_drop(cJSON *obj, const struct schema_field *f, const void *src)
+{
+        (void)src;
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, f->json);
+}
+
 typedef void encode_fn(cJSON *obj, const struct schema_field *f, const void *src);
 
 static encode_fn *const encode_ops[SK_COUNT] = {
         [SK_STRING] = enc_string, [SK_INT64] = enc_int, [SK_INT32] = enc_int,
         [SK_BOOL] = enc_bool,     [SK_STRV] = enc_strv, [SK_STRMAP] = enc_strmap,
-        [SK_OBJECT] = enc_object, [SK_LIST] = enc_list,
+        [SK_OBJECT] = enc_object, [SK_LIST] = enc_list, [SK_DROP] = enc_drop,
 };
 
 void schema_type_encode(cJSON *obj, const struct schema_type *t, const void *src)

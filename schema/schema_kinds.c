@@ -49,8 +49,9 @@ static const struct schema_field condition_fields[] = {
         SF_STR("status", struct schema_condition, status),
         SF_I64("observedGeneration", struct schema_condition, observed_generation),
         SF_STR("lastTransitionTime", struct schema_condition, last_transition_time),
-        SF_STR("reason", struct schema_condition, reason),
+        SF_STR_OR("reason", struct schema_condition, reason, SCHEMA_REASON_NO_REASON_REPORTED),
         SF_STR("message", struct schema_condition, message),
+        SF_DROP("severity"), /* v1beta1 conditions (reference v0.7, v0.8) */
 };
 const struct schema_type schema_conditions_elem_type =
         TYPE(struct schema_condition, condition_fields, "type");
@@ -107,10 +108,11 @@ static const struct schema_type network_type =
 static const struct schema_field cluster_status_fields[] = {
         SF_BOOL("ready", struct maas_cluster_status, ready),
         SF_OBJ("network", struct maas_cluster_status, network, &network_type),
-        SF_LIST("failureDomains",
-                struct maas_cluster_status,
-                failure_domains,
-                &failure_domain_type),
+        /* a map up to reference v0.8 (CAPI v1beta1 FailureDomains) */
+        SF_LIST_OR_MAP("failureDomains",
+                       struct maas_cluster_status,
+                       failure_domains,
+                       &failure_domain_type),
         SF_LIST("conditions", struct maas_cluster_status, conditions, &schema_conditions_elem_type),
 };
 static const struct schema_type cluster_status_type =

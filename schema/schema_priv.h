@@ -15,6 +15,15 @@
  *   SK_OBJECT  pointer to a struct of `type`  NULL = absent
  *   SK_LIST    { T *items; size_t n; bool present; } of elements of `type`; raw entries are
  *              matched by type->list_key (a string member) or by index when NULL.
+ *   SK_DROP    no C member: a member an older version wrote that the current shape lacks
+ *              (v1beta1 conditions' severity); any value is accepted and encode removes it.
+ * Legacy shapes (objects the reference provider v0.7/v0.8 wrote) decode into the current
+ * structs, so the next encode writes the current shape:
+ *  - SF_LIST_OR_MAP: a list-map that CAPI v1beta1 wrote as a map keyed by list_key
+ *    ({"az1": {"controlPlane": true}}) decodes as the list [{"name": "az1", ...}], the
+ *    map's members in their order (Go writes them sorted);
+ *  - SF_STR_OR: a string the old shape could omit reads as a fixed value when absent
+ *    (a v1beta1 condition without reason reads as CAPI's "NoReasonReported").
  * Same ownership and threading rules as schema.h.
  */
 
@@ -35,6 +44,7 @@ enum schema_kind {
         SK_STRMAP,
         SK_OBJECT,
         SK_LIST,
+        SK_DROP,
         SK_COUNT,
 };
 
@@ -46,6 +56,8 @@ struct schema_field {
         size_t off;                     /* offset of the C member */
         size_t has_off;                 /* SK_INT64/SK_INT32/SK_BOOL: offset of has_ flag */
         const struct schema_type *type; /* SK_OBJECT: pointee; SK_LIST: element */
+        const char *absent;             /* SK_STRING: the value an absent member reads as */
+        bool map_form;                  /* SK_LIST: the legacy map form is accepted too */
 };
 
 struct schema_type {
@@ -62,37 +74,51 @@ struct schema_list_layout {
         bool present;
 };
 
-#define SF_STR(json, T, m)                               \
-        {                                                \
-                json, SK_STRING, offsetof(T, m), 0, NULL \
+#define SF_STR(j, T, m)                                             \
+        {                                                           \
+                .json = j, .kind = SK_STRING, .off = offsetof(T, m) \
         }
-#define SF_I64(json, T, m)                                                 \
-        {                                                                  \
-                json, SK_INT64, offsetof(T, m), offsetof(T, has_##m), NULL \
+#define SF_I64(j, T, m)                                             \
+        {                                                           \
+                .json = j, .kind = SK_INT64, .off = offsetof(T, m), \
+                .has_off = offsetof(T, has_##m)                     \
         }
-#define SF_I32(json, T, m)                                                 \
-        {                                                                  \
-                json, SK_INT32, offsetof(T, m), offsetof(T, has_##m), NULL \
+#define SF_I32(j, T, m)                                             \
+        {                                                           \
+                .json = j, .kind = SK_INT32, .off = offsetof(T, m), \
+                .has_off = offsetof(T, has_##m)                     \
         }
-#define SF_BOOL(json, T, m)                                               \
-        {                                                                 \
-                json, SK_BOOL, offsetof(T, m), offsetof(T, has_##m), NULL \
+#define SF_BOOL(j, T, m)                                                                           \
+        {                                                                                          \
+                .json = j, .kind = SK_BOOL, .off = offsetof(T, m), .has_off = offsetof(T, has_##m) \
         }
-#define SF_STRV(json, T, m)                            \
-        {                                              \
-                json, SK_STRV, offsetof(T, m), 0, NULL \
+#define SF_STRV(j, T, m)                                          \
+        {                                                         \
+                .json = j, .kind = SK_STRV, .off = offsetof(T, m) \
         }
-#define SF_MAP(json, T, m)                               \
-        {                                                \
-                json, SK_STRMAP, offsetof(T, m), 0, NULL \
+#define SF_MAP(j, T, m)                                             \
+        {                                                           \
+                .json = j, .kind = SK_STRMAP, .off = offsetof(T, m) \
         }
-#define SF_OBJ(json, T, m, type)                         \
-        {                                                \
-                json, SK_OBJECT, offsetof(T, m), 0, type \
+#define SF_OBJ(j, T, m, t)                                                     \
+        {                                                                      \
+                .json = j, .kind = SK_OBJECT, .off = offsetof(T, m), .type = t \
         }
-#define SF_LIST(json, T, m, type)                      \
-        {                                              \
-                json, SK_LIST, offsetof(T, m), 0, type \
+#define SF_LIST(j, T, m, t)                                                  \
+        {                                                                    \
+                .json = j, .kind = SK_LIST, .off = offsetof(T, m), .type = t \
+        }
+#define SF_STR_OR(j, T, m, dflt)                                                    \
+        {                                                                           \
+                .json = j, .kind = SK_STRING, .off = offsetof(T, m), .absent = dflt \
+        }
+#define SF_LIST_OR_MAP(j, T, m, t)                                                             \
+        {                                                                                      \
+                .json = j, .kind = SK_LIST, .off = offsetof(T, m), .type = t, .map_form = true \
+        }
+#define SF_DROP(j)                         \
+        {                                  \
+                .json = j, .kind = SK_DROP \
         }
 
 /* Decodes every described member of obj (an object at d's path) into dst. */

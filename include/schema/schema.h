@@ -20,6 +20,14 @@
  * matched to their raw entry by key (type, name, uid; addresses by index) to keep their
  * unknown fields.
  *
+ * Objects as the reference provider wrote them (v0.7 and v0.8: CAPI v1beta1 shapes) decode
+ * into the current structs, and encode writes the current shape, so the next write of such
+ * an object migrates it (upstream-capmaas.md 3.1): MaasCluster status.failureDomains as a
+ * map {"<zone>": {"controlPlane": true}} reads as the list [{"name": "<zone>", ...}] (an
+ * empty map, which is what an API server serving the current CRD prunes the map to, as
+ * []); a v1beta1 condition's severity is dropped and a missing reason reads as
+ * SCHEMA_REASON_NO_REASON_REPORTED.
+ *
  * Ownership: every pointer in these structs is owned by the struct (one owner per
  * allocation); release with the kind's _release(). Strings set by callers must be
  * malloc'ed (xstrdup). Not thread-safe; a value has one owner thread.
@@ -101,6 +109,8 @@
 #define SCHEMA_REASON_LXD_SETUP_PENDING          "LXDSetupPending"
 #define SCHEMA_REASON_PAUSED                     "Paused"
 #define SCHEMA_REASON_NOT_PAUSED                 "NotPaused"
+/* What a condition without a reason (CAPI v1beta1 allowed one) reads as, as in CAPI. */
+#define SCHEMA_REASON_NO_REASON_REPORTED "NoReasonReported"
 
 /* ---- building blocks ---- */
 

@@ -1,7 +1,16 @@
 /*
  * kinds: the common admission flow of the Maas kinds.
  *
+ * Only metadata and spec are judged: the API server ignores status on the main resource
+ * (it keeps the stored status; status writes go to /status, which no webhook intercepts),
+ * so a status in any shape, such as the reference provider's v0.7 map of failure domains,
+ * never denies.
+ *
  * Validation (CREATE and UPDATE; other operations are allowed):
+ *  0. an UPDATE whose spec is the stored object's spec is allowed as it is: it only changes
+ *     metadata or status (adding or removing a finalizer, an annotation, a label), and the
+ *     rules are about the spec. An object written under older rules, or by the reference
+ *     provider, can always have its finalizer removed, so its deletion is never stuck;
  *  1. objects carrying clusterctl's delete-for-move annotation are allowed as they are;
  *  2. decoder type errors deny with 422 Invalid, every error with its field path;
  *  3. on UPDATE, the reference's immutability rules deny first, with its exact message
@@ -13,7 +22,9 @@
  *     under older rules can still get its finalizers and status written);
  *  5. when they pass and an inventory is given, the MAAS checks (validate_maas.c) run, with
  *     the same 422 denial, ratcheting, and warnings when they cannot run.
- * Defaulting answers a JSON Patch only when something changes.
+ * Defaulting answers a JSON Patch only when something changes, and never on an UPDATE that
+ * leaves the spec as stored (so a metadata-only update cannot rewrite the spec of an object
+ * admitted under older rules; for a template it would then be denied as immutable).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +98,21 @@ static bool is_write(const struct admission_request *req)
         return req->object && (req->op == ADMISSION_OP_CREATE || req->op == ADMISSION_OP_UPDATE);
 }
 
+/* An UPDATE that leaves the whole spec as stored (both absent counts as the same). */
+static bool spec_unchanged(const struct admission_request *req)
+{
+        const cJSON *a;
+        const cJSON *b;
+
+        if (req->op != ADMISSION_OP_UPDATE || !req->old_object)
+                return false;
+        a = cJSON_GetObjectItemCaseSensitive(req->old_object, "spec");
+        b = cJSON_GetObjectItemCaseSensitive(req->object, "spec");
+        if (!a && !b)
+                return true;
+        return a && b && cJSON_Compare(a, b, true);
+}
+
 void webhook_default(const char *kind,
                      const struct admission_request *req,
                      struct admission_response *resp)
@@ -96,7 +122,7 @@ void webhook_default(const char *kind,
         cJSON *patch;
 
         resp->allowed = true;
-        if (!ops || !is_write(req))
+        if (!ops || !is_write(req) || spec_unchanged(req))
                 return;
         spec = spec_of(ops, req->object);
         if (!spec)
@@ -188,12 +214,34 @@ out:
         field_errors_release(&fe);
 }
 
+/* obj without its status: a new object whose members are references to obj's (obj must
+ * outlive it; deleting it leaves obj alone), or NULL when obj is NULL. */
+static cJSON *without_status(cJSON *obj)
+{
+        cJSON *it;
+        cJSON *view;
+
+        if (!cJSON_IsObject(obj))
+                return NULL;
+        view = cJSON_CreateObject();
+        if (!view)
+                abort();
+        cJSON_ArrayForEach (it, obj) {
+                if (it->string && strcmp(it->string, "status") != 0 &&
+                    !cJSON_AddItemReferenceToObject(view, it->string, it))
+                        abort();
+        }
+        return view;
+}
+
 static void validate_object(const struct kind_ops *ops,
                             const struct admission_request *req,
                             struct maas_inventory *inv,
                             struct admission_response *resp)
 {
         const struct schema_kind_desc *codec = schema_codec_find(ops->kind);
+        cJSON *obj = without_status(req->object);
+        cJSON *old_obj = without_status(req->old_object);
         union webhook_obj cur;
         union webhook_obj old;
         struct json_errors jerr;
@@ -201,22 +249,24 @@ static void validate_object(const struct kind_ops *ops,
         bool have_old;
 
         json_errors_init(&jerr);
-        if (schema_decode_view(codec, req->object, &cur, &jerr) < 0) {
+        if (schema_decode_view(codec, obj, &cur, &jerr) < 0) {
                 field_errors_init(&fe);
                 type_errors(&jerr, &fe);
                 field_errors_deny(&fe, SCHEMA_GROUP, ops->kind, object_name(req), resp);
                 field_errors_release(&fe);
-                json_errors_release(&jerr);
-                return;
+                goto out;
         }
-        have_old = req->op == ADMISSION_OP_UPDATE && req->old_object &&
-                   schema_decode_view(codec, req->old_object, &old, NULL) == 0;
+        have_old = req->op == ADMISSION_OP_UPDATE && old_obj &&
+                   schema_decode_view(codec, old_obj, &old, NULL) == 0;
         validate_decoded(ops, req, schema_spec(codec, &cur),
                          have_old ? schema_spec(codec, &old) : NULL, inv, resp);
         if (have_old)
                 schema_release(codec, &old);
         schema_release(codec, &cur);
+out:
         json_errors_release(&jerr);
+        cJSON_Delete(old_obj);
+        cJSON_Delete(obj);
 }
 
 void webhook_validate_maas(const char *kind,
@@ -227,7 +277,8 @@ void webhook_validate_maas(const char *kind,
         const struct kind_ops *ops = kind_ops_find(kind);
 
         resp->allowed = true;
-        if (!ops || !is_write(req) || has_annotation(req->object, ANNOTATION_DELETE_FOR_MOVE))
+        if (!ops || !is_write(req) || spec_unchanged(req) ||
+            has_annotation(req->object, ANNOTATION_DELETE_FOR_MOVE))
                 return;
         validate_object(ops, req, inv, resp);
 }

@@ -1,11 +1,15 @@
 /*
  * The pure parts of the webhooks: Kubernetes field-error rendering and aggregation, the
- * single-field rules, the reference's immutability messages and the defaulting patches.
+ * single-field rules, the reference's immutability messages and the defaulting patches;
+ * and updates of objects as the reference provider wrote them (tests/fixtures/reference):
+ * one that only changes metadata is never denied nor defaulted, a real spec change still is
+ * judged.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +19,10 @@
 #include "../../../webhooks/field_errors.h"
 #include "../../../webhooks/validate.h"
 #include "../../../webhooks/validate_rules.h"
+#include "../../../webhooks/webhook_kinds.h"
 #include "admission.h"
+#include "err.h"
+#include "json.h"
 #include "xalloc.h"
 
 static void assert_only_error(struct field_errors *fe, const char *text)
@@ -329,6 +336,231 @@ static void test_validate__kinds_are_found_by_name(void **state)
         assert_null(kind_ops_find("Pod"));
 }
 
+/* ---- updates of the reference provider's objects ---- */
+
+static cJSON *load_reference(const char *name)
+{
+        const char *dir = getenv("CAPMAAS_SOURCE_DIR");
+        char *path;
+        char *text;
+        FILE *f;
+        long n;
+        cJSON *root;
+
+        assert_non_null(dir);
+        path = xasprintf("%s/tests/fixtures/reference/%s", dir, name);
+        f = fopen(path, "rb");
+        assert_non_null(f);
+        assert_int_equal(fseek(f, 0, SEEK_END), 0);
+        n = ftell(f);
+        assert_true(n > 0);
+        rewind(f);
+        text = xmalloc((size_t)n);
+        assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+        fclose(f);
+        assert_int_equal(json_parse(text, (size_t)n, &root), CM_OK);
+        free(text);
+        free(path);
+        return root;
+}
+
+static char no_name[] = "";
+
+/* A member of obj by a path of member names (NULL-terminated), or NULL. */
+static cJSON *member(cJSON *obj, ...)
+{
+        const char *key;
+        va_list ap;
+
+        va_start(ap, obj);
+        while (obj && (key = va_arg(ap, const char *)))
+                obj = cJSON_GetObjectItemCaseSensitive(obj, key);
+        va_end(ap);
+        return obj;
+}
+
+/* Validation of the UPDATE of the stored object old to cur (both borrowed), and the
+ * mutating webhook's answer for it. */
+static void review(cJSON *old,
+                   cJSON *cur,
+                   struct admission_response *v,
+                   struct admission_response *m)
+{
+        const char *kind = json_find_str(cur, "kind", NULL);
+        struct admission_request req = {
+                .op = ADMISSION_OP_UPDATE, .name = no_name, .object = cur, .old_object = old
+        };
+
+        assert_non_null(kind);
+        webhook_validate(kind, &req, v);
+        webhook_default(kind, &req, m);
+}
+
+/* The update kubectl or capmaas sends to remove the finalizer of a deleting object: the same
+ * object, with deletionTimestamp and without finalizers. */
+static cJSON *without_finalizers(const cJSON *stored)
+{
+        cJSON *cur = cJSON_Duplicate(stored, true);
+        cJSON *meta = cJSON_GetObjectItemCaseSensitive(cur, "metadata");
+
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "finalizers");
+        cJSON_AddStringToObject(meta, "deletionTimestamp", "2026-07-02T10:00:00Z");
+        return cur;
+}
+
+static void test_validate__reference_objects_may_always_lose_their_finalizer(void **state)
+{
+        static const char *const fixtures[] = {
+                "v0.7-maascluster.json", "v0.7-maasmachine.json", "v0.7-maasmachinetemplate.json",
+                "v0.8-maascluster.json", "v0.8-maasmachine.json", "v0.8-maasmachinetemplate.json",
+                "head-maascluster.json", "head-maasmachine.json",
+        };
+
+        (void)state;
+        for (size_t i = 0; i < ARRAY_SIZE(fixtures); i++) {
+                cJSON *old = load_reference(fixtures[i]);
+                cJSON *cur = without_finalizers(old);
+                struct admission_response v = { 0 };
+                struct admission_response m = { 0 };
+
+                print_message("%s\n", fixtures[i]);
+                review(old, cur, &v, &m);
+                if (!v.allowed)
+                        print_error("denied: %s\n", v.message);
+                assert_true(v.allowed);
+                assert_true(m.allowed);
+                assert_null(m.patch); /* the spec is left as stored */
+                admission_response_release(&v);
+                admission_response_release(&m);
+                cJSON_Delete(cur);
+                cJSON_Delete(old);
+        }
+}
+
+/* The v0.7 template's duplicate tags would be defaulted away on a spec change; a label
+ * added to it changes nothing in its spec, so there is no patch (which would make the
+ * spec.template.spec differ from the stored one: denied as immutable). */
+static void test_validate__metadata_only_update_is_not_defaulted(void **state)
+{
+        cJSON *old = load_reference("v0.7-maasmachinetemplate.json");
+        cJSON *cur = cJSON_Duplicate(old, true);
+        struct admission_response v = { 0 };
+        struct admission_response m = { 0 };
+        struct admission_request create = { .op = ADMISSION_OP_CREATE,
+                                            .name = no_name,
+                                            .object = cur };
+
+        (void)state;
+        json_set_string(json_child_object(member(cur, "metadata", NULL), "labels", NULL), "team",
+                        "infra");
+        review(old, cur, &v, &m);
+        assert_true(v.allowed);
+        assert_null(m.patch);
+        admission_response_release(&m);
+        /* the same spec on CREATE is defaulted */
+        webhook_default("MaasMachineTemplate", &create, &m);
+        assert_non_null(m.patch);
+        assert_int_equal(cJSON_GetArraySize(m.patch), 1);
+        admission_response_release(&v);
+        admission_response_release(&m);
+        cJSON_Delete(cur);
+        cJSON_Delete(old);
+}
+
+/* A stored spec that today's rules reject (the providerID with two slashes of the
+ * reference's doc comment; a member of a shape nothing decodes) does not block an update
+ * that leaves it as it is. */
+static void test_validate__unchanged_legacy_spec_is_not_judged(void **state)
+{
+        cJSON *old = load_reference("v0.7-maasmachine.json");
+        cJSON *cur;
+        struct admission_response v = { 0 };
+        struct admission_response m = { 0 };
+
+        (void)state;
+        json_set_string(member(old, "spec", NULL), "providerID", "maas://az2/eccapw");
+        json_set_string(member(old, "spec", NULL), "tags", "ssd");
+        cur = without_finalizers(old);
+        review(old, cur, &v, &m);
+        if (!v.allowed)
+                print_error("denied: %s\n", v.message);
+        assert_true(v.allowed);
+        assert_null(m.patch);
+        admission_response_release(&v);
+        admission_response_release(&m);
+        cJSON_Delete(cur);
+        cJSON_Delete(old);
+}
+
+/* A real spec change of a reference object is still judged: the reference's rules answer
+ * with its message. */
+static void test_validate__spec_change_of_reference_object_is_judged(void **state)
+{
+        cJSON *mm = load_reference("v0.7-maasmachine.json");
+        cJSON *mc = load_reference("v0.7-maascluster.json");
+        cJSON *mm2 = cJSON_Duplicate(mm, true);
+        cJSON *mc2 = cJSON_Duplicate(mc, true);
+        struct admission_response v = { 0 };
+        struct admission_response m = { 0 };
+
+        (void)state;
+        json_set_int64(member(mm2, "spec", NULL), "minCPU", 8);
+        review(mm, mm2, &v, &m);
+        assert_false(v.allowed);
+        assert_int_equal(v.code, 403);
+        assert_string_equal(v.message,
+                            "maas machine min cpu count change is not allowed, old=4, new=8");
+        admission_response_release(&v);
+        admission_response_release(&m);
+
+        json_set_string(member(mc2, "spec", NULL), "dnsDomain", "other");
+        review(mc, mc2, &v, &m);
+        assert_false(v.allowed);
+        assert_string_equal(v.message, "changing cluster DNS Domain not allowed");
+        admission_response_release(&v);
+        admission_response_release(&m);
+        cJSON_Delete(mm2);
+        cJSON_Delete(mc2);
+        cJSON_Delete(mm);
+        cJSON_Delete(mc);
+}
+
+/* Status is not the webhook's: a spec change is judged on its spec even when the stored
+ * status (kept by the API server) has a shape nothing decodes. */
+static void test_validate__status_never_denies(void **state)
+{
+        cJSON *old = load_reference("v0.7-maascluster.json");
+        cJSON *cur;
+        struct admission_response v = { 0 };
+        struct admission_response m = { 0 };
+
+        (void)state;
+        json_set_string(member(old, "status", NULL), "failureDomains", "az1");
+        json_set_string(member(old, "status", NULL), "ready", "yes");
+        cur = cJSON_Duplicate(old, true);
+        cJSON_AddItemToArray(member(cur, "spec", "failureDomains", NULL),
+                             cJSON_CreateString("az3"));
+        review(old, cur, &v, &m);
+        if (!v.allowed)
+                print_error("denied: %s\n", v.message);
+        assert_true(v.allowed);
+        admission_response_release(&v);
+        admission_response_release(&m);
+        /* a type error in the spec still denies, naming the field */
+        json_set_string(member(cur, "spec", NULL), "dnsDomain", "maas");
+        cJSON_ReplaceItemInObjectCaseSensitive(member(cur, "spec", NULL), "failureDomains",
+                                               cJSON_CreateString("az1"));
+        review(old, cur, &v, &m);
+        assert_false(v.allowed);
+        assert_int_equal(v.code, 422);
+        assert_non_null(strstr(v.message, "spec.failureDomains"));
+        assert_null(strstr(v.message, "status"));
+        admission_response_release(&v);
+        admission_response_release(&m);
+        cJSON_Delete(cur);
+        cJSON_Delete(old);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -344,6 +576,11 @@ int main(void)
                 cmocka_unit_test(test_validate__immutability_messages_in_reference_order),
                 cmocka_unit_test(test_validate__defaulting_patches),
                 cmocka_unit_test(test_validate__kinds_are_found_by_name),
+                cmocka_unit_test(test_validate__reference_objects_may_always_lose_their_finalizer),
+                cmocka_unit_test(test_validate__metadata_only_update_is_not_defaulted),
+                cmocka_unit_test(test_validate__unchanged_legacy_spec_is_not_judged),
+                cmocka_unit_test(test_validate__spec_change_of_reference_object_is_judged),
+                cmocka_unit_test(test_validate__status_never_denies),
         };
 
         xalloc_install_cjson_hooks();

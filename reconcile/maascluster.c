@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "err.h"
 #include "kube_events.h"
+#include "legacy.h"
 #include "log.h"
 #include "patch_helper.h"
 #include "reconciler.h"
@@ -511,6 +512,7 @@ int maascluster_reconcile(void *wctx,
 {
         struct reconciler_worker *w = wctx;
         struct maascluster_ctx c = { .w = w, .p = w->p, .ns = ns, .name = name };
+        cJSON *enc = NULL;
         int err = 0;
 
         c.conds = (struct reconciler_conditions){ .list = &c.mc.status.conditions,
@@ -528,7 +530,11 @@ int maascluster_reconcile(void *wctx,
                 goto out;
         }
         c.cur = cJSON_Duplicate(kube_object_json(c.obj), true);
-        err = pass(&c, res);
+        err = maas_cluster_encode(&c.mc, &enc);
+        if (err == 0)
+                err = legacy_migrate_status(w, &KUBE_RES_MAASCLUSTERS, &c.cur, enc);
+        if (err == 0)
+                err = pass(&c, res);
         if (err)
                 log_info(LOGGER, "reconcile failed", "object=%s/%s error=%s", ns, name,
                          maas_strerror(err));

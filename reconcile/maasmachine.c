@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "legacy.h"
 #include "log.h"
 #include "maasmachine_context.h"
 #include "maasmachine_steps.h"
@@ -326,6 +327,7 @@ int maasmachine_reconcile(void *wctx,
 {
         struct reconciler_worker *w = wctx;
         struct maasmachine_ctx c = { .w = w, .p = w->p, .ns = ns, .name = name };
+        cJSON *enc = NULL;
         int err;
 
         c.conds = (struct reconciler_conditions){ .list = &c.mm.status.conditions,
@@ -345,7 +347,11 @@ int maasmachine_reconcile(void *wctx,
                 goto out;
         }
         c.cur = cJSON_Duplicate(kube_object_json(c.obj), true);
-        err = pass(&c, res);
+        err = maas_machine_encode(&c.mm, &enc);
+        if (err == 0)
+                err = legacy_migrate_status(w, &KUBE_RES_MAASMACHINES, &c.cur, enc);
+        if (err == 0)
+                err = pass(&c, res);
         if (err)
                 log_info(LOGGER, "reconcile failed", "object=%s/%s error=%s", ns, name,
                          cm_strerror(err));

@@ -262,6 +262,12 @@ static void decode_status(struct json_dec *d,
         *flag(dst, offsetof(struct status_prefix, present)) = true;
         schema_type_decode(d, status, k->status_type, dst);
         decode_initialization(d, status, dst);
+        /* Reference v0.8 and earlier wrote only ready; HEAD sets both together. */
+        if (!cflag(dst, offsetof(struct status_prefix, has_provisioned)) &&
+            cflag(dst, offsetof(struct status_prefix, ready))) {
+                *flag(dst, offsetof(struct status_prefix, provisioned)) = true;
+                *flag(dst, offsetof(struct status_prefix, has_provisioned)) = true;
+        }
         json_path_pop(&d->path, mark);
 }
 

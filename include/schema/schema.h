@@ -26,7 +26,9 @@
  * map {"<zone>": {"controlPlane": true}} reads as the list [{"name": "<zone>", ...}] (an
  * empty map, which is what an API server serving the current CRD prunes the map to, as
  * []); a v1beta1 condition's severity is dropped and a missing reason reads as
- * SCHEMA_REASON_NO_REASON_REPORTED.
+ * SCHEMA_REASON_NO_REASON_REPORTED; a status with ready true and no
+ * initialization.provisioned (the reference sets both together since v0.9) reads as
+ * provisioned.
  *
  * Ownership: every pointer in these structs is owned by the struct (one owner per
  * allocation); release with the kind's _release(). Strings set by callers must be

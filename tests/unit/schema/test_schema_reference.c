@@ -163,7 +163,8 @@ static void test_schema_reference__every_fixture_decodes_and_migrates_once(void 
         }
 }
 
-/* v0.7: {"az1": {"controlPlane": true}, ...} reads as the list, in the map's order. */
+/* v0.7: {"az1": {"controlPlane": true}, ...} reads as the list, in the map's order; a Ready
+ * object without status.initialization is provisioned. */
 static void test_schema_reference__v07_failure_domain_map_reads_as_a_list(void **state)
 {
         cJSON *in = load_reference("v0.7-maascluster.json");
@@ -181,9 +182,11 @@ static void test_schema_reference__v07_failure_domain_map_reads_as_a_list(void *
                     c.status.failure_domains.items[0].control_plane);
         assert_string_equal(c.status.failure_domains.items[1].name, "az2");
         assert_string_equal(c.status.network->dns_name, "legacy-9e41c7.maas");
-        assert_true(c.status.ready && !c.status.has_provisioned);
+        /* v0.7 wrote only ready: it reads as provisioned too, as HEAD would write it */
+        assert_true(c.status.ready && c.status.has_provisioned && c.status.provisioned);
         assert_int_equal(maas_cluster_encode(&c, &out), CM_OK);
         assert_same_json(want, json_at(out, "status.failureDomains"));
+        assert_true(cJSON_IsTrue(json_at(out, "status.initialization.provisioned")));
         cJSON_Delete(out);
         cJSON_Delete(want);
         maas_cluster_release(&c);

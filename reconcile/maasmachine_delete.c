@@ -2,7 +2,8 @@
  * maasmachine_delete: a deleting MaasMachine. Wait until a control plane's IP has left the API
  * endpoint record, release the machine (erase per --release-erase), record it, and remove
  * the finalizer. With clusterctl's delete-for-move annotation nothing is released: the
- * object is being moved to another management cluster that will own the machine.
+ * object is being moved to another management cluster that will own the machine. The
+ * reference provider's maas.lxd.io/host-evacuation finalizer goes with ours.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,9 @@ static int finish(struct maasmachine_ctx *c)
         struct provider *p = c->p;
 
         (void)schema_strv_remove(&c->mm.meta.finalizers, SCHEMA_FINALIZER_MACHINE);
+        /* The reference v0.8's LXD-host finalizer: its host-maintenance controller, which
+         * alone removes it, does not run after an upgrade (upstream-capmaas.md 3.7). */
+        (void)schema_strv_remove(&c->mm.meta.finalizers, SCHEMA_FINALIZER_HOST_EVACUATION);
         reconciler_observe_phase(p, "deleting", c->mm.meta.deletion_timestamp, c->now);
         if (c->have_node) {
                 pthread_mutex_lock(&p->lock);

@@ -25,6 +25,8 @@ struct objects {
         const char *system_id; /* spec.systemID (and providerID) already set */
         bool steady;           /* status says Deployed and ready */
         int64_t started_ago_s; /* deploy-started annotation; 0 = none */
+        /* as the reference v0.8 wrote it: its LXD-host finalizer too, v1beta1 conditions */
+        bool reference;
 };
 
 /* A MAAS machine as MAAS's JSON (one of four rotating buffers). */
@@ -88,7 +90,11 @@ static void put_objects(struct world *w, const struct objects *o)
         if (o->steady)
                 (void)snprintf(status, sizeof(status),
                                ",\"status\":{\"ready\":true,\"machineState\":\"Deployed\","
-                               "\"machinePowered\":true}");
+                               "\"machinePowered\":true%s}",
+                               o->reference ? ",\"conditions\":[{\"type\":\"Ready\",\"status\":"
+                                              "\"True\",\"severity\":\"\","
+                                              "\"lastTransitionTime\":\"2023-11-14T22:05:00Z\"}]"
+                                            : "");
         (void)snprintf(annotations, sizeof(annotations), "{%s%s%s%lld%s}",
                        o->paused_machine ? "\"cluster.x-k8s.io/paused\":\"\"" : "",
                        o->paused_machine && o->started_ago_s ? "," : "",
@@ -110,7 +116,10 @@ static void put_objects(struct world *w, const struct objects *o)
                        "\"kind\":\"Machine\",\"name\":\"m1\",\"uid\":\"uid-machine\"}]",
                        o->control_plane ? ",\"cluster.x-k8s.io/control-plane\":\"\"" : "",
                        annotations,
-                       o->finalizer || o->deleting ? "\"" SCHEMA_FINALIZER_MACHINE "\"" : "",
+                       o->reference ? "\"" SCHEMA_FINALIZER_MACHINE
+                                      "\",\"" SCHEMA_FINALIZER_HOST_EVACUATION "\""
+                       : o->finalizer || o->deleting ? "\"" SCHEMA_FINALIZER_MACHINE "\""
+                                                     : "",
                        o->deleting ? ",\"deletionTimestamp\":\"2023-11-14T22:13:00Z\"" : "");
         world_put(w, w->p->maasmachines, MM_URL,
                   test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
@@ -509,6 +518,21 @@ static void check_gone_without_release(struct world *w)
         assert_null(mm(w));
 }
 
+/* the reference's object: its status is migrated first (one PATCH on /status, before
+ * anything else is written), and its LXD-host finalizer goes with ours */
+static void check_reference_released(struct world *w)
+{
+        size_t i = 0;
+
+        check_released(w);
+        while (i < w->kube.n_reqs && strcmp(w->kube.reqs[i].method, "PATCH") != 0)
+                i++;
+        assert_true(i < w->kube.n_reqs);
+        assert_non_null(strstr(w->kube.reqs[i].path, MM_URL "/status?"));
+        assert_non_null(strstr(w->kube.reqs[i].body, SCHEMA_REASON_NO_REASON_REPORTED));
+        assert_null(strstr(w->kube.reqs[i].body, "severity"));
+}
+
 static void check_kept_for_move(struct world *w)
 {
         assert_int_equal(w->rc, 0);
@@ -618,6 +642,10 @@ static const struct row rows[] = {
           .objects = { .deleting = true, .system_id = "abc123" },
           .arrange = arrange_machine_gone,
           .check = check_gone_without_release },
+        { .name = "delete_of_reference_machine_migrates_and_drops_its_finalizers",
+          .objects = { .deleting = true, .system_id = "abc123", .steady = true, .reference = true },
+          .arrange = arrange_deployed,
+          .check = check_reference_released },
         { .name = "delete_for_move_keeps_machine",
           .objects = { .deleting = true, .system_id = "abc123", .delete_for_move = true },
           .arrange = arrange_deployed,

@@ -82,7 +82,7 @@ typedef void release_fn(const struct schema_field *f, void *dst);
 static release_fn *const release_ops[SK_COUNT] = {
         [SK_STRING] = rel_string, [SK_INT64] = rel_scalar, [SK_INT32] = rel_scalar,
         [SK_BOOL] = rel_scalar,   [SK_STRV] = rel_strv,    [SK_STRMAP] = rel_strmap,
-        [SK_OBJECT] = rel_object, [SK_LIST] = rel_list, [SK_DROP] = rel_scalar,
+        [SK_OBJECT] = rel_object, [SK_LIST] = rel_list,    [SK_DROP] = rel_scalar,
 };
 
 void schema_type_release(const struct schema_type *t, void *dst)

@@ -112,7 +112,7 @@
 #define SCHEMA_REASON_PAUSED                     "Paused"
 #define SCHEMA_REASON_NOT_PAUSED                 "NotPaused"
 /* What a condition without a reason (CAPI v1beta1 allowed one) reads as, as in CAPI. */
-#define SCHEMA_REASON_NO_REASON_REPORTED "NoReasonReported"
+#define SCHEMA_REASON_NO_REASON_REPORTED         "NoReasonReported"
 
 /* ---- building blocks ---- */
 

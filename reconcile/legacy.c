@@ -4,6 +4,7 @@
 #include "legacy.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "json.h"
 #include "kube_client.h"
@@ -37,4 +38,22 @@ int legacy_migrate_status(struct reconciler_worker *w,
 out:
         cJSON_Delete(status);
         return err;
+}
+
+bool legacy_reference_record_name(const char *host, const char *cluster, const char *dns_domain)
+{
+        size_t nc, nd;
+
+        if (!host || !cluster || !dns_domain || !*cluster || !*dns_domain)
+                return false;
+        nc = strlen(cluster);
+        nd = strlen(dns_domain);
+        /* <cluster> "-" <6 hex> "." <domain> */
+        if (strlen(host) != nc + 1 + 6 + 1 + nd || strncmp(host, cluster, nc) != 0 ||
+            host[nc] != '-' || host[nc + 7] != '.' || strcmp(host + nc + 8, dns_domain) != 0)
+                return false;
+        for (size_t i = nc + 1; i < nc + 7; i++)
+                if (!((host[i] >= '0' && host[i] <= '9') || (host[i] >= 'a' && host[i] <= 'f')))
+                        return false;
+        return true;
 }

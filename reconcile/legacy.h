@@ -13,6 +13,8 @@
  * Runs on the pass's worker thread with its clients; no state.
  */
 
+#include <stdbool.h>
+
 #include <cjson/cJSON.h>
 
 #include "compiler.h"
@@ -28,3 +30,13 @@ MUST_CHECK int legacy_migrate_status(struct reconciler_worker *w,
                                      const struct kube_resource *r,
                                      cJSON **cur,
                                      cJSON *encoded);
+
+/*
+ * The reference's name for a cluster's endpoint record: "<cluster>-<6 lowercase hex>.<dns
+ * domain>" (upstream-capmaas.md 3.4), which it also wrote into the MaasCluster's
+ * spec.controlPlaneEndpoint.host. True when host is such a name for this cluster and
+ * domain: a MaasCluster that lost its status (copied by clusterctl move from a management
+ * cluster the reference ran) still names the record capmaas must adopt, not a host the
+ * user set. Pure; any argument may be NULL (false).
+ */
+bool legacy_reference_record_name(const char *host, const char *cluster, const char *dns_domain);

@@ -381,10 +381,34 @@ static const char *user_endpoint(struct maascluster_ctx *c)
         return host;
 }
 
+/* A MaasCluster whose record the reference provider named but whose status is gone (copied
+ * by clusterctl move, which copies no status): its spec.controlPlaneEndpoint.host, which
+ * the reference set to the record's name, names the record to adopt; it is not a host the
+ * user set. */
+static void adopt_reference_record(struct maascluster_ctx *c)
+{
+        const struct schema_api_endpoint *ep = c->mc.spec.control_plane_endpoint;
+        const char *host = capi_cluster_endpoint_host(kube_object_json(c->cluster));
+
+        if ((c->mc.status.network && c->mc.status.network->dns_name) || !ep ||
+            !legacy_reference_record_name(ep->host, c->cluster_name, c->mc.spec.dns_domain) ||
+            (host && *host && strcmp(host, ep->host) != 0))
+                return;
+        if (!c->mc.status.network)
+                c->mc.status.network = xcalloc(1, sizeof(*c->mc.status.network));
+        c->mc.status.network->dns_name = xstrdup(ep->host);
+        c->mc.status.present = true;
+        log_info(LOGGER, "adopting the reference provider's endpoint record",
+                 "object=%s/%s fqdn=%s", c->ns, c->name, ep->host);
+}
+
 static int reconcile_endpoint(struct maascluster_ctx *c, struct reconcile_result *res, bool *ret_go)
 {
-        const char *host = user_endpoint(c);
+        const char *host;
         int err;
+
+        adopt_reference_record(c);
+        host = user_endpoint(c);
 
         *ret_go = false;
         if (host) {

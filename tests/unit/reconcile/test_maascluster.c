@@ -17,6 +17,9 @@ struct objects {
         const char *dns_name;    /* status.network.dnsName already persisted */
         unsigned control_planes; /* healthy control planes 10.0.0.1, .2 ... */
         bool worker;             /* plus a worker machine 10.0.0.9 */
+        /* the reference's MaasCluster without its status (after clusterctl move): the
+         * endpoint host, on it and on the Cluster, is its record's name */
+        bool reference_no_status;
 };
 
 static void put_machine(struct world *w, const char *name, const char *ip, bool cp)
@@ -41,7 +44,9 @@ static void put_objects(struct world *w, const struct objects *o)
         world_put(w, w->p->clusters, CLUSTER_URL,
                   world_cluster(&(struct world_cluster){
                           .paused = o->paused,
-                          .endpoint_host = o->user_endpoint ? "api.example.com" : NULL,
+                          .endpoint_host = o->user_endpoint         ? "api.example.com"
+                                           : o->reference_no_status ? DNS_NAME
+                                                                    : NULL,
                           .api_port = 6443 }));
         if (o->dns_name)
                 (void)snprintf(status, sizeof(status),
@@ -56,9 +61,13 @@ static void put_objects(struct world *w, const struct objects *o)
                             "\"finalizers\":[%s]%s,\"ownerReferences\":[{\"apiVersion\":"
                             "\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\",\"name\":\"c1\","
                             "\"uid\":\"uid-c1\"}]},\"spec\":{\"dnsDomain\":\"maas\","
-                            "\"failureDomains\":[\"az1\",\"az2\"]}%s}",
+                            "\"failureDomains\":[\"az1\",\"az2\"]%s}%s}",
                             o->finalizer || o->deleting ? "\"" SCHEMA_FINALIZER_CLUSTER "\"" : "",
                             o->deleting ? ",\"deletionTimestamp\":\"2023-11-14T22:13:00Z\"" : "",
+                            o->reference_no_status
+                                    ? ",\"controlPlaneEndpoint\":{\"host\":\"" DNS_NAME
+                                      "\",\"port\":6443}"
+                                    : "",
                             status));
         for (unsigned i = 0; i < o->control_planes; i++) {
                 char name[24], ip[24];
@@ -201,6 +210,23 @@ static void check_user_endpoint(struct world *w)
         assert_true(cJSON_IsTrue(json_at(mc(w), "status.ready")));
 }
 
+/* the reference's MaasCluster after a move: its record is adopted by the name its endpoint
+ * holds (looked up, neither created nor changed), not taken for a host the user set */
+static void check_reference_record_adopted(struct world *w)
+{
+        const char *msg;
+
+        assert_int_equal(w->rc, 0);
+        assert_string_equal(json_at_str(mc(w), "status.network.dnsName"), DNS_NAME);
+        assert_string_equal(json_at_str(mc(w), "spec.controlPlaneEndpoint.host"), DNS_NAME);
+        assert_int_equal(requests(&w->maas, "GET", "dnsresources/?fqdn=" DNS_NAME, NULL), 1);
+        assert_int_equal(requests(&w->maas, "POST", "dnsresources/", NULL), 0);
+        assert_int_equal(requests(&w->maas, "PUT", "dnsresources/", NULL), 0);
+        msg = condition(mc(w), SCHEMA_COND_LOAD_BALANCER_READY, "message");
+        assert_true(!msg || strcmp(msg, "using the endpoint set on the Cluster") != 0);
+        assert_true(cJSON_IsTrue(json_at(mc(w), "status.ready")));
+}
+
 /* the workload API does not let us in: endpoint set, but not Ready, and probed again */
 static void check_api_down(struct world *w)
 {
@@ -266,6 +292,10 @@ static const struct row rows[] = {
         { .name = "user_endpoint_used_as_is",
           .objects = { .finalizer = true, .user_endpoint = true, .control_planes = 1 },
           .check = check_user_endpoint },
+        { .name = "reference_record_adopted_without_status",
+          .objects = { .finalizer = true, .reference_no_status = true, .control_planes = 1 },
+          .arrange = record_with_one,
+          .check = check_reference_record_adopted },
         { .name = "api_server_unavailable_not_ready",
           .objects = { .finalizer = true,
                        .dns_name = DNS_NAME,

@@ -166,6 +166,7 @@ static const struct schema_field machine_status_fields[] = {
         SF_BOOL("machinePowered", struct maas_machine_status, machine_powered),
         SF_STR("hostname", struct maas_machine_status, hostname),
         SF_BOOL("dnsAttached", struct maas_machine_status, dns_attached),
+        SF_STR("failureDomain", struct maas_machine_status, failure_domain),
         SF_LIST("addresses", struct maas_machine_status, addresses, &address_type),
         SF_LIST("conditions", struct maas_machine_status, conditions, &schema_conditions_elem_type),
         SF_STR("failureReason", struct maas_machine_status, failure_reason),

@@ -94,6 +94,7 @@ machine_status = obj({
     }, required=["address", "type"])},
     "conditions": conditions,
     "dnsAttached": b("Control plane only: the machine's IP is in the API-server DNS record."),
+    "failureDomain": s("The MAAS zone the machine landed in."),
     "failureMessage": s("Terminal failure message (CAPI v1beta1 contract)."),
     "failureReason": s("Terminal failure reason (CAPI v1beta1 contract)."),
     "hostname": s("MAAS hostname."),

@@ -303,6 +303,7 @@ struct maas_machine_status {
         bool machine_powered, has_machine_powered;
         char *hostname;
         bool dns_attached, has_dns_attached;
+        char *failure_domain; /* the MAAS zone the machine landed in (v1beta2 contract) */
         struct schema_addresses addresses;
         struct schema_conditions conditions;
         char *failure_reason;

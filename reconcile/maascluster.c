@@ -2,10 +2,15 @@
  * maascluster: the MaasCluster reconciler (upstream-capmaas.md §3.3–3.4, beyond.md B5).
  *
  * The API endpoint is a MAAS DNS record <cluster>-<6 hex>.<dnsDomain> (TTL 10) holding the
- * first ExternalIP of every healthy control-plane machine. Its name is persisted in
- * status.network.dnsName BEFORE the record is created, so a lost write never creates a
- * second record. The record is written only when its address set changes and is never
- * emptied while control planes merely look down; it is deleted with the cluster.
+ * first ExternalIP of every healthy control-plane machine. Its name is persisted in the
+ * dns-record annotation (and status.network.dnsName, as the reference writes it) BEFORE
+ * the record is created, so a lost write never creates a second record, and clusterctl
+ * move, which copies metadata and spec but never status, carries the record's identity to
+ * the target. The record is written only when its address set changes and is never
+ * emptied while control planes merely look down or have not reported yet (an empty status
+ * after a move); it is deleted with the cluster, but not for a move (delete-for-move).
+ * Pause (the Cluster's or ours) stops every branch, delete included; a MaasCluster managed
+ * by another controller (cluster.x-k8s.io/managed-by) is left alone.
  */
 #include "maascluster.h"
 
@@ -126,6 +131,21 @@ static bool in_list(const char *const *v, size_t n, const char *s)
         return false;
 }
 
+/* The record capmaas owns: the annotation (which move copies), else status (an object from
+ * before the annotation, migrated by reconcile_endpoint), else NULL. */
+static const char *record_name(const struct maascluster_ctx *c)
+{
+        const char *ann =
+                schema_strmap_get(&c->mc.meta.annotations, RECONCILER_ANNOTATION_DNS_RECORD);
+
+        if (ann && *ann)
+                return ann;
+        return c->mc.status.network && c->mc.status.network->dns_name &&
+                               *c->mc.status.network->dns_name
+                       ? c->mc.status.network->dns_name
+                       : NULL;
+}
+
 static const char *first_external_ip(const cJSON *mm)
 {
         const cJSON *addrs = json_find(mm, "status", "addresses", NULL);
@@ -141,6 +161,17 @@ static const char *first_external_ip(const cJSON *mm)
         return NULL;
 }
 
+/* A machine that holds a MAAS machine but has not reported it yet (its status is empty, as
+ * after clusterctl move, or not yet written): its address is unknown, not gone. */
+static bool unreported(const cJSON *mm)
+{
+        const char *sid = json_find_str(mm, "spec", "systemID", NULL);
+        const char *pid = json_find_str(mm, "spec", "providerID", NULL);
+
+        return ((sid && *sid) || (pid && *pid)) &&
+               !json_find_str(mm, "status", "machineState", NULL);
+}
+
 static bool healthy(const cJSON *mm)
 {
         const char *st = json_find_str(mm, "status", "machineState", NULL);
@@ -149,9 +180,10 @@ static bool healthy(const cJSON *mm)
                strcmp(st, "Deployed") == 0;
 }
 
-/* The addresses the record should hold (borrowed pointers into the cached objects, valid
- * while objs is held). Machines being deleted are dropped; machines that merely look down
- * keep their address when nothing healthy is left (B5). */
+/* The addresses the record should hold (borrowed pointers into the cached objects and
+ * current, valid while both are held). Machines being deleted are dropped; machines that
+ * merely look down keep their address when nothing healthy is left (B5); while any control
+ * plane has not reported its machine yet, no address leaves the record. */
 static size_t desired_ips(struct maascluster_ctx *c,
                           struct kube_object **objs,
                           size_t n,
@@ -160,13 +192,17 @@ static size_t desired_ips(struct maascluster_ctx *c,
 {
         const char *held[MAX_CP_IPS];
         size_t k = 0, h = 0;
+        bool unknown = false;
 
         for (size_t i = 0; i < n; i++) {
                 const cJSON *mm = kube_object_json(objs[i]);
                 const char *ip = first_external_ip(mm);
 
-                if (!kube_label(mm, SCHEMA_LABEL_CONTROL_PLANE) || !ip ||
+                if (!kube_label(mm, SCHEMA_LABEL_CONTROL_PLANE) ||
                     kube_meta_str(mm, "deletionTimestamp"))
+                        continue;
+                unknown = unknown || unreported(mm);
+                if (!ip)
                         continue;
                 if (healthy(mm) && k < MAX_CP_IPS && !in_list(out, k, ip))
                         out[k++] = ip;
@@ -178,6 +214,9 @@ static size_t desired_ips(struct maascluster_ctx *c,
                 for (size_t i = 0; i < h; i++)
                         if (!in_list(out, k, held[i]))
                                 out[k++] = held[i];
+        for (size_t i = 0; unknown && i < current->n && k < MAX_CP_IPS; i++)
+                if (!in_list(out, k, current->v[i]))
+                        out[k++] = current->v[i];
         (void)c;
         qsort(out, k, sizeof(*out), cmp_str);
         return k;
@@ -370,27 +409,29 @@ static int api_server(struct maascluster_ctx *c, struct reconcile_result *res)
         return 0;
 }
 
-/* A Cluster.spec.controlPlaneEndpoint host the user set (not one we published). */
+/* A Cluster.spec.controlPlaneEndpoint host the user set (not the record we own). */
 static const char *user_endpoint(struct maascluster_ctx *c)
 {
-        const char *host = capi_cluster_endpoint_host(kube_object_json(c->cluster));
-        const char *ours = c->mc.status.network ? c->mc.status.network->dns_name : NULL;
+        const char *host =
+                c->cluster ? capi_cluster_endpoint_host(kube_object_json(c->cluster)) : NULL;
+        const char *ours = record_name(c);
 
         if (!host || !*host || (ours && strcmp(host, ours) == 0))
                 return NULL;
         return host;
 }
 
-/* A MaasCluster whose record the reference provider named but whose status is gone (copied
- * by clusterctl move, which copies no status): its spec.controlPlaneEndpoint.host, which
- * the reference set to the record's name, names the record to adopt; it is not a host the
- * user set. */
+/* A MaasCluster whose record the reference provider named, with neither our annotation nor
+ * a status (copied by clusterctl move, which copies no status): its
+ * spec.controlPlaneEndpoint.host, which the reference set to the record's name, names the
+ * record to adopt (and the annotation is then written from it); it is not a host the user
+ * set. */
 static void adopt_reference_record(struct maascluster_ctx *c)
 {
         const struct schema_api_endpoint *ep = c->mc.spec.control_plane_endpoint;
         const char *host = capi_cluster_endpoint_host(kube_object_json(c->cluster));
 
-        if ((c->mc.status.network && c->mc.status.network->dns_name) || !ep ||
+        if (record_name(c) || !ep ||
             !legacy_reference_record_name(ep->host, c->cluster_name, c->mc.spec.dns_domain) ||
             (host && *host && strcmp(host, ep->host) != 0))
                 return;
@@ -400,6 +441,39 @@ static void adopt_reference_record(struct maascluster_ctx *c)
         c->mc.status.present = true;
         log_info(LOGGER, "adopting the reference provider's endpoint record",
                  "object=%s/%s fqdn=%s", c->ns, c->name, ep->host);
+}
+
+/* status.network.dnsName = name (the reference's field; rebuilt after a move). */
+static void status_dns_name(struct maascluster_ctx *c, const char *name)
+{
+        struct maas_cluster_network *net = c->mc.status.network;
+
+        if (!net)
+                net = c->mc.status.network = xcalloc(1, sizeof(*net));
+        if (net->dns_name && strcmp(net->dns_name, name) == 0)
+                return;
+        free(net->dns_name);
+        net->dns_name = xstrdup(name);
+        c->mc.status.present = true;
+}
+
+/* Writes the record's name into the annotation before the record exists in MAAS: the
+ * name status already holds (an object from before the annotation keeps its record), else
+ * a new one. */
+static int persist_record_name(struct maascluster_ctx *c)
+{
+        const char *have = record_name(c);
+        char *name = have ? xstrdup(have) : generate_dns_name(c);
+        int err;
+
+        schema_strmap_set(&c->mc.meta.annotations, RECONCILER_ANNOTATION_DNS_RECORD, name);
+        status_dns_name(c, name);
+        free(name);
+        err = flush(c, true);
+        if (err == 0)
+                log_info(LOGGER, "endpoint record named", "object=%s/%s fqdn=%s", c->ns, c->name,
+                         record_name(c));
+        return err;
 }
 
 static int reconcile_endpoint(struct maascluster_ctx *c, struct reconcile_result *res, bool *ret_go)
@@ -422,22 +496,27 @@ static int reconcile_endpoint(struct maascluster_ctx *c, struct reconcile_result
                 *ret_go = true;
                 return 0;
         }
-        if (!c->mc.status.network || !c->mc.status.network->dns_name) {
-                if (!c->mc.status.network)
-                        c->mc.status.network = xcalloc(1, sizeof(*c->mc.status.network));
-                c->mc.status.network->dns_name = generate_dns_name(c);
-                reconciler_cond(&c->conds, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
-                                SCHEMA_REASON_WAIT_FOR_DNS_NAME, "creating DNS record %s",
-                                c->mc.status.network->dns_name);
-                /* Persist the name before the record exists in MAAS. */
-                res->outcome = RECONCILE_REQUEUE_AFTER;
-                res->after_ms = 1;
-                return 0;
+        if (!schema_strmap_get(&c->mc.meta.annotations, RECONCILER_ANNOTATION_DNS_RECORD)) {
+                /* A new name waits a pass for the record; an older object's goes on. */
+                bool fresh = record_name(c) == NULL;
+
+                err = persist_record_name(c);
+                if (err)
+                        return err;
+                if (fresh) {
+                        reconciler_cond(&c->conds, SCHEMA_COND_LOAD_BALANCER_READY,
+                                        SCHEMA_CONDITION_FALSE, SCHEMA_REASON_WAIT_FOR_DNS_NAME,
+                                        "creating DNS record %s", record_name(c));
+                        res->outcome = RECONCILE_REQUEUE_AFTER;
+                        res->after_ms = 1;
+                        return 0;
+                }
         }
-        err = sync_record(c, c->mc.status.network->dns_name);
+        status_dns_name(c, record_name(c));
+        err = sync_record(c, record_name(c));
         if (err)
                 return err;
-        set_endpoint(c, c->mc.status.network->dns_name, api_port(kube_object_json(c->cluster)));
+        set_endpoint(c, record_name(c), api_port(kube_object_json(c->cluster)));
         /* The endpoint (spec) lands before ready (status): whoever sees ready sees it. */
         err = flush(c, true);
         if (err)
@@ -477,11 +556,18 @@ static int reconcile_delete(struct maascluster_ctx *c, struct reconcile_result *
 
         if (!schema_meta_has_finalizer(&c->mc.meta, SCHEMA_FINALIZER_CLUSTER))
                 return 0;
+        if (schema_strmap_get(&c->mc.meta.annotations, RECONCILER_ANNOTATION_DELETE_FOR_MOVE)) {
+                /* Moved to another management cluster, which now owns the record. */
+                log_info(LOGGER, "delete for move: keeping the DNS record", "object=%s/%s", c->ns,
+                         c->name);
+                (void)schema_strv_remove(&c->mc.meta.finalizers, SCHEMA_FINALIZER_CLUSTER);
+                return flush(c, true);
+        }
         if (c->cluster_name) /* a count: nothing parsed */
                 n = informer_each_key(c->p->maasmachines, c->ns, c->cluster_name, count_key, NULL);
-        if (n > 0 && c->mc.status.network && c->mc.status.network->dns_name && !user_endpoint(c)) {
+        if (n > 0 && record_name(c) && !user_endpoint(c)) {
                 /* Deleting control planes wait for their address to leave the record. */
-                err = sync_record(c, c->mc.status.network->dns_name);
+                err = sync_record(c, record_name(c));
                 if (err)
                         return err;
         }
@@ -492,8 +578,8 @@ static int reconcile_delete(struct maascluster_ctx *c, struct reconcile_result *
                 res->after_ms = 10000;
                 return 0;
         }
-        if (c->mc.status.network && c->mc.status.network->dns_name && !user_endpoint(c)) {
-                err = delete_record(c, c->mc.status.network->dns_name);
+        if (record_name(c) && !user_endpoint(c)) {
+                err = delete_record(c, record_name(c));
                 if (err)
                         return err;
         }
@@ -508,7 +594,16 @@ static int pass(struct maascluster_ctx *c, struct reconcile_result *res)
         int err, ferr;
 
         c->cluster_name = o ? o->name : NULL;
+        if (reconciler_externally_managed(kube_object_json(c->obj))) {
+                log_debug(LOGGER, "managed by another controller: left alone", "object=%s/%s",
+                          c->ns, c->name);
+                return 0;
+        }
         c->cluster = reconciler_owner(c->p, &c->mc.meta, "Cluster");
+        /* Pause first: a paused delete (clusterctl move pauses, then deletes) does nothing. */
+        if (reconciler_pause_condition(&c->conds, c->cluster ? kube_object_json(c->cluster) : NULL,
+                                       kube_object_json(c->obj)))
+                return flush(c, false);
         if (c->mc.meta.deletion_timestamp)
                 return reconcile_delete(c, res);
         if (!c->cluster) {
@@ -516,13 +611,6 @@ static int pass(struct maascluster_ctx *c, struct reconcile_result *res)
                           c->name);
                 return 0;
         }
-        if (reconciler_paused(kube_object_json(c->cluster), kube_object_json(c->obj))) {
-                reconciler_cond(&c->conds, SCHEMA_COND_PAUSED, SCHEMA_CONDITION_TRUE,
-                                SCHEMA_REASON_PAUSED, NULL);
-                return flush(c, false);
-        }
-        reconciler_cond(&c->conds, SCHEMA_COND_PAUSED, SCHEMA_CONDITION_FALSE,
-                        SCHEMA_REASON_NOT_PAUSED, NULL);
         failure_domains(c);
         err = reconcile_normal(c, res);
         ferr = flush(c, false);

@@ -34,14 +34,18 @@ static void status_from_node(struct maasmachine_ctx *c)
         st->hostname = n->hostname ? xstrdup(n->hostname) : NULL;
         st->machine_powered = n->power_state && strcmp(n->power_state, "on") == 0;
         st->has_machine_powered = true;
+        free(st->failure_domain); /* the zone the machine landed in */
+        st->failure_domain = n->zone && *n->zone ? xstrdup(n->zone) : NULL;
 }
 
-/* Hostname, then each MAAS address as ExternalIP and InternalIP (the reference's shape). */
+/* As the reference writes them (upstream-capmaas.md §1.3): the MAAS FQDN as ExternalDNS and
+ * InternalDNS, then each MAAS IP as ExternalIP and InternalIP. */
 static void addresses_from_node(struct maasmachine_ctx *c)
 {
         struct schema_addresses *a = &c->mm.status.addresses;
         const struct maas_node *n = &c->node;
-        size_t k = 0, want = (n->hostname ? 1 : 0) + 2 * n->ip_addresses.n;
+        bool fqdn = n->fqdn && *n->fqdn;
+        size_t k = 0, want = (fqdn ? 2 : 0) + 2 * n->ip_addresses.n;
 
         for (size_t i = 0; i < a->n; i++) {
                 free(a->items[i].type);
@@ -50,9 +54,10 @@ static void addresses_from_node(struct maasmachine_ctx *c)
         free(a->items);
         a->items = want ? xcalloc(want, sizeof(*a->items)) : NULL;
         a->present = true;
-        if (n->hostname)
-                a->items[k++] =
-                        (struct schema_address){ xstrdup("Hostname"), xstrdup(n->hostname) };
+        if (fqdn) {
+                a->items[k++] = (struct schema_address){ xstrdup("ExternalDNS"), xstrdup(n->fqdn) };
+                a->items[k++] = (struct schema_address){ xstrdup("InternalDNS"), xstrdup(n->fqdn) };
+        }
         for (size_t i = 0; i < n->ip_addresses.n; i++) {
                 a->items[k++] = (struct schema_address){ xstrdup("ExternalIP"),
                                                          xstrdup(n->ip_addresses.v[i]) };
@@ -270,47 +275,41 @@ static int reconcile_normal(struct maasmachine_ctx *c, struct reconcile_result *
         return drive(c, res);
 }
 
-static int lookup_owners(struct maasmachine_ctx *c, bool *ret_go)
+/* The owner Machine and the Cluster (through the Machine's cluster-name label, else the
+ * MaasMachine's own): either may be missing, a deleting MaasMachine's owner often is. */
+static void lookup_owners(struct maasmachine_ctx *c)
 {
         const cJSON *obj = kube_object_json(c->obj);
 
-        *ret_go = false;
         c->machine = reconciler_owner(c->p, &c->mm.meta, "Machine");
+        c->cluster = c->machine ? reconciler_cluster_of(c->p, c->ns, kube_object_json(c->machine))
+                                : NULL;
+        if (!c->cluster)
+                c->cluster = reconciler_cluster_of(c->p, c->ns, obj);
+        c->control_plane = capi_is_control_plane(obj) ||
+                           (c->machine && capi_is_control_plane(kube_object_json(c->machine)));
+}
+
+static int pass(struct maasmachine_ctx *c, struct reconcile_result *res)
+{
+        int err, ferr;
+
+        lookup_owners(c);
+        /* Pause first: a paused delete (clusterctl move pauses, then deletes) does nothing. */
+        if (reconciler_pause_condition(&c->conds, c->cluster ? kube_object_json(c->cluster) : NULL,
+                                       kube_object_json(c->obj)))
+                return maasmachine_flush(c, false);
+        if (c->mm.meta.deletion_timestamp)
+                return maasmachine_delete_pass(c, res);
         if (!c->machine) {
                 log_debug(LOGGER, "waiting for the Machine owner reference", "object=%s/%s", c->ns,
                           c->name);
                 return 0;
         }
-        c->cluster = reconciler_cluster_of(c->p, c->ns, kube_object_json(c->machine));
         if (!c->cluster) {
                 log_debug(LOGGER, "waiting for the Cluster", "object=%s/%s", c->ns, c->name);
                 return 0;
         }
-        if (reconciler_paused(kube_object_json(c->cluster), obj))
-                return 0;
-        c->control_plane =
-                capi_is_control_plane(kube_object_json(c->machine)) || capi_is_control_plane(obj);
-        *ret_go = true;
-        return 0;
-}
-
-static int pass(struct maasmachine_ctx *c, struct reconcile_result *res)
-{
-        bool go = false;
-        int err, ferr;
-
-        if (c->mm.meta.deletion_timestamp) {
-                /* The owner may already be gone while we release: no lookups needed. */
-                c->control_plane = capi_is_control_plane(kube_object_json(c->obj));
-                c->machine = reconciler_owner(c->p, &c->mm.meta, "Machine");
-                if (c->machine)
-                        c->control_plane = c->control_plane ||
-                                           capi_is_control_plane(kube_object_json(c->machine));
-                return maasmachine_delete_pass(c, res);
-        }
-        err = lookup_owners(c, &go);
-        if (err || !go)
-                return err;
         err = reconcile_normal(c, res);
         /* A pass that comes back within a second (a deploy just started) leaves its status
          * to that next pass: status is rebuilt from MAAS every time, and a fast deploy then

@@ -3,7 +3,8 @@
  * endpoint record, release the machine (erase per --release-erase), record it, and remove
  * the finalizer. With clusterctl's delete-for-move annotation nothing is released: the
  * object is being moved to another management cluster that will own the machine. The
- * reference provider's maas.lxd.io/host-evacuation finalizer goes with ours.
+ * reference provider's maas.lxd.io/host-evacuation finalizer goes with ours. A paused
+ * Cluster or MaasMachine never gets here (maasmachine.c checks pause first).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,9 +52,7 @@ static int wait_dns_detach(struct maasmachine_ctx *c, struct reconcile_result *r
         *ret_wait = false;
         if (!c->control_plane || !c->have_node || c->node.ip_addresses.n == 0)
                 return 0;
-        c->cluster = c->machine ? reconciler_cluster_of(c->p, c->ns, kube_object_json(c->machine))
-                                : reconciler_cluster_of(c->p, c->ns, kube_object_json(c->obj));
-        if (!c->cluster)
+        if (!c->cluster) /* the pass looked it up */
                 return 0;
         err = maasmachine_dns_registered(c, &registered);
         if (err || !registered)

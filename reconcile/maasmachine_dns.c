@@ -1,6 +1,7 @@
 /*
  * maasmachine_dns: whether a control-plane machine's address is in its cluster's API
- * endpoint record (the MaasCluster's status.network.dnsName), read from MAAS. Asking also
+ * endpoint record (the MaasCluster's dns-record annotation, else status.network.dnsName),
+ * read from MAAS. Asking also
  * nudges the MaasCluster controller, which owns the record.
  */
 #include <stdlib.h>
@@ -15,9 +16,11 @@ static char *endpoint_fqdn(struct maasmachine_ctx *c)
         const char *infra = capi_ref_name(&c->p->capi, kube_object_json(c->cluster),
                                           "infrastructureRef", SCHEMA_GROUP, SCHEMA_KIND_CLUSTER);
         struct kube_object *mc = infra ? informer_get(c->p->maasclusters, c->ns, infra) : NULL;
-        const char *dns =
-                mc ? json_find_str(kube_object_json(mc), "status", "network", "dnsName", NULL)
-                   : NULL;
+        const cJSON *mcj = mc ? kube_object_json(mc) : NULL;
+        /* the annotation first: after a move the MaasCluster's status is empty */
+        const char *ann = json_find_str(mcj, "metadata", "annotations",
+                                        RECONCILER_ANNOTATION_DNS_RECORD, NULL);
+        const char *dns = ann ? ann : json_find_str(mcj, "status", "network", "dnsName", NULL);
         char *out = dns ? xstrdup(dns) : NULL;
 
         if (mc && c->p->cluster_ctl)

@@ -85,14 +85,37 @@ struct kube_object *reconciler_cluster_of(struct provider *p, const char *ns, co
         return informer_get(p->clusters, ns, name);
 }
 
-bool reconciler_paused(const cJSON *cluster, const cJSON *obj)
+const char *reconciler_pause_cause(const cJSON *cluster, const cJSON *obj)
 {
         if (cluster && capi_cluster_paused(cluster))
-                return true;
+                return "the Cluster's spec.paused is true";
         if (cluster &&
             json_find_str(cluster, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL))
-                return true;
-        return obj && json_find_str(obj, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL);
+                return "the Cluster carries the " SCHEMA_ANNOTATION_PAUSED " annotation";
+        if (obj && json_find_str(obj, "metadata", "annotations", SCHEMA_ANNOTATION_PAUSED, NULL))
+                return "the object carries the " SCHEMA_ANNOTATION_PAUSED " annotation";
+        return NULL;
+}
+
+bool reconciler_pause_condition(const struct reconciler_conditions *at,
+                                const cJSON *cluster,
+                                const cJSON *obj)
+{
+        const char *cause = reconciler_pause_cause(cluster, obj);
+
+        if (cause)
+                reconciler_cond(at, SCHEMA_COND_PAUSED, SCHEMA_CONDITION_TRUE, SCHEMA_REASON_PAUSED,
+                                "%s", cause);
+        else
+                reconciler_cond(at, SCHEMA_COND_PAUSED, SCHEMA_CONDITION_FALSE,
+                                SCHEMA_REASON_NOT_PAUSED, NULL);
+        return cause != NULL;
+}
+
+bool reconciler_externally_managed(const cJSON *obj)
+{
+        return json_find(obj, "metadata", "annotations", SCHEMA_ANNOTATION_MANAGED_BY, NULL) !=
+               NULL;
 }
 
 bool reconciler_sleep(struct provider *p, uint64_t ms)

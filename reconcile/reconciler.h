@@ -41,6 +41,11 @@ struct metric_family;
 #define RECONCILER_ANNOTATION_FAILED_HOSTS    "maas.infrastructure.cluster.x-k8s.io/failed-machines"
 #define RECONCILER_ANNOTATION_DELETE_FOR_MOVE "clusterctl.cluster.x-k8s.io/delete-for-move"
 #define RECONCILER_CAPI_GROUP                 "cluster.x-k8s.io"
+/* On a MaasCluster: the FQDN of the MAAS DNS record capmaas created for the API endpoint.
+ * It says which record is ours (so a Cluster endpoint equal to it is not user-set) and is
+ * kept in metadata because clusterctl move copies metadata and spec, never status, and
+ * gives the object a new UID. */
+#define RECONCILER_ANNOTATION_DNS_RECORD      "maas.infrastructure.cluster.x-k8s.io/dns-record"
 
 /* A small string-keyed table (system id or ns/name → value). */
 struct reconciler_entry {
@@ -107,8 +112,13 @@ struct kube_object *reconciler_owner(struct provider *p,
                                      const char *kind);
 /* Cluster named by obj's cluster-name label in ns, or NULL. */
 struct kube_object *reconciler_cluster_of(struct provider *p, const char *ns, const cJSON *obj);
-/* Cluster.spec.paused or the paused annotation on either object. */
-bool reconciler_paused(const cJSON *cluster, const cJSON *obj);
+/* Why reconciling obj is paused (a message for the Paused condition), or NULL: the
+ * Cluster's spec.paused (either CAPI version), or the cluster.x-k8s.io/paused annotation
+ * on the Cluster or on obj (any value). Either may be NULL. */
+const char *reconciler_pause_cause(const cJSON *cluster, const cJSON *obj);
+/* obj carries cluster.x-k8s.io/managed-by (any value): another controller manages it and
+ * capmaas leaves it alone (kubernetes.md §4.1). */
+bool reconciler_externally_managed(const cJSON *obj);
 
 /* Sleeps ms in 50 ms slices; returns false as soon as the provider is stopping (at once when
  * it already is), true after the whole wait. */
@@ -137,6 +147,11 @@ void reconciler_cond(const struct reconciler_conditions *at,
                      const char *reason,
                      const char *fmt,
                      ...) PRINTF_LIKE(5, 6);
+/* Sets the v1beta2 Paused condition: True (reason Paused, the cause as message) when
+ * reconciler_pause_cause says so, else False (reason NotPaused). Returns whether paused. */
+bool reconciler_pause_condition(const struct reconciler_conditions *at,
+                                const cJSON *cluster,
+                                const cJSON *obj);
 /* Queues an event about obj; nothing when the provider has no recorder. */
 void reconciler_event(struct provider *p,
                       const cJSON *obj,

@@ -309,6 +309,16 @@ void wait_event(const char *reason)
         fail_msg("no %s event", reason);
 }
 
+const char *mm_external_ip(const cJSON *mm)
+{
+        const cJSON *a;
+
+        cJSON_ArrayForEach (a, json_at(mm, "status.addresses"))
+                if (strcmp(OR(json_at_str(a, "type"), ""), "ExternalIP") == 0)
+                        return json_at_str(a, "address");
+        return NULL;
+}
+
 bool record_has(const char *fqdn, const char *ip)
 {
         cJSON *st = maassim_call(&RF.sim, "GET", "state", NULL);

@@ -84,6 +84,8 @@ int maas_count_requests(const char *needle);
 /* Events in the test namespace with this reason. */
 int events_with(const char *reason);
 void wait_event(const char *reason);
+/* The first ExternalIP in a MaasMachine's status.addresses (borrowed), or NULL. */
+const char *mm_external_ip(const cJSON *mm);
 /* The DNS record fqdn exists (and holds ip unless ip is NULL). */
 bool record_has(const char *fqdn, const char *ip);
 int n_records(void);

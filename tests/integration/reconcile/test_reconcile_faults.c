@@ -69,8 +69,8 @@ static void test_machine__power_policy_and_record_kept(void **state)
 
         (void)state;
         mm = cl_wait(&KUBE_RES_MAASMACHINES, "cp1", pred_cond_reason, attached);
-        ip = xstrdup(
-                json_at_str(cJSON_GetArrayItem(json_at(mm, "status.addresses"), 1), "address"));
+        assert_non_null(mm_external_ip(mm));
+        ip = xstrdup(mm_external_ip(mm));
         cJSON_Delete(mm);
         /* MAAS believes it is off, the BMC cannot confirm */
         snprintf(body, sizeof(body), "{\"bmc_unknown\":[\"%s\"],\"power_off\":[\"%s\"]}", sid, sid);

@@ -15,39 +15,54 @@
 struct objects {
         bool finalizer, deleting, paused, user_endpoint, api_down;
         const char *dns_name;    /* status.network.dnsName already persisted */
+        const char *record;      /* the dns-record annotation, or NULL */
+        const char *uid;         /* metadata.uid; NULL = uid-mc1 (a moved object has another) */
+        const char *endpoint;    /* the Cluster's spec.controlPlaneEndpoint.host, or NULL */
+        bool delete_for_move;    /* clusterctl's annotation */
+        bool managed_by;         /* cluster.x-k8s.io/managed-by */
         unsigned control_planes; /* healthy control planes 10.0.0.1, .2 ... */
         bool worker;             /* plus a worker machine 10.0.0.9 */
         /* the reference's MaasCluster without its status (after clusterctl move): the
          * endpoint host, on it and on the Cluster, is its record's name */
         bool reference_no_status;
+        bool unreported; /* the machines hold MAAS machines but have no status (moved) */
 };
 
-static void put_machine(struct world *w, const char *name, const char *ip, bool cp)
+static void put_machine(struct world *w, const char *name, const char *ip, bool cp, bool unreported)
 {
-        char url[256];
+        char url[256], status[256];
 
         (void)snprintf(url, sizeof(url), INFRA_API "/maasmachines/%s", name);
+        (void)snprintf(status, sizeof(status),
+                       ",\"status\":{\"machineState\":\"Deployed\",\"machinePowered\":true,"
+                       "\"addresses\":[{\"type\":\"ExternalIP\",\"address\":\"%s\"}]}",
+                       ip);
         world_put(w, w->p->maasmachines, url,
                   test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
                             "\"kind\":\"MaasMachine\",\"metadata\":{\"name\":\"%s\","
                             "\"namespace\":\"" NS "\",\"labels\":{\"cluster.x-k8s.io/"
-                            "cluster-name\":\"c1\"%s}},\"spec\":{},\"status\":{\"machineState\":"
-                            "\"Deployed\",\"machinePowered\":true,\"addresses\":[{\"type\":"
-                            "\"ExternalIP\",\"address\":\"%s\"}]}}",
-                            name, cp ? ",\"cluster.x-k8s.io/control-plane\":\"\"" : "", ip));
+                            "cluster-name\":\"c1\"%s}},\"spec\":{\"systemID\":\"sys-%s\"}%s}",
+                            name, cp ? ",\"cluster.x-k8s.io/control-plane\":\"\"" : "", name,
+                            unreported ? "" : status));
 }
 
 static void put_objects(struct world *w, const struct objects *o)
 {
-        char status[256] = "";
+        char status[256] = "", annotations[512];
 
         world_put(w, w->p->clusters, CLUSTER_URL,
                   world_cluster(&(struct world_cluster){
                           .paused = o->paused,
                           .endpoint_host = o->user_endpoint         ? "api.example.com"
                                            : o->reference_no_status ? DNS_NAME
-                                                                    : NULL,
+                                                                    : o->endpoint,
                           .api_port = 6443 }));
+        (void)snprintf(annotations, sizeof(annotations), "{\"note\":\"x\"%s%s%s%s%s}",
+                       o->record ? ",\"" RECONCILER_ANNOTATION_DNS_RECORD "\":\"" : "",
+                       o->record ? o->record : "", o->record ? "\"" : "",
+                       o->delete_for_move ? ",\"" RECONCILER_ANNOTATION_DELETE_FOR_MOVE "\":\"\""
+                                          : "",
+                       o->managed_by ? ",\"" SCHEMA_ANNOTATION_MANAGED_BY "\":\"someone\"" : "");
         if (o->dns_name)
                 (void)snprintf(status, sizeof(status),
                                ",\"status\":{\"network\":{\"dnsName\":"
@@ -56,12 +71,14 @@ static void put_objects(struct world *w, const struct objects *o)
         world_put(w, w->p->maasclusters, MC_URL,
                   test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
                             "\"kind\":\"MaasCluster\",\"metadata\":{\"name\":\"c1\","
-                            "\"namespace\":\"" NS "\",\"uid\":\"uid-mc1\",\"generation\":1,"
+                            "\"namespace\":\"" NS "\",\"uid\":\"%s\",\"generation\":1,"
                             "\"labels\":{\"cluster.x-k8s.io/cluster-name\":\"c1\"},"
+                            "\"annotations\":%s,"
                             "\"finalizers\":[%s]%s,\"ownerReferences\":[{\"apiVersion\":"
                             "\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\",\"name\":\"c1\","
                             "\"uid\":\"uid-c1\"}]},\"spec\":{\"dnsDomain\":\"maas\","
                             "\"failureDomains\":[\"az1\",\"az2\"]%s}%s}",
+                            o->uid ? o->uid : "uid-mc1", annotations,
                             o->finalizer || o->deleting ? "\"" SCHEMA_FINALIZER_CLUSTER "\"" : "",
                             o->deleting ? ",\"deletionTimestamp\":\"2023-11-14T22:13:00Z\"" : "",
                             o->reference_no_status
@@ -74,10 +91,10 @@ static void put_objects(struct world *w, const struct objects *o)
 
                 (void)snprintf(name, sizeof(name), "cp%u", i + 1);
                 (void)snprintf(ip, sizeof(ip), "10.0.0.%u", i + 1);
-                put_machine(w, name, ip, true);
+                put_machine(w, name, ip, true, o->unreported);
         }
         if (o->worker)
-                put_machine(w, "w1", "10.0.0.9", false);
+                put_machine(w, "w1", "10.0.0.9", false, o->unreported);
         world_put_kubeconfig(w, "c1");
         if (o->api_down)
                 w->kube.refuse = WORKLOAD;
@@ -90,6 +107,12 @@ static void put_objects(struct world *w, const struct objects *o)
 static const cJSON *mc(struct world *w)
 {
         return world_get(w, MC_URL);
+}
+
+static const char *record_annotation(struct world *w)
+{
+        return json_find_str(mc(w), "metadata", "annotations", RECONCILER_ANNOTATION_DNS_RECORD,
+                             NULL);
 }
 
 static void no_record(struct world *w)
@@ -138,6 +161,8 @@ static void check_name_first(struct world *w)
         assert_int_equal(strlen(name), strlen("c1-a1b2c3.maas"));
         assert_int_equal(sscanf(name, "c1-%6x.%31s", &hex, rest), 2);
         assert_string_equal(rest, "maas");
+        assert_non_null(record_annotation(w)); /* where clusterctl move copies it */
+        assert_string_equal(record_annotation(w), name);
         assert_int_equal(w->maas.n_reqs, 0); /* no record yet */
         assert_int_equal(w->res.outcome, RECONCILE_REQUEUE_AFTER);
         assert_string_equal(condition(mc(w), SCHEMA_COND_LOAD_BALANCER_READY, "reason"),
@@ -155,6 +180,8 @@ static void stale_cache(struct world *w)
         (void)snprintf(first_name, sizeof(first_name), "%s",
                        json_at_str(mc(w), "status.network.dnsName"));
         cJSON_DeleteItemFromObjectCaseSensitive(stale, "status");
+        cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItem(stale, "metadata"),
+                                                "annotations");
         assert_int_equal(informer_feed_event(w->p->maasclusters, KUBE_WATCH_MODIFIED, stale), 0);
 }
 
@@ -163,6 +190,7 @@ static void check_same_name(struct world *w)
         assert_int_equal(w->rc, 0);
         assert_true(first_name[0] != '\0');
         assert_string_equal(json_at_str(mc(w), "status.network.dnsName"), first_name);
+        assert_string_equal(record_annotation(w), first_name);
         assert_int_equal(requests(&w->maas, "POST", "dnsresources/", ""), 0);
 }
 
@@ -183,6 +211,9 @@ static void check_record_created(struct world *w)
                             SCHEMA_CONDITION_TRUE);
         assert_string_equal(condition(mc(w), SCHEMA_COND_READY, "status"), SCHEMA_CONDITION_TRUE);
         assert_string_equal(json_at_str(mc(w), "status.failureDomains.1.name"), "az2");
+        assert_string_equal(condition(mc(w), SCHEMA_COND_PAUSED, "status"), SCHEMA_CONDITION_FALSE);
+        assert_string_equal(condition(mc(w), SCHEMA_COND_PAUSED, "reason"),
+                            SCHEMA_REASON_NOT_PAUSED);
 }
 
 static void check_record_updated(struct world *w)
@@ -262,7 +293,99 @@ static void check_paused(struct world *w)
         assert_int_equal(w->rc, 0);
         assert_int_equal(w->maas.n_reqs, 0);
         assert_string_equal(condition(mc(w), SCHEMA_COND_PAUSED, "status"), SCHEMA_CONDITION_TRUE);
+        assert_string_equal(condition(mc(w), SCHEMA_COND_PAUSED, "reason"), SCHEMA_REASON_PAUSED);
         assert_null(json_at(mc(w), "spec.controlPlaneEndpoint"));
+}
+
+/* clusterctl move deletes the source with delete-for-move: the record stays in MAAS with
+ * its addresses (the target owns it now), only the finalizer goes, and the MaasMachines
+ * left are not waited for */
+static void check_kept_for_move(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "DELETE", "dnsresources/", NULL), 0);
+        assert_int_equal(writes(&w->maas), 0);
+        assert_null(mc(w)); /* finalizer removed */
+}
+
+/* a paused delete does nothing (no MAAS call, finalizer kept) until the Cluster is unpaused */
+static void paused_delete_between(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(w->maas.n_reqs, 0);
+        assert_non_null(mc(w));
+        assert_true(has_finalizer(mc(w), SCHEMA_FINALIZER_CLUSTER));
+        assert_string_equal(condition(mc(w), SCHEMA_COND_PAUSED, "status"), SCHEMA_CONDITION_TRUE);
+        world_put(w, w->p->clusters, CLUSTER_URL,
+                  world_cluster(&(struct world_cluster){ .api_port = 6443 }));
+}
+
+static void check_deleted_after_unpause(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "DELETE", "dnsresources/5/", NULL), 1);
+        assert_null(mc(w));
+}
+
+/* cluster.x-k8s.io/managed-by: another controller's; nothing read, nothing written */
+static void check_managed_by(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(w->maas.n_reqs, 0);
+        assert_int_equal(writes(&w->kube), 0);
+        assert_false(has_finalizer(mc(w), SCHEMA_FINALIZER_CLUSTER));
+}
+
+/* after clusterctl move: a new UID, no status, the Cluster's endpoint is our record (copied
+ * with spec), the MaasMachines have not reported yet. The record is found by the annotated
+ * name and is ours (not a user-set endpoint): no create, no update that would drop an
+ * address, no delete; the endpoint and status are rebuilt from it */
+static void record_with_two(struct world *w)
+{
+        maas_route(&w->maas, "GET", "dnsresources/?fqdn=" DNS_NAME, 200,
+                   "[{\"id\":5,\"fqdn\":\"" DNS_NAME "\",\"address_ttl\":10,"
+                   "\"ip_addresses\":[{\"ip\":\"10.0.0.1\"},{\"ip\":\"10.0.0.2\"}]}]");
+        maas_route(&w->maas, "PUT", "dnsresources/5/", 200,
+                   "{\"id\":5,\"fqdn\":\"" DNS_NAME "\",\"address_ttl\":10,\"ip_addresses\":[]}");
+        maas_route(&w->maas, "POST", "dnsresources/", 200,
+                   "{\"id\":6,\"fqdn\":\"other\",\"address_ttl\":10,\"ip_addresses\":[]}");
+}
+
+static void check_adopted_after_move(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "GET", "dnsresources/?fqdn=" DNS_NAME, NULL), 1);
+        assert_int_equal(writes(&w->maas), 0); /* no create, no PUT, no delete */
+        assert_string_equal(json_at_str(mc(w), "status.network.dnsName"), DNS_NAME);
+        assert_string_equal(record_annotation(w), DNS_NAME);
+        assert_string_equal(json_at_str(mc(w), "spec.controlPlaneEndpoint.host"), DNS_NAME);
+        assert_string_equal(condition(mc(w), SCHEMA_COND_LOAD_BALANCER_READY, "status"),
+                            SCHEMA_CONDITION_TRUE);
+        assert_string_equal(condition(mc(w), SCHEMA_COND_LOAD_BALANCER_READY, "message"), "");
+        assert_true(cJSON_IsTrue(json_at(mc(w), "status.ready")));
+}
+
+/* a MaasCluster from before the annotation (name only in status): the annotation is written
+ * from that name and the same record is kept, no second one */
+static void check_migrated(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_string_equal(record_annotation(w), DNS_NAME);
+        assert_int_equal(requests(&w->maas, "POST", "dnsresources/", NULL), 0);
+        assert_string_equal(json_at_str(mc(w), "spec.controlPlaneEndpoint.host"), DNS_NAME);
+        assert_true(cJSON_IsTrue(json_at(mc(w), "status.ready")));
+}
+
+/* the record's name is the annotation's, whatever the UID: the same MaasCluster with a
+ * new UID (as after a move) still names the record it had */
+static void check_name_from_annotation(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_string_equal(json_at_str(mc(w), "status.network.dnsName"), DNS_NAME);
+        assert_string_equal(record_annotation(w), DNS_NAME);
+        assert_int_equal(requests(&w->maas, "POST", "dnsresources/", NULL), 0);
+        assert_int_equal(
+                requests(&w->maas, "PUT", "dnsresources/5/", "ip_addresses=10.0.0.1 10.0.0.2"), 1);
 }
 
 static const struct row rows[] = {
@@ -315,6 +438,43 @@ static const struct row rows[] = {
                        .control_planes = 2 },
           .arrange = no_record,
           .check = check_paused },
+        { .name = "delete_for_move_keeps_record",
+          .objects = { .deleting = true,
+                       .delete_for_move = true,
+                       .record = DNS_NAME,
+                       .dns_name = DNS_NAME,
+                       .control_planes = 2 },
+          .arrange = record_with_one,
+          .check = check_kept_for_move },
+        { .name = "paused_delete_waits_until_unpaused",
+          .objects = { .deleting = true, .paused = true, .record = DNS_NAME, .dns_name = DNS_NAME },
+          .arrange = record_with_one,
+          .between = paused_delete_between,
+          .check = check_deleted_after_unpause },
+        { .name = "managed_by_left_alone",
+          .objects = { .managed_by = true, .control_planes = 1 },
+          .arrange = no_record,
+          .check = check_managed_by },
+        { .name = "empty_status_after_move_adopts_record",
+          .objects = { .finalizer = true,
+                       .record = DNS_NAME,
+                       .uid = "uid-moved",
+                       .endpoint = DNS_NAME,
+                       .control_planes = 2,
+                       .unreported = true },
+          .arrange = record_with_two,
+          .check = check_adopted_after_move },
+        { .name = "name_in_status_migrated_to_annotation",
+          .objects = { .finalizer = true, .dns_name = DNS_NAME, .control_planes = 1 },
+          .arrange = record_with_one,
+          .check = check_migrated },
+        { .name = "record_name_from_annotation_survives_uid_change",
+          .objects = { .finalizer = true,
+                       .record = DNS_NAME,
+                       .uid = "uid-moved",
+                       .control_planes = 2 },
+          .arrange = record_with_one,
+          .check = check_name_from_annotation },
 };
 
 static void run_row(void **state)

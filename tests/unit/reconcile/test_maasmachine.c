@@ -461,13 +461,20 @@ static void check_provider_id(struct world *w)
 
         assert_int_equal(w->rc, 0);
         assert_string_equal(json_at_str(mm(w), "spec.providerID"), "maas:///az1/abc123");
-        assert_int_equal(cJSON_GetArraySize(a), 3);
-        assert_string_equal(json_at_str(a, "0.type"), "Hostname");
-        assert_string_equal(json_at_str(a, "0.address"), "node-1");
-        assert_string_equal(json_at_str(a, "1.type"), "ExternalIP");
-        assert_string_equal(json_at_str(a, "1.address"), "10.0.0.5");
-        assert_string_equal(json_at_str(a, "2.type"), "InternalIP");
+        /* as the reference writes them: the FQDN twice, then each IP twice */
+        assert_int_equal(cJSON_GetArraySize(a), 4);
+        assert_string_equal(json_at_str(a, "0.type"), "ExternalDNS");
+        assert_string_equal(json_at_str(a, "0.address"), "node-1.maas");
+        assert_string_equal(json_at_str(a, "1.type"), "InternalDNS");
+        assert_string_equal(json_at_str(a, "1.address"), "node-1.maas");
+        assert_string_equal(json_at_str(a, "2.type"), "ExternalIP");
         assert_string_equal(json_at_str(a, "2.address"), "10.0.0.5");
+        assert_string_equal(json_at_str(a, "3.type"), "InternalIP");
+        assert_string_equal(json_at_str(a, "3.address"), "10.0.0.5");
+        assert_string_equal(json_at_str(mm(w), "status.failureDomain"), "az1");
+        assert_string_equal(condition(mm(w), SCHEMA_COND_PAUSED, "status"), SCHEMA_CONDITION_FALSE);
+        assert_string_equal(condition(mm(w), SCHEMA_COND_PAUSED, "reason"),
+                            SCHEMA_REASON_NOT_PAUSED);
         assert_string_equal(json_at_str(node, "spec.providerID"), "maas:///az1/abc123");
         assert_string_equal(
                 json_find_str(node, "metadata", "labels", "topology.kubernetes.io/zone", NULL),
@@ -540,12 +547,61 @@ static void check_kept_for_move(struct world *w)
         assert_null(mm(w));
 }
 
-/* pause: nothing read from or written to MAAS, nothing written to the MaasMachine */
+/* paused as clusterctl move leaves it: nothing asked of MAAS, the finalizer is clusterctl's
+ * to remove */
+static void check_kept_for_move_paused(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(w->maas.n_reqs, 0);
+        assert_true(has_finalizer(mm(w), SCHEMA_FINALIZER_MACHINE));
+}
+
+/* pause: nothing read from or written to MAAS; the MaasMachine says Paused (one status
+ * write, and none by the second pass) and is otherwise untouched */
 static void check_paused(struct world *w)
 {
         assert_int_equal(w->rc, 0);
         assert_int_equal(w->maas.n_reqs, 0);
-        assert_int_equal(writes(&w->kube), 0);
+        assert_int_equal(writes(&w->kube), 1);
+        assert_int_equal(requests(&w->kube, "PATCH", MM_URL "/status", NULL), 1);
+        assert_string_equal(condition(mm(w), SCHEMA_COND_PAUSED, "status"), SCHEMA_CONDITION_TRUE);
+        assert_string_equal(condition(mm(w), SCHEMA_COND_PAUSED, "reason"), SCHEMA_REASON_PAUSED);
+        assert_null(json_at(mm(w), "status.machineState"));
+}
+
+/* a paused delete (clusterctl move pauses first) releases nothing and keeps the finalizer;
+ * unpaused, the delete goes on */
+static void paused_delete_between(struct world *w, unsigned pass)
+{
+        (void)pass;
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(w->maas.n_reqs, 0);
+        assert_non_null(mm(w));
+        assert_true(has_finalizer(mm(w), SCHEMA_FINALIZER_MACHINE));
+        assert_string_equal(condition(mm(w), SCHEMA_COND_PAUSED, "status"), SCHEMA_CONDITION_TRUE);
+        world_put(w, w->p->clusters, CLUSTER_URL, world_cluster(&(struct world_cluster){ 0 }));
+}
+
+static void check_released_after_unpause(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "POST", "machines/abc123/?op=release", NULL), 1);
+        assert_null(mm(w));
+}
+
+/* after clusterctl move: the MaasMachine comes with spec (systemID, providerID) and the
+ * finalizer but no status, and the MAAS machine is stamped with the source's UID. It is
+ * found by its system ID: no allocate, deploy or release; status is rebuilt from MAAS */
+static void check_adopted_after_move(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "GET", "machines/abc123/", NULL), 1);
+        assert_int_equal(writes(&w->maas), 0);
+        assert_string_equal(json_at_str(mm(w), "spec.providerID"), "maas:///az1/abc123");
+        assert_ready(w, true);
+        assert_string_equal(json_at_str(mm(w), "status.machineState"), "Deployed");
+        assert_string_equal(json_at_str(mm(w), "status.addresses.2.address"), "10.0.0.5");
+        assert_string_equal(json_at_str(mm(w), "status.failureDomain"), "az1");
 }
 
 static const struct row rows[] = {
@@ -653,11 +709,33 @@ static const struct row rows[] = {
         { .name = "paused_cluster_nothing_written",
           .objects = { .paused_cluster = true, .system_id = "abc123" },
           .arrange = arrange_off,
+          .passes = 2,
           .check = check_paused },
         { .name = "paused_maasmachine_nothing_written",
           .objects = { .paused_machine = true, .finalizer = true },
           .arrange = maas_allocates,
+          .passes = 2,
           .check = check_paused },
+        { .name = "paused_delete_releases_nothing_until_unpaused",
+          .objects = { .deleting = true,
+                       .paused_cluster = true,
+                       .system_id = "abc123",
+                       .steady = true },
+          .arrange = arrange_deployed,
+          .passes = 2,
+          .between = paused_delete_between,
+          .check = check_released_after_unpause },
+        { .name = "paused_delete_for_move_releases_nothing",
+          .objects = { .deleting = true,
+                       .paused_cluster = true,
+                       .delete_for_move = true,
+                       .system_id = "abc123" },
+          .arrange = arrange_deployed,
+          .check = check_kept_for_move_paused },
+        { .name = "empty_status_after_move_adopts_by_system_id",
+          .objects = { .finalizer = true, .system_id = "abc123" },
+          .arrange = arrange_deployed,
+          .check = check_adopted_after_move },
 };
 
 static void run_row(void **state)

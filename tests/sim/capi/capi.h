@@ -155,6 +155,9 @@ void capi_add_finalizer(cJSON *obj, const char *f);
 void capi_remove_finalizer(cJSON *obj, const char *f);
 /* metadata.deletionTimestamp present. */
 bool capi_deleting(const cJSON *obj);
+/* The Cluster is paused (spec.paused, or the cluster.x-k8s.io/paused annotation): as CAPI's
+ * controllers, capi-sim then leaves it and everything of it alone (clusterctl move). */
+bool capi_paused(const cJSON *cluster);
 /* "<prefix>-<5 random lowercase alnum>" (malloc'd). */
 char *capi_random_name(struct capi *s, const char *prefix);
 /* Writes what changed between before and after (patch_helper); logs nothing. */

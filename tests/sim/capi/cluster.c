@@ -160,7 +160,9 @@ int capi_cluster_reconcile(struct capi_worker *w,
 
         if (!cl)
                 return 0;
-        if (capi_deleting(kube_object_json(cl)))
+        if (capi_paused(kube_object_json(cl)))
+                err = 0;
+        else if (capi_deleting(kube_object_json(cl)))
                 err = cluster_delete(w, cl, res);
         else
                 err = cluster_normal(w, cl);

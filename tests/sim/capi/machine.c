@@ -18,6 +18,7 @@
 
 #define LOGGER           "capi-sim"
 #define DELETE_POLL_MS   500
+#define PAUSE_POLL_MS    1000
 #define TEMPLATE_POLL_MS 1000
 
 struct mctx {
@@ -276,12 +277,22 @@ int capi_machine_reconcile(struct capi_worker *w,
                            struct reconcile_result *res)
 {
         struct kube_object *m = informer_get(w->s->machines, ns, name);
+        struct kube_object *cl = NULL;
         struct mctx c = { .w = w, .m = m, .ns = ns };
+        bool paused;
         int err;
 
         if (!m)
                 return 0;
         c.cluster = capi_cluster_of(kube_object_json(m));
+        cl = c.cluster ? informer_get(w->s->clusters, ns, c.cluster) : NULL;
+        paused = cl && capi_paused(kube_object_json(cl));
+        kube_object_unref(cl);
+        if (paused) { /* looked at again until unpaused (no Cluster → Machine watch) */
+                kube_object_unref(m);
+                *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, PAUSE_POLL_MS };
+                return 0;
+        }
         c.mm_name = json_find_str(kube_object_json(m), "spec", "infrastructureRef", "name", NULL);
         if (!c.mm_name) {
                 kube_object_unref(m);

@@ -279,7 +279,7 @@ int capi_owner_reconcile(struct capi_worker *w,
         c.owner = owner;
         c.cluster = capi_cluster_of(kube_object_json(owner));
         cl = c.cluster ? informer_get(w->s->clusters, ns, c.cluster) : NULL;
-        if (!cl || capi_deleting(kube_object_json(cl)))
+        if (!cl || capi_deleting(kube_object_json(cl)) || capi_paused(kube_object_json(cl)))
                 goto out;
         err = reconcile_replicas(&c, cl, res);
 out:

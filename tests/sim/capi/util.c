@@ -168,6 +168,12 @@ bool capi_deleting(const cJSON *obj)
         return json_find_str(obj, "metadata", "deletionTimestamp", NULL) != NULL;
 }
 
+bool capi_paused(const cJSON *cluster)
+{
+        return cJSON_IsTrue(json_find(cluster, "spec", "paused", NULL)) ||
+               json_find(cluster, "metadata", "annotations", "cluster.x-k8s.io/paused", NULL);
+}
+
 char *capi_random_name(struct capi *s, const char *prefix)
 {
         static const char alnum[] = "abcdefghijklmnopqrstuvwxyz0123456789";

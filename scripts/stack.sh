@@ -13,6 +13,8 @@
 #   stack_kubectl ARGS...    kubectl against the management kube-sim
 #   stack_maas METHOD PATH   curl against maas-sim's /_sim/ admin API
 #   stack_capmaas_start      (re)starts capmaas (the chaos test kills it)
+#   stack_up_target DIR      a second management cluster (kube-sim, capmaas, capi-sim) on
+#                            the same MAAS and workload API: the target of a move
 #   stack_down               stops everything, newest first
 #
 # Inputs (environment): BUILD (build dir with capmaas and the sims), SRC (source dir),
@@ -335,6 +337,42 @@ stack_up() {
   stack_start_sim capi-sim --port 0 --kubeconfig "$STACK_KUBECONFIG" \
     --workload-kubeconfig "$STACK_WORKLOAD_KUBECONFIG" \
     --capi-contract "${STACK_CAPI_CONTRACT:-v1beta2}" || return 1
+}
+
+# stack_up_target DIR: a second management cluster, the target of a clusterctl move: its own
+# kube-sim (the webhook Service routed to its own capmaas), the provider installed from the
+# same release, its own capmaas and capi-sim, sharing the first stack's maas-sim and
+# workload kube-sim. Call after stack_up. Sets TARGET_DIR, TARGET_KUBECONFIG,
+# TARGET_CAPMAAS_PID; the STACK_* variables keep describing the first stack, and
+# stack_down stops both.
+stack_up_target() {
+  local dir=$STACK_DIR kc=$STACK_KUBECONFIG wh=$STACK_WEBHOOK_PORT hp=$STACK_HEALTH_PORT
+  local mp=$STACK_METRICS_PORT pid=$STACK_CAPMAAS_PID rc=1
+  STACK_DIR=$1
+  mkdir -p "$STACK_DIR" && rm -f "$STACK_DIR"/*.out "$STACK_DIR"/*.log
+  if bash "$SRC/certs/gen-dev-certs.sh" "$STACK_DIR/certs" >/dev/null 2>&1; then
+    STACK_WEBHOOK_PORT=$(stack_free_port)
+    STACK_HEALTH_PORT=$(stack_free_port)
+    STACK_METRICS_PORT=$(stack_free_port)
+    STACK_KUBECONFIG=$STACK_DIR/mgmt/kubeconfig
+    stack_start_sim kube-sim --port 0 --dir "$STACK_DIR/mgmt" \
+      --service-override "$STACK_WEBHOOK_SERVICE=127.0.0.1:$STACK_WEBHOOK_PORT" &&
+      stack_install && stack_capmaas_start &&
+      stack_start_sim capi-sim --port 0 --kubeconfig "$STACK_KUBECONFIG" \
+        --workload-kubeconfig "$STACK_WORKLOAD_KUBECONFIG" \
+        --capi-contract "${STACK_CAPI_CONTRACT:-v1beta2}" && rc=0
+  else
+    echo "stack: cannot make certificates" >&2
+  fi
+  # shellcheck disable=SC2034 # outputs for the scripts sourcing this file
+  TARGET_DIR=$STACK_DIR
+  # shellcheck disable=SC2034
+  TARGET_KUBECONFIG=$STACK_KUBECONFIG
+  # shellcheck disable=SC2034
+  TARGET_CAPMAAS_PID=$STACK_CAPMAAS_PID
+  STACK_DIR=$dir STACK_KUBECONFIG=$kc STACK_WEBHOOK_PORT=$wh STACK_HEALTH_PORT=$hp
+  STACK_METRICS_PORT=$mp STACK_CAPMAAS_PID=$pid
+  return $rc
 }
 
 stack_down() {

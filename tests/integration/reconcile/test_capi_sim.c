@@ -629,6 +629,39 @@ static void test_capi_sim__restart_keeps_replica_counts(void **state)
         assert_int_equal(nodes_of(NULL), 4);
 }
 
+/* As CAPI's controllers, capi-sim leaves a paused Cluster alone (clusterctl move pauses the
+ * source and creates the target's copies paused): no owner reference on its MaasCluster, no
+ * Machine for its KCP or MachineDeployment; unpaused, both follow. */
+static void test_capi_sim__paused_cluster_is_left_alone(void **state)
+{
+        cJSON *mc;
+
+        (void)state;
+        cl_create(
+                &KUBE_RES_CLUSTERS,
+                test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
+                          "\"metadata\":{\"name\":\"c6\"},\"spec\":{\"paused\":true,"
+                          "\"controlPlaneRef\":{\"apiVersion\":\"controlplane.cluster.x-k8s.io/"
+                          "v1beta1\",\"kind\":\"KubeadmControlPlane\",\"name\":\"c6-cp\"},"
+                          "\"infrastructureRef\":{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/"
+                          "v1beta1\",\"kind\":\"MaasCluster\",\"name\":\"c6\"}}}"));
+        make_maascluster("c6");
+        make_kcp_md("c6", 1, 2);
+        provision_cluster("c6");
+        cl_sleep_ms(1000); /* a negative check: capi-sim had a second to act, and must not */
+        assert_int_equal(cl_count(&KUBE_RES_MACHINES, NULL), 0);
+        assert_int_equal(cl_count(&KUBE_RES_MAASMACHINES, NULL), 0);
+        mc = cl_get(&KUBE_RES_MAASCLUSTERS, "c6");
+        assert_null(json_at(mc, "metadata.ownerReferences"));
+        cJSON_Delete(mc);
+        cl_patch(&KUBE_RES_CLUSTERS, "c6", NULL, "{\"spec\":{\"paused\":false}}");
+        /* the first control plane (kubeadm's rule: the workers wait for it) */
+        cJSON_Delete(cl_wait_count(&KUBE_RES_MACHINES, SEL_CP, 1));
+        mc = cl_wait(&KUBE_RES_MAASCLUSTERS, "c6", pred_label, "cluster.x-k8s.io/cluster-name=c6");
+        assert_non_null(json_at(mc, "metadata.ownerReferences"));
+        cJSON_Delete(mc);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -641,6 +674,7 @@ int main(void)
                 cmocka_unit_test_setup(test_capi_sim__restart_keeps_replica_counts, setup),
                 cmocka_unit_test_setup(
                         test_capi_sim__objects_created_after_their_cluster_are_adopted, setup),
+                cmocka_unit_test_setup(test_capi_sim__paused_cluster_is_left_alone, setup),
         };
 
         return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -236,6 +236,7 @@ record_steady() { # every poll saw the same IPs
   [ "$n" -gt 10 ] && [ "$seen" = "$IPS|" ]
 }
 check "the endpoint record kept its IPs throughout the move" 0 'polls saw' -- record_steady
+echo "# record polled $(wc -l <"$KS_WORK/record.log") times from the pause to the target's Ready"
 check "capmaas on the target adopted every machine (3 in use in MAAS)" 0 '' -- in_use_is 3
 
 # --- the target owns the cluster ----------------------------------------------------------

@@ -112,6 +112,16 @@ check "unknown field pruned with --validate=false" 0 'b7 created' -- \
   K apply --validate=false -f "$(bad b7 '{image: u, foo: 1}')"
 check "pruned and defaulted" 0 '^\{"image":"u","minCPU":2\}$' -- K get mm b7 -o 'jsonpath={.spec}'
 check "delete it" 0 'b7" deleted' -- K delete mm b7
+# Ratcheting (kube-apiserver 1.30+): a value stored under an older schema is not validated
+# again by an update that leaves it as it is; a change of it is.
+check "an object valid under the schema" 0 'r1 created' -- K apply -f "$(bad r1 '{image: u, minCPU: 1}')"
+sed 's/minimum: 1, default: 2/minimum: 3, default: 3/' "$M/crd.yaml" >"$M/crd-tight.yaml"
+check "the schema tightens" 0 "$CRD configured" -- K apply -f "$M/crd-tight.yaml"
+check "an update that leaves the old value is admitted" 0 'r1 labeled' -- K label mm r1 team=a
+check "a change of it is validated" 1 'spec.minCPU in body should be greater than or equal to 3' -- \
+  K patch mm r1 --type=merge -p '{"spec":{"minCPU":2}}'
+check "the schema is restored" 0 "$CRD configured" -- K apply -f "$M/crd.yaml"
+check "delete the ratcheted object" 0 'r1" deleted' -- K delete mm r1
 check "apply a custom resource" 0 'maasmachine.infrastructure.cluster.x-k8s.io/mm-1 created' -- \
   K apply -f "$M/mm1.yaml"
 check "re-apply unchanged" 0 'mm-1 unchanged' -- K apply -f "$M/mm1.yaml"

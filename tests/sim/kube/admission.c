@@ -574,7 +574,7 @@ bool admission_run(
         /* Schema validation comes after the mutating webhooks (which may fill required
          * fields), before the validating ones; their patches are pruned and defaulted too. */
         if (ok && obj && w->t->res->crd)
-                ok = schema_apply(w->t->res, obj, "Ignore", resp);
+                ok = schema_apply(w->t->res, obj, old, "Ignore", resp);
         c.mutating = false;
         if (ok)
                 ok = run_list(&c, val, labels);

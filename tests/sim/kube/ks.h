@@ -344,9 +344,12 @@ void *watch_response(void *stream);
 
 /* ---- schema.c ---- */
 /* Prunes (or rejects unknown fields under fieldValidation=Strict), defaults and validates a
- * custom object; on failure fills a 400/422 and returns false. */
+ * custom object; on failure fills a 400/422 and returns false. old (NULL on CREATE) is the
+ * stored object of an UPDATE: what it already held unchanged is not validated again
+ * (ratcheting, as kube-apiserver 1.30+). */
 bool schema_apply(const struct kres *res,
                   cJSON *obj,
+                  const cJSON *old,
                   const char *field_validation,
                   struct kresp *resp);
 /* The decode half of schema_apply: prunes (or rejects unknown fields) and defaults, without

@@ -3,6 +3,12 @@
  * decoding error / warnings, per fieldValidation), defaulting, and the common validations
  * (type, required, enum, minimum/maximum, minLength/maxLength, pattern, minItems/maxItems),
  * answered with a 422 Invalid Status carrying causes. CEL rules are not evaluated.
+ *
+ * On UPDATE, validation ratchets as kube-apiserver does since 1.30 (CRDValidationRatcheting):
+ * a value equal to the old object's value at the same place is not validated again, so an
+ * object stored under an older CRD can still be updated where it did not change. Values are
+ * correlated by object member, and list entries by the x-kubernetes-list-map-keys of a
+ * list-type map (other lists are not correlated: a changed atomic list is validated whole).
  */
 #include <math.h>
 #include <regex.h>
@@ -238,11 +244,46 @@ static void check_array(const cJSON *v, const cJSON *schema, const char *path, s
                       mx->valuedouble);
 }
 
-static void validate(
-        const cJSON *v, const cJSON *schema, const char *path, struct sctx *s, int depth);
+static void validate(const cJSON *v,
+                     const cJSON *old,
+                     const cJSON *schema,
+                     const char *path,
+                     struct sctx *s,
+                     int depth);
 
-static void validate_children(
-        const cJSON *v, const cJSON *schema, const char *path, struct sctx *s, int depth)
+/* The entry of the old list that item continues: the one with the same values of the
+ * list-map keys, or NULL (also for lists that are not list-type maps). */
+static const cJSON *old_entry(const cJSON *item, const cJSON *old, const cJSON *schema)
+{
+        const cJSON *keys = cJSON_GetObjectItemCaseSensitive(schema, "x-kubernetes-list-map-keys");
+        const char *lt = ks_obj_str(schema, "x-kubernetes-list-type", NULL);
+        const cJSON *o, *k;
+
+        if (!cJSON_IsArray(old) || !cJSON_IsObject(item) || !lt || strcmp(lt, "map") != 0 ||
+            !cJSON_IsArray(keys))
+                return NULL;
+        cJSON_ArrayForEach (o, old) {
+                bool same = cJSON_IsObject(o);
+
+                cJSON_ArrayForEach (k, keys) {
+                        const char *key = cJSON_IsString(k) ? k->valuestring : "";
+
+                        same = same &&
+                               cJSON_Compare(cJSON_GetObjectItemCaseSensitive(o, key),
+                                             cJSON_GetObjectItemCaseSensitive(item, key), true);
+                }
+                if (same)
+                        return o;
+        }
+        return NULL;
+}
+
+static void validate_children(const cJSON *v,
+                              const cJSON *old,
+                              const cJSON *schema,
+                              const char *path,
+                              struct sctx *s,
+                              int depth)
 {
         const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
         const cJSON *items = cJSON_GetObjectItemCaseSensitive(schema, "items");
@@ -262,7 +303,11 @@ static void validate_children(
                         char *fp = join(path, it->string);
 
                         if (sub && !(depth == 0 && !strcmp(it->string, "metadata")))
-                                validate(it, sub, fp, s, depth + 1);
+                                validate(it,
+                                         cJSON_IsObject(old)
+                                                 ? cJSON_GetObjectItemCaseSensitive(old, it->string)
+                                                 : NULL,
+                                         sub, fp, s, depth + 1);
                         free(fp);
                 }
         }
@@ -270,7 +315,7 @@ static void validate_children(
                 cJSON_ArrayForEach (it, v) {
                         char *fp = xasprintf("%s[%d]", path, i++);
 
-                        validate(it, items, fp, s, depth + 1);
+                        validate(it, old_entry(it, old, schema), items, fp, s, depth + 1);
                         free(fp);
                 }
 }
@@ -290,13 +335,19 @@ static const char *json_type(const cJSON *v)
         return "null";
 }
 
-static void validate(
-        const cJSON *v, const cJSON *schema, const char *path, struct sctx *s, int depth)
+/* old: the value v continues in the old object (NULL on CREATE or when there is none); an
+ * unchanged value ratchets. */
+static void validate(const cJSON *v,
+                     const cJSON *old,
+                     const cJSON *schema,
+                     const char *path,
+                     struct sctx *s,
+                     int depth)
 {
         const char *type = ks_obj_str(schema, "type", NULL);
         char *val;
 
-        if (depth > 64)
+        if (depth > 64 || (old && cJSON_Compare(v, old, true)))
                 return;
         if (cJSON_IsNull(v) && flag(schema, "nullable"))
                 return;
@@ -312,7 +363,7 @@ static void validate(
         check_number(v, schema, path, s);
         check_string(v, schema, path, s);
         check_array(v, schema, path, s);
-        validate_children(v, schema, path, s, depth);
+        validate_children(v, old, schema, path, s, depth);
 }
 
 /* ---- driver ---- */
@@ -367,14 +418,36 @@ static bool unknown_fields(const cJSON *unknown, const char *fv, struct kresp *r
         return false;
 }
 
+/* A copy of old (NULL: NULL) pruned and defaulted by the current schema: the old object
+ * as kube-apiserver sees it, which prunes what it reads from etcd, so that a member the
+ * schema no longer describes does not count as changed. */
+static cJSON *pruned(const struct kres *res, const cJSON *old)
+{
+        struct sctx scratch;
+        cJSON *copy, *md;
+
+        if (!old)
+                return NULL;
+        scratch = (struct sctx){ cJSON_CreateArray(), cJSON_CreateArray() };
+        copy = cJSON_Duplicate(old, true);
+        md = cJSON_DetachItemFromObjectCaseSensitive(copy, "metadata");
+        walk(copy, res->schema, "", &scratch, 0);
+        if (md)
+                ks_obj_set(copy, "metadata", md);
+        cJSON_Delete(scratch.causes);
+        cJSON_Delete(scratch.unknown);
+        return copy;
+}
+
 static bool schema_run(const struct kres *res,
                        cJSON *obj,
+                       const cJSON *old,
                        const char *field_validation,
                        bool check,
                        struct kresp *resp)
 {
         struct sctx s = { cJSON_CreateArray(), cJSON_CreateArray() };
-        cJSON *md;
+        cJSON *md, *seen;
         bool ok = true;
 
         if (!cJSON_IsObject(res->schema))
@@ -386,7 +459,9 @@ static bool schema_run(const struct kres *res,
         ok = unknown_fields(s.unknown, field_validation, resp);
         if (!ok || !check)
                 goto out;
-        validate(obj, res->schema, "", &s, 0);
+        seen = pruned(res, old);
+        validate(obj, seen, res->schema, "", &s, 0);
+        cJSON_Delete(seen);
         if (cJSON_GetArraySize(s.causes) > 0) {
                 fail(res, obj, &s, resp);
                 ok = false;
@@ -399,10 +474,11 @@ out:
 
 bool schema_apply(const struct kres *res,
                   cJSON *obj,
+                  const cJSON *old,
                   const char *field_validation,
                   struct kresp *resp)
 {
-        return schema_run(res, obj, field_validation, true, resp);
+        return schema_run(res, obj, old, field_validation, true, resp);
 }
 
 bool schema_prune_default(const struct kres *res,
@@ -410,5 +486,5 @@ bool schema_prune_default(const struct kres *res,
                           const char *field_validation,
                           struct kresp *resp)
 {
-        return schema_run(res, obj, field_validation, false, resp);
+        return schema_run(res, obj, NULL, field_validation, false, resp);
 }

@@ -437,6 +437,7 @@ static void adopt_reference_record(struct maascluster_ctx *c)
                 return;
         if (!c->mc.status.network)
                 c->mc.status.network = xcalloc(1, sizeof(*c->mc.status.network));
+        free(c->mc.status.network->dns_name); /* "" names nothing */
         c->mc.status.network->dns_name = xstrdup(ep->host);
         c->mc.status.present = true;
         log_info(LOGGER, "adopting the reference provider's endpoint record",

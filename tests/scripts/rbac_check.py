@@ -8,7 +8,10 @@ infrastructure-components.yaml; ACCESS is kube-sim's GET /_sim/requests answer, 
 to the manager's ServiceAccount by the components' Roles and ClusterRoles, and every verb
 those roles grant must have been used at least once (not with --granted-only, for runs
 that exercise only part of the provider). Discovery URLs are granted to every
-authenticated user by the API server's system:discovery ClusterRole. Prints one line per finding and a
+authenticated user by the API server's system:discovery ClusterRole. A granted verb in
+SOMETIMES may go unused: the event recorder patches an event only when the same event
+repeats within its window, which a run may or may not produce (integration.kube_events
+proves the patch against kube-sim). Prints one line per finding and a
 summary; exit 1 on any finding.
 """
 import json
@@ -61,6 +64,10 @@ DISCOVERY = {"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz
              "verbs": ["get"]}
 
 
+# Granted verbs a correct run need not use: (verb, group, resource).
+SOMETIMES = {("patch", "", "events")}
+
+
 def main():
     args = sys.argv[1:]
     granted_only = bool(args) and args[0] == "--granted-only"
@@ -90,6 +97,8 @@ def main():
         for g, res in targets:
             for v in r.get("verbs", []):
                 granted += 1
+                if (v, g, res) in SOMETIMES:
+                    continue
                 if not any(matches(scope, {"apiGroups": [g], "resources": [res],
                                            "nonResourceURLs": [res], "verbs": [v]},
                                    cv, cg, cr, cns) for cv, cg, cr, cns, _ in calls):

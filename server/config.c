@@ -67,10 +67,21 @@ static int (*const cross_checks[])(const struct config *c, char **reterr) = {
         check_api_key,
 };
 
-static int validate(const struct config *c, char **reterr)
+/* --diagnostics-address defaults to :8443, except beside an explicit --metrics-bind-addr
+ * alone: the reference provider's Deployment passes that and runs kube-rbac-proxy on :8443
+ * in the same pod, so binding :8443 too would break it. */
+static void default_diagnostics(struct config *c)
+{
+        if (c->diagnostics_address)
+                return;
+        c->diagnostics_address = xstrdup(strcmp(c->metrics_bind_addr, "0") != 0 ? "0" : ":8443");
+}
+
+static int validate(struct config *c, char **reterr)
 {
         int r;
 
+        default_diagnostics(c);
         for (size_t i = 0; i < ARRAY_SIZE(cross_checks); i++) {
                 r = cross_checks[i](c, reterr);
                 if (r < 0)

@@ -48,6 +48,19 @@ const struct cfg_key config_keys[] = {
           .deny = SRC_FILE,
           .group = GROUP_GENERAL,
           .help = "YAML file of \"option-name: value\" pairs (size limit 1 MiB)." },
+        { .name = "feature-gates",
+          .type = CFG_CUSTOM,
+          .offset = OFF(feature_gates),
+          .set_custom = config_set_feature_gates,
+          .metavar = "KEY=BOOL,...",
+          .group = GROUP_GENERAL,
+          .help = "Cluster API feature gates, as CAPI providers take them: MachinePool, "
+                  "ClusterResourceSet, ClusterTopology, RuntimeSDK, "
+                  "KubeadmBootstrapFormatIgnition, MachineSetPreflightChecks, "
+                  "MachineWaitForVolumeDetachConsiderVolumeAttachments, PriorityQueue, "
+                  "ReconcilerRateLimiting, InPlaceUpdates, MachineTaintPropagation, AllAlpha, "
+                  "AllBeta. Recorded and logged; none changes what capmaas does. An unknown "
+                  "gate is an error." },
 
         /* Kubernetes */
         { .name = "kubeconfig",
@@ -263,7 +276,19 @@ const struct cfg_key config_keys[] = {
           .metavar = "VersionTLS12|VersionTLS13",
           .expect = "expected VersionTLS12 or VersionTLS13",
           .group = GROUP_WEBHOOK,
-          .help = "Lowest TLS version the webhook server accepts." },
+          .help = "Lowest TLS version the webhook server and the secure diagnostics server "
+                  "accept." },
+        { .name = "tls-cipher-suites",
+          .type = CFG_CUSTOM,
+          .offset = OFF(tls_cipher_suites),
+          .set_custom = config_set_tls_cipher_suites,
+          .metavar = "SUITE,...",
+          .group = GROUP_WEBHOOK,
+          .help = "Comma-separated Go/IANA cipher suite names (such as "
+                  "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256) for the webhook server and the "
+                  "secure diagnostics server; empty = GnuTLS's defaults. GnuTLS enables suites "
+                  "by their parts: the key exchanges, ciphers and MACs of the listed suites "
+                  "are allowed (for TLS 1.3, their AEAD ciphers). RC4 suites are refused." },
         { .name = "webhook-threads",
           .type = CFG_UINT,
           .offset = OFF(webhook_threads),
@@ -315,17 +340,41 @@ const struct cfg_key config_keys[] = {
           .group = GROUP_WEBHOOK,
           .help = "How long shutdown waits for in-flight requests and reconciles." },
 
+        /* Diagnostics */
+        { .name = "diagnostics-address",
+          .type = CFG_STRING,
+          .offset = OFF(diagnostics_address),
+          .check = check_addr,
+          .metavar = "HOST:PORT",
+          .expect = "expected HOST:PORT (such as :8443, 127.0.0.1:8443 or [::1]:8443), or 0 to "
+                    "disable",
+          .group = GROUP_DIAGNOSTICS,
+          .help = "Address of the diagnostics server: /metrics over HTTPS (the webhook "
+                  "certificate), for bearer tokens that TokenReview authenticates and "
+                  "SubjectAccessReview allows to get the non-resource URL /metrics; 0 disables "
+                  "it. Default :8443, or 0 when --metrics-bind-addr is given and this is not "
+                  "(the reference provider's manifests, whose kube-rbac-proxy holds :8443)." },
+        { .name = "insecure-diagnostics",
+          .type = CFG_BOOL,
+          .offset = OFF(insecure_diagnostics),
+          .def = "false",
+          .group = GROUP_DIAGNOSTICS,
+          .help = "Serve the diagnostics address over plain HTTP without authentication "
+                  "(local use only)." },
+
         /* Listeners */
         { .name = "metrics-bind-addr",
           .type = CFG_STRING,
           .offset = OFF(metrics_bind_addr),
-          .def = ":8080",
+          .def = "0",
           .check = check_addr,
           .metavar = "HOST:PORT",
           .expect = "expected HOST:PORT (such as :8080, 127.0.0.1:8080 or [::1]:8080), or 0 to "
                     "disable",
           .group = GROUP_LISTENERS,
-          .help = "Plain-HTTP address of the /metrics endpoint; 0 disables it." },
+          .help = "Deprecated (use --diagnostics-address): a plain-HTTP /metrics without "
+                  "authentication, as the reference provider serves it; 0 = none. Bind it to "
+                  "127.0.0.1 behind a proxy that authenticates." },
         { .name = "health-addr",
           .type = CFG_STRING,
           .offset = OFF(health_addr),
@@ -447,6 +496,7 @@ const char *const config_group_titles[GROUP_COUNT] = {
         [GROUP_LEADER] = "Leader election",
         [GROUP_CONTROLLERS] = "Controllers",
         [GROUP_WEBHOOK] = "Webhook server (HTTPS)",
+        [GROUP_DIAGNOSTICS] = "Diagnostics (metrics)",
         [GROUP_LISTENERS] = "Listeners (plain HTTP)",
         [GROUP_LOGGING] = "Logging",
         [GROUP_MAAS] = "MAAS",

@@ -4,6 +4,7 @@
  * configuration (server/config*.c). Single-threaded like config_load itself.
  *
  *   config_keys.c     the KEY TABLE, the string validators and the enum setters
+ *   config_lists.c    the list-valued options: feature gates and TLS cipher suites
  *   config_values.c   text -> field for every type, the "expected ..." texts, capped file reads
  *   config_sources.c  the defaults, the environment and the command line
  *   config_file.c     the YAML file
@@ -44,6 +45,7 @@ enum cfg_type {
         CFG_DOUBLE,
         CFG_ENUM,        /* converted by the row's set_enum */
         CFG_SECRET_FILE, /* the value is a path; the field receives the file's content */
+        CFG_CUSTOM,      /* converted by the row's set_custom, which may say why it refused */
         CFG_TYPE_COUNT,
 };
 
@@ -59,6 +61,7 @@ enum cfg_group {
         GROUP_LEADER,
         GROUP_CONTROLLERS,
         GROUP_WEBHOOK,
+        GROUP_DIAGNOSTICS,
         GROUP_LISTENERS,
         GROUP_LOGGING,
         GROUP_MAAS,
@@ -74,6 +77,9 @@ struct cfg_key {
         double dmin, dmax;            /* CFG_DOUBLE */
         bool (*check)(const char *s); /* CFG_STRING; NULL = anything */
         int (*set_enum)(const char *s, void *field); /* CFG_ENUM */
+        /* CFG_CUSTOM: CM_EINVAL, with *ret_why (malloc'd) naming the bad item or without
+         * it for "invalid value … expected <expect>" */
+        int (*set_custom)(const char *s, void *field, char **ret_why);
         const char *expect;      /* CFG_STRING with a check, CFG_ENUM: what is accepted */
         const char *metavar;     /* placeholder in --help; NULL = by type */
         const char *alias_env;   /* another variable, weaker than CAPMAAS_<NAME> */
@@ -147,6 +153,12 @@ MUST_CHECK int config_flags_apply(struct config *c,
 bool config_flags_want_exit(const struct flag_arg *flags, size_t n);
 /* --config, else $CAPMAAS_CONFIG; NULL when neither is set (or empty). */
 const char *config_file_path(const struct flag_arg *flags, size_t n, char *const envp[]);
+
+/* config_lists.c */
+/* --feature-gates: "Key=bool,…" merged into a struct feature_gates (later keys win). */
+int config_set_feature_gates(const char *s, void *field, char **ret_why);
+/* --tls-cipher-suites: a comma list of Go/IANA names into a struct tls_cipher_suites. */
+int config_set_tls_cipher_suites(const char *s, void *field, char **ret_why);
 
 /* config_file.c: applies the YAML file at path; errors name path:line:column. */
 MUST_CHECK int config_file_apply(struct config *c, const char *path, char **reterr);

@@ -187,6 +187,11 @@ static int set_enum(void *field, const struct cfg_key *k, const char *s, char **
         return k->set_enum(s, field);
 }
 
+static int set_custom(void *field, const struct cfg_key *k, const char *s, char **ret_why)
+{
+        return k->set_custom(s, field, ret_why);
+}
+
 static int set_secret_file(void *field, const struct cfg_key *k, const char *s, char **ret_why)
 {
         char **p = field;
@@ -310,6 +315,7 @@ static const struct {
         [CFG_DOUBLE] = { set_double, expect_double, "FLOAT" },
         [CFG_ENUM] = { set_enum, expect_text, "VALUE" },
         [CFG_SECRET_FILE] = { set_secret_file, expect_text, "FILE" },
+        [CFG_CUSTOM] = { set_custom, expect_text, "LIST" },
 };
 
 const char *config_type_metavar(enum cfg_type type)

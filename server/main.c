@@ -73,6 +73,19 @@ static int wait_for_signal(const sigset_t *set)
         return sig;
 }
 
+/* The feature gates given; none changes what capmaas does. */
+static void log_feature_gates(const struct config *cfg)
+{
+        char *gates;
+
+        if (!cfg->feature_gates.set)
+                return;
+        gates = config_feature_gates_format(&cfg->feature_gates);
+        log_info("setup", "feature gates recorded (capmaas has no gated behaviour)", "gates=%s",
+                 gates);
+        free(gates);
+}
+
 static int run(const struct config *cfg)
 {
         struct app app = { .cfg = cfg };
@@ -81,6 +94,7 @@ static int run(const struct config *cfg)
         bool lost;
         int sig;
 
+        log_feature_gates(cfg);
         sigemptyset(&set);
         sigaddset(&set, SIGTERM);
         sigaddset(&set, SIGINT);

@@ -27,6 +27,41 @@
 #include "http_server.h" /* enum tls_version */
 #include "log.h"
 
+/* Cluster API's feature gates (sigs.k8s.io/cluster-api/feature) and component-base's
+ * AllAlpha/AllBeta: accepted so that manifests written for CAPI providers start; capmaas
+ * records and logs them, and none changes its behaviour. */
+enum feature_gate {
+        FEATURE_MACHINE_POOL,
+        FEATURE_CLUSTER_RESOURCE_SET,
+        FEATURE_CLUSTER_TOPOLOGY,
+        FEATURE_RUNTIME_SDK,
+        FEATURE_KUBEADM_BOOTSTRAP_FORMAT_IGNITION,
+        FEATURE_MACHINE_SET_PREFLIGHT_CHECKS,
+        FEATURE_MACHINE_WAIT_FOR_VOLUME_DETACH_CONSIDER_VOLUME_ATTACHMENTS,
+        FEATURE_PRIORITY_QUEUE,
+        FEATURE_RECONCILER_RATE_LIMITING,
+        FEATURE_IN_PLACE_UPDATES,
+        FEATURE_MACHINE_TAINT_PROPAGATION,
+        FEATURE_ALL_ALPHA,
+        FEATURE_ALL_BETA,
+        FEATURE_GATE_COUNT,
+};
+
+/* The gates given (bit 1u << gate in set) and their values (same bit in enabled). */
+struct feature_gates {
+        uint32_t set;
+        uint32_t enabled;
+};
+
+#define TLS_CIPHER_SUITES_MAX 32
+
+/* --tls-cipher-suites: indexes into the cipher-suite table of config_lists.c, in the
+ * order given; n == 0 = GnuTLS's defaults. */
+struct tls_cipher_suites {
+        unsigned n;
+        uint8_t ids[TLS_CIPHER_SUITES_MAX];
+};
+
 enum release_erase {
         RELEASE_ERASE_NONE,  /* "none" (default) */
         RELEASE_ERASE_QUICK, /* "quick" */
@@ -69,17 +104,27 @@ struct config {
         char *webhook_cert_dir;  /* --webhook-cert-dir, /tmp/k8s-webhook-server/serving-certs */
         char *webhook_cert_name; /* --webhook-cert-name, tls.crt */
         char *webhook_key_name;  /* --webhook-key-name, tls.key */
-        enum tls_version tls_min_version;       /* --tls-min-version, VersionTLS12 */
-        unsigned webhook_threads;               /* --webhook-threads, 0 = one per usable CPU */
-        unsigned webhook_max_connections;       /* --webhook-max-connections, 1024 */
-        size_t webhook_connection_memory_limit; /* --webhook-connection-memory-limit, 16Ki */
-        size_t webhook_max_body_bytes;          /* --webhook-max-body-bytes, 8Mi */
+        enum tls_version tls_min_version;           /* --tls-min-version, VersionTLS12 */
+        struct tls_cipher_suites tls_cipher_suites; /* --tls-cipher-suites, "" = defaults */
+        unsigned webhook_threads;                   /* --webhook-threads, 0 = one per usable CPU */
+        unsigned webhook_max_connections;           /* --webhook-max-connections, 1024 */
+        size_t webhook_connection_memory_limit;     /* --webhook-connection-memory-limit, 16Ki */
+        size_t webhook_max_body_bytes;              /* --webhook-max-body-bytes, 8Mi */
         unsigned webhook_read_timeout_s; /* --webhook-read-timeout, 10s (whole seconds, >= 1) */
         uint64_t graceful_shutdown_timeout_ms; /* --graceful-shutdown-timeout, 30s */
 
+        /* Diagnostics: /metrics over HTTPS behind TokenReview and SubjectAccessReview, or
+         * plain HTTP without authentication with --insecure-diagnostics; "0" disables */
+        char *diagnostics_address; /* --diagnostics-address, :8443 ("0" when only
+                                      --metrics-bind-addr is given) */
+        bool insecure_diagnostics; /* --insecure-diagnostics, false */
+
         /* Plain-HTTP listeners; "0" disables */
-        char *metrics_bind_addr; /* --metrics-bind-addr, :8080 */
+        char *metrics_bind_addr; /* --metrics-bind-addr, 0 (deprecated: plain /metrics) */
         char *health_addr;       /* --health-addr, :9440 */
+
+        /* Cluster API */
+        struct feature_gates feature_gates; /* --feature-gates */
 
         /* Logging */
         int verbosity;                  /* -v, 0 */
@@ -107,3 +152,12 @@ MUST_CHECK int config_load(
 struct config *config_free(struct config *c);
 /* Writes the usage text: every option with its environment variable and default. */
 void config_print_help(FILE *out);
+/* The name of a feature gate ("MachinePool"). */
+const char *config_feature_gate_name(enum feature_gate g);
+/* The gates given, as "MachinePool=true,ClusterTopology=false" in table order ("" for
+ * none); the caller frees. */
+char *config_feature_gates_format(const struct feature_gates *g);
+/* The GnuTLS priority items that restrict the TLS 1.2 key exchanges, ciphers and MACs to
+ * those of the listed suites (":-KX-ALL:…:+AES-128-GCM:…"), to append to a priority
+ * string; NULL when no suite is listed. The caller frees. */
+char *config_tls_cipher_priorities(const struct tls_cipher_suites *s);

@@ -23,7 +23,7 @@
 
 /* ---- every option: its default, and the value config_test_opts sets ---- */
 
-enum field_type { STR, FLAG, U16, UINT, INT, U64, SIZE, REAL, ENUM };
+enum field_type { STR, FLAG, U16, UINT, INT, U64, SIZE, REAL, ENUM, GATES, SUITES };
 
 struct field_case {
         const char *name;
@@ -65,7 +65,12 @@ static const struct field_case fields[] = {
         { F(webhook_max_body_bytes, SIZE), NULL, NULL, 8 * 1024 * 1024, 2 * 1024 * 1024 },
         { F(webhook_read_timeout_s, UINT), NULL, NULL, 10, 30 },
         { F(graceful_shutdown_timeout_ms, U64), NULL, NULL, 30000, 60000 },
-        { F(metrics_bind_addr, STR), ":8080", "127.0.0.1:18080", 0, 0 },
+        { F(tls_cipher_suites, SUITES), NULL, NULL, 0, 2 },
+        { F(diagnostics_address, STR), ":8443", "127.0.0.1:18443", 0, 0 },
+        { F(insecure_diagnostics, FLAG), NULL, NULL, false, true },
+        { F(metrics_bind_addr, STR), "0", "127.0.0.1:18080", 0, 0 },
+        { F(feature_gates, GATES), NULL, NULL, 0,
+          (1u << FEATURE_MACHINE_POOL) | (1u << FEATURE_CLUSTER_TOPOLOGY) },
         { F(health_addr, STR), ":9440", "0", 0, 0 },
         { F(verbosity, INT), NULL, NULL, 0, 3 },
         { F(logging_format, ENUM), NULL, NULL, LOG_FORMAT_JSON, LOG_FORMAT_TEXT },
@@ -102,6 +107,10 @@ static double field_number(const struct config *c, const struct field_case *fc)
                 return *(const double *)p;
         case ENUM:
                 return *(const int *)p;
+        case GATES:
+                return ((const struct feature_gates *)(const void *)p)->set;
+        case SUITES:
+                return ((const struct tls_cipher_suites *)(const void *)p)->n;
         case STR:
                 break;
         }
@@ -510,6 +519,8 @@ static void expect_flag_errors(const struct flag_error *t, size_t n)
 
 static const struct flag_error flag_errors[] = {
         { { "--foo" }, "unknown flag --foo" },
+        { { "--no-such-flag" }, "unknown flag --no-such-flag" },
+        { { "--no-such-flag", "x" }, "unknown flag --no-such-flag" },
         { { "--foo=1" }, "unknown flag --foo" },
         { { "-x" }, "unknown flag -x" },
         { { "---webhook-port=1" }, "unknown flag ---webhook-port" },

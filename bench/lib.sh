@@ -52,7 +52,7 @@ start_capmaas() {
   # shellcheck disable=SC2086 # word splitting of CAPMAAS_BENCH_ARGS is the point
   "${server_cpu[@]}" "$bdir"/capmaas --webhooks-only --webhook-host 127.0.0.1 \
     --webhook-port "$1" --webhook-cert-dir "$work/certs" \
-    --health-addr 0 --metrics-bind-addr 0 ${CAPMAAS_BENCH_ARGS:-} 2>"$work/capmaas.log" &
+    --health-addr 0 --diagnostics-address 0 ${CAPMAAS_BENCH_ARGS:-} 2>"$work/capmaas.log" &
   capmaas_pid=$!
   pids+=("$capmaas_pid")
   for _ in $(seq 100); do grep -qs '"serving"' "$work/capmaas.log" && break; sleep 0.05; done

@@ -36,7 +36,7 @@ run() { # NAME PORT COMMAND...
 
 port=$(free_port)
 run capmaas "$port" "$bdir/capmaas" --webhooks-only --webhook-host 127.0.0.1 \
-  --webhook-port "$port" --webhook-cert-dir "$work/certs" --health-addr 0 --metrics-bind-addr 0
+  --webhook-port "$port" --webhook-cert-dir "$work/certs" --health-addr 0 --diagnostics-address 0
 run go "$port" "$work/go-webhook" -addr "127.0.0.1:$port" -cert "$work/certs/tls.crt" \
   -key "$work/certs/tls.key"
 
@@ -52,7 +52,7 @@ for _ in $(seq 100); do grep -qs '^listening on' "$work/maas.out" && break; slee
 MAAS_ENDPOINT=$(sed -n 's/^listening on //p' "$work/maas.out") MAAS_API_KEY=ck:tk:bench \
   run capmaas-controllers "$port" "$bdir/capmaas" --kubeconfig "$work/kube/kubeconfig" \
   --webhook-host 127.0.0.1 --webhook-port "$port" --webhook-cert-dir "$work/certs" \
-  --health-addr 0 --metrics-bind-addr 0
+  --health-addr 0 --diagnostics-address 0
 printf 'startup: capmaas_ms=%s go_ms=%s capmaas_controllers_ms=%s\n' \
   "$(median <"$work/capmaas.ms")" "$(median <"$work/go.ms")" \
   "$(median <"$work/capmaas-controllers.ms")"

@@ -67,7 +67,7 @@ mport=$(free_port)
 MAAS_ENDPOINT=$(sed -n 's/^listening on //p' "$work/maas-sim.out") MAAS_API_KEY=ck:tk:bench \
   "${server_cpu[@]}" "$bdir"/capmaas --webhooks-only --webhook-host 127.0.0.1 \
   --webhook-port "$mport" --webhook-cert-dir "$work/certs" \
-  --health-addr 0 --metrics-bind-addr 0 ${CAPMAAS_BENCH_ARGS:-} 2>"$work/capmaas-maas.log" &
+  --health-addr 0 --diagnostics-address 0 ${CAPMAAS_BENCH_ARGS:-} 2>"$work/capmaas-maas.log" &
 pids+=("$!")
 for _ in $(seq 100); do grep -qs 'MAAS inventory refreshed' "$work/capmaas-maas.log" && break; sleep 0.05; done
 grep -qs 'MAAS inventory refreshed' "$work/capmaas-maas.log" ||

@@ -347,6 +347,11 @@ bool http_request_query(const struct http_request *req, const char *name, const 
         return true;
 }
 
+const char *http_request_header(const struct http_request *req, const char *name)
+{
+        return req->conn ? MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name) : NULL;
+}
+
 struct query_collect {
         const char *name;
         const char **values;
@@ -402,11 +407,12 @@ static int resolve_host(const char *host,
         return CM_OK;
 }
 
-static const char *priorities_for(enum tls_version min)
+static char *priorities_for(enum tls_version min, const char *ciphers)
 {
-        if (min == TLS_VERSION_13)
-                return "NORMAL:-VERS-ALL:+VERS-TLS1.3";
-        return "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
+        return xasprintf("%s%s",
+                         min == TLS_VERSION_13 ? "NORMAL:-VERS-ALL:+VERS-TLS1.3"
+                                               : "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2",
+                         ciphers ? ciphers : "");
 }
 
 static unsigned server_flags(const struct http_server_opts *o, bool any_host)
@@ -450,7 +456,7 @@ static int start_daemon(struct http_server *s, const struct http_server_opts *o,
         if (threads > 1)
                 opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, threads, NULL };
         if (o->certs) {
-                s->priorities = xstrdup(priorities_for(o->tls_min));
+                s->priorities = priorities_for(o->tls_min, o->tls_ciphers);
                 opts[n++] =
                         (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, s->priorities };
         }

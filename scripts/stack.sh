@@ -91,7 +91,7 @@ stack_capmaas_start() {
   MAAS_ENDPOINT=$STACK_MAAS_ENDPOINT MAAS_API_KEY=$STACK_MAAS_API_KEY "$BUILD/capmaas" \
     --kubeconfig "$STACK_KUBECONFIG" --webhook-port "$STACK_WEBHOOK_PORT" \
     --webhook-host 127.0.0.1 --webhook-cert-dir "$STACK_DIR/certs" \
-    --health-addr "127.0.0.1:$STACK_HEALTH_PORT" --metrics-bind-addr "127.0.0.1:$STACK_METRICS_PORT" \
+    --health-addr "127.0.0.1:$STACK_HEALTH_PORT" --diagnostics-address "127.0.0.1:$STACK_METRICS_PORT" --insecure-diagnostics \
     --maas-inventory-interval 5s ${STACK_CAPMAAS_ARGS:-} \
     >>"$STACK_DIR/capmaas.out" 2>>"$STACK_DIR/capmaas.log" &
   STACK_CAPMAAS_PID=$!

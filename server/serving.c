@@ -1,15 +1,20 @@
 /*
- * serving: assembles the three listeners. The webhook server (HTTPS, one event loop per
- * usable CPU up to WEBHOOK_AUTO_THREADS_MAX) serves the admission routes with the
- * controller-runtime series on every request; health (the ping, webhook and MAAS inventory
- * checks) and metrics (the registry) are small plain-HTTP listeners, each disabled by the
- * address "0". Shutdown quiesces the webhook server first so requests in flight finish.
+ * serving: assembles the listeners. The webhook server (HTTPS, one event loop per usable
+ * CPU up to WEBHOOK_AUTO_THREADS_MAX) serves the admission routes with the
+ * controller-runtime series on every request. The diagnostics server serves /metrics over
+ * HTTPS with the webhook certificate, behind TokenReview and SubjectAccessReview
+ * (kube_authn), or over plain HTTP without authentication with --insecure-diagnostics; it
+ * has its own event loop, so a slow review never holds up a webhook. Health (the ping,
+ * webhook and MAAS inventory checks) and the deprecated --metrics-bind-addr are small
+ * plain-HTTP listeners. Each is disabled by the address "0". Shutdown quiesces the webhook
+ * server first so requests in flight finish.
  */
 #include "serving.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "certstore.h"
 #include "config.h"
@@ -17,6 +22,8 @@
 #include "err.h"
 #include "health.h"
 #include "http_server.h"
+#include "kube_authn.h"
+#include "kube_client.h"
 #include "log.h"
 #include "maas_inventory.h"
 #include "metrics.h"
@@ -29,6 +36,7 @@
 #include "xalloc.h"
 
 #define WEBHOOK_AUTO_THREADS_MAX 4u
+#define REVIEW_TIMEOUT_MS        5000u /* per TokenReview or SubjectAccessReview */
 
 struct serving {
         const struct config *cfg;         /* borrowed */
@@ -42,6 +50,12 @@ struct serving {
         struct http_server *webhook;      /* owned */
         struct http_server *health_srv;   /* owned */
         struct http_server *metrics_srv;  /* owned */
+        char *tls_ciphers;                /* owned; NULL = GnuTLS's suites */
+        struct kube_config kube;          /* owned; the secure diagnostics' API server */
+        struct kube_authn *authn;         /* owned; NULL unless diagnostics are secure */
+        struct metrics_secure diag_auth;  /* the secure /metrics route's user data */
+        struct router *diag_routes;       /* owned */
+        struct http_server *diag_srv;     /* owned */
         struct maas_inventory *inventory; /* borrowed; NULL when the MAAS checks are off */
         struct webhooks *hooks;           /* owned */
 };
@@ -104,6 +118,7 @@ int serving_new(const struct config *cfg, struct serving **ret, char **reterr)
         int r;
 
         s->cfg = cfg;
+        s->tls_ciphers = config_tls_cipher_priorities(&cfg->tls_cipher_suites);
         *ret = s;
         r = start_metrics(s, reterr);
         if (r == 0)
@@ -138,6 +153,7 @@ static int start_webhook_server(struct serving *s, char **reterr)
                 .port = cfg->webhook_port,
                 .certs = s->certs,
                 .tls_min = cfg->tls_min_version,
+                .tls_ciphers = s->tls_ciphers,
                 .threads = webhook_threads(cfg),
                 .max_connections = cfg->webhook_max_connections,
                 .connection_memory_limit = cfg->webhook_connection_memory_limit,
@@ -163,10 +179,12 @@ static int start_webhook_server(struct serving *s, char **reterr)
         return http_server_start(&opts, &s->webhook, reterr);
 }
 
-/* Starts a plain-HTTP listener on addr ("host:port", ":port"; "0" disables it). */
-static int start_plain(const char *name,
+/* Starts a one-thread listener on addr ("host:port", ":port"; "0" disables it): plain
+ * HTTP, or HTTPS when tls is given (its router is taken from routes). */
+static int start_small(const char *name,
                        const char *addr,
                        const struct router *routes,
+                       const struct http_server_opts *tls,
                        struct http_server **ret,
                        char **reterr)
 {
@@ -178,6 +196,11 @@ static int start_plain(const char *name,
         char *host = NULL;
         int r;
 
+        if (tls) {
+                opts.certs = tls->certs;
+                opts.tls_min = tls->tls_min;
+                opts.tls_ciphers = tls->tls_ciphers;
+        }
         if (strcmp(addr, "0") == 0)
                 return CM_OK;
         r = parse_host_port(addr, &host, &opts.port);
@@ -213,7 +236,8 @@ static int start_health(struct serving *s, char **reterr)
                 return r;
         }
         router_freeze(s->health_routes);
-        return start_plain("health", s->cfg->health_addr, s->health_routes, &s->health_srv, reterr);
+        return start_small("health", s->cfg->health_addr, s->health_routes, NULL, &s->health_srv,
+                           reterr);
 }
 
 static int start_metrics_server(struct serving *s, char **reterr)
@@ -228,8 +252,85 @@ static int start_metrics_server(struct serving *s, char **reterr)
                 return r;
         }
         router_freeze(s->metrics_routes);
-        return start_plain("metrics", s->cfg->metrics_bind_addr, s->metrics_routes, &s->metrics_srv,
-                           reterr);
+        if (strcmp(s->cfg->metrics_bind_addr, "0") != 0)
+                log_warn("setup",
+                         "--metrics-bind-addr is deprecated: /metrics is served there "
+                         "over plain HTTP without authentication; use --diagnostics-address",
+                         "addr=%s", s->cfg->metrics_bind_addr);
+        return start_small("metrics", s->cfg->metrics_bind_addr, s->metrics_routes, NULL,
+                           &s->metrics_srv, reterr);
+}
+
+static enum metrics_auth authorize(void *ud,
+                                   const char *token,
+                                   const char *verb,
+                                   const char *path,
+                                   char *user,
+                                   size_t user_size)
+{
+        switch (kube_authn_check(ud, token, verb, path, user, user_size)) {
+        case KUBE_AUTHN_ALLOWED:
+                return METRICS_AUTH_ALLOWED;
+        case KUBE_AUTHN_UNAUTHENTICATED:
+                return METRICS_AUTH_UNAUTHENTICATED;
+        case KUBE_AUTHN_DENIED:
+                return METRICS_AUTH_FORBIDDEN;
+        case KUBE_AUTHN_ERROR:
+                break;
+        }
+        return METRICS_AUTH_ERROR;
+}
+
+/* The secure diagnostics routes: /metrics behind the API server's reviews. */
+static int secure_routes(struct serving *s, char **reterr)
+{
+        char *why = NULL;
+        int r;
+
+        r = kube_config_load(s->cfg->kubeconfig, environ, &s->kube, &why);
+        if (r == 0)
+                r = kube_authn_new(&(struct kube_authn_opts){ .config = &s->kube,
+                                                              .timeout_ms = REVIEW_TIMEOUT_MS },
+                                   &s->authn);
+        if (r < 0) {
+                *reterr = xasprintf("diagnostics: the secure /metrics authenticates scrapers "
+                                    "with TokenReview and needs the Kubernetes API (%s); use "
+                                    "--insecure-diagnostics or --diagnostics-address=0",
+                                    why ? why : cm_strerror(r));
+                free(why);
+                return r;
+        }
+        s->diag_auth = (struct metrics_secure){ .m = s->metrics,
+                                                .authz = { .check = authorize, .ud = s->authn } };
+        r = router_new(&s->diag_routes);
+        if (r == 0)
+                r = metrics_endpoint_add_secure(s->diag_routes, &s->diag_auth);
+        if (r < 0)
+                *reterr = xasprintf("diagnostics routes: %s", cm_strerror(r));
+        return r;
+}
+
+/* --diagnostics-address: HTTPS with the webhook certificate and authorization, or plain
+ * HTTP with --insecure-diagnostics. */
+static int start_diagnostics(struct serving *s, char **reterr)
+{
+        const struct config *cfg = s->cfg;
+        struct http_server_opts tls = { .certs = s->certs,
+                                        .tls_min = cfg->tls_min_version,
+                                        .tls_ciphers = s->tls_ciphers };
+        int r;
+
+        if (strcmp(cfg->diagnostics_address, "0") == 0)
+                return CM_OK;
+        if (cfg->insecure_diagnostics)
+                return start_small("diagnostics", cfg->diagnostics_address, s->metrics_routes, NULL,
+                                   &s->diag_srv, reterr);
+        r = secure_routes(s, reterr);
+        if (r < 0)
+                return r;
+        router_freeze(s->diag_routes);
+        return start_small("diagnostics", cfg->diagnostics_address, s->diag_routes, &tls,
+                           &s->diag_srv, reterr);
 }
 
 static uint16_t port_of(struct http_server *srv)
@@ -247,12 +348,19 @@ int serving_start(struct serving *s, struct maas_inventory *inv, char **reterr)
                 r = start_health(s, reterr);
         if (r == 0)
                 r = start_metrics_server(s, reterr);
+        if (r == 0)
+                r = start_diagnostics(s, reterr);
         if (r < 0)
                 return r;
         log_info("setup", "serving",
-                 "webhook_port=%u webhook_threads=%u health_port=%u metrics_port=%u cert_dir=%s",
+                 "webhook_port=%u webhook_threads=%u health_port=%u metrics_port=%u "
+                 "diagnostics_port=%u diagnostics=%s cert_dir=%s",
                  port_of(s->webhook), webhook_threads(s->cfg), port_of(s->health_srv),
-                 port_of(s->metrics_srv), s->cfg->webhook_cert_dir);
+                 port_of(s->metrics_srv), port_of(s->diag_srv),
+                 !s->diag_srv                   ? "off"
+                 : s->cfg->insecure_diagnostics ? "insecure"
+                                                : "https",
+                 s->cfg->webhook_cert_dir);
         return CM_OK;
 }
 
@@ -269,6 +377,9 @@ void serving_stop(struct serving *s)
         }
         s->webhook = http_server_free(s->webhook);
         s->metrics_srv = http_server_free(s->metrics_srv);
+        s->diag_srv = http_server_free(s->diag_srv);
+        s->authn = kube_authn_free(s->authn);
+        kube_config_release(&s->kube);
         s->health_srv = http_server_free(s->health_srv);
         s->hooks = webhooks_free(s->hooks);
         s->inventory = NULL;
@@ -282,6 +393,10 @@ struct serving *serving_free(struct serving *s)
         s->webhook_routes = router_free(s->webhook_routes);
         s->health_routes = router_free(s->health_routes);
         s->metrics_routes = router_free(s->metrics_routes);
+        s->diag_routes = router_free(s->diag_routes);
+        s->authn = kube_authn_free(s->authn);
+        kube_config_release(&s->kube);
+        free(s->tls_ciphers);
         s->health = health_free(s->health);
         s->metrics = metrics_free(s->metrics);
         free(s);

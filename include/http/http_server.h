@@ -47,6 +47,8 @@ struct http_server_opts {
         uint16_t port;           /* 0 = pick a free port */
         struct certstore *certs; /* borrowed; NULL = plain HTTP */
         enum tls_version tls_min;
+        const char *tls_ciphers;              /* GnuTLS priority items appended to the version's
+                                                 (":-KX-ALL:+ECDHE-RSA:…"); NULL = NORMAL's suites */
         unsigned threads;                     /* 0 = 1 */
         unsigned max_connections;             /* 0 = 1024 */
         size_t connection_memory_limit;       /* 0 = 16 KiB */

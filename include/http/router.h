@@ -83,6 +83,9 @@ size_t http_request_query_all(const struct http_request *req,
                               const char *name,
                               const char **ret_values,
                               size_t max);
+/* The value of request header name (case-insensitive), or NULL; borrowed for the call.
+ * Implemented by the server. */
+const char *http_request_header(const struct http_request *req, const char *name);
 /* Fills resp with the plain-text error the server sends for status (404, 405, 413, 415, …). */
 void http_response_error(struct http_response *resp, unsigned status, const char *fmt, ...)
         PRINTF_LIKE(3, 4);

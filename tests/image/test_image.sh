@@ -178,7 +178,7 @@ install -o 65532 -g 65532 -m 0444 "$work/certs/tls.crt" "$root/certs/tls.crt"
 install -o 65532 -g 65532 -m 0400 "$work/certs/tls.key" "$root/certs/tls.key"
 log=$work/capmaas.log
 chroot --userspec=65532:65532 "$root" /capmaas --webhooks-only --webhook-host 127.0.0.1 \
-  --webhook-port 0 --health-addr 127.0.0.1:0 --metrics-bind-addr 0 \
+  --webhook-port 0 --health-addr 127.0.0.1:0 --diagnostics-address 0 \
   --webhook-cert-dir /certs 2>"$log" &
 pid=$!
 port_of() { sed -n 's/.*"webhook_port":"\([0-9]*\)".*/\1/p' "$log" | head -1; }

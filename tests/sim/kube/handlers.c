@@ -508,6 +508,8 @@ void handle_request(const struct kreq *r, struct kresp *resp)
                 no_route(resp);
                 return;
         }
+        if (authn_handle(r, resp))
+                return;
         path = xstrdup(r->path);
         pthread_mutex_lock(&ks.mu);
         found = parse_target(path, &t);

@@ -364,6 +364,13 @@ bool schema_prune_default(const struct kres *res,
 bool admission_run(
         const struct kwrite *w, const char *op, cJSON *obj, const cJSON *old, struct kresp *resp);
 
+/* ---- authn.c ---- */
+/* Answers TokenRequest, TokenReview, SubjectAccessReview and SelfSubjectAccessReview;
+ * false for other paths. */
+bool authn_handle(const struct kreq *r, struct kresp *resp);
+/* Frees the minted service-account tokens (at exit). */
+void authn_free(void);
+
 /* ---- simctl.c ---- */
 /* Answers /_sim/faults and /_sim/requests; false for other paths. */
 bool simctl_handle(const struct kreq *r, struct kresp *resp);

@@ -445,6 +445,7 @@ static void state_free(void)
 
         registry_free();
         store_free();
+        authn_free();
         for (i = 0; i < ks.n_overrides; i++) {
                 free(ks.overrides[i].service);
                 free(ks.overrides[i].target);

@@ -1,7 +1,8 @@
 /*
  * kube-sim protobuf decoding for the few built-in kinds that kubectl's typed clients POST as
  * application/vnd.kubernetes.protobuf (kubectl create secret/configmap/namespace/
- * serviceaccount). Only the fields those commands send are described; unknown fields are
+ * serviceaccount/clusterrole/clusterrolebinding/role/rolebinding/token, kubectl auth can-i).
+ * Only the fields those commands send are described; unknown fields are
  * skipped. Input is the "k8s\0" envelope around runtime.Unknown.
  */
 #include <stdint.h>
@@ -95,14 +96,74 @@ static const struct pfield sa_f[] = {
         { 4, "automountServiceAccountToken", PF_BOOL, NULL },
 };
 
+static const struct pfield rule_f[] = {
+        { 1, "verbs", PF_REP_STRING, NULL },           { 2, "apiGroups", PF_REP_STRING, NULL },
+        { 3, "resources", PF_REP_STRING, NULL },       { 4, "resourceNames", PF_REP_STRING, NULL },
+        { 5, "nonResourceURLs", PF_REP_STRING, NULL },
+};
+static const struct pmsg rule = PMSG(rule_f);
+static const struct pfield role_f[] = {
+        { 1, "metadata", PF_MSG, &meta },
+        { 2, "rules", PF_REP_MSG, &rule },
+};
+static const struct pfield subject_f[] = {
+        { 1, "kind", PF_STRING, NULL },
+        { 2, "apiGroup", PF_STRING, NULL },
+        { 3, "name", PF_STRING, NULL },
+        { 4, "namespace", PF_STRING, NULL },
+};
+static const struct pmsg subject = PMSG(subject_f);
+static const struct pfield role_ref_f[] = {
+        { 1, "apiGroup", PF_STRING, NULL },
+        { 2, "kind", PF_STRING, NULL },
+        { 3, "name", PF_STRING, NULL },
+};
+static const struct pmsg role_ref = PMSG(role_ref_f);
+static const struct pfield binding_f[] = {
+        { 1, "metadata", PF_MSG, &meta },
+        { 2, "subjects", PF_REP_MSG, &subject },
+        { 3, "roleRef", PF_MSG, &role_ref },
+};
+static const struct pfield token_spec_f[] = {
+        { 1, "audiences", PF_REP_STRING, NULL },
+        { 4, "expirationSeconds", PF_INT, NULL },
+};
+static const struct pmsg token_spec = PMSG(token_spec_f);
+static const struct pfield token_request_f[] = {
+        { 1, "metadata", PF_MSG, &meta },
+        { 2, "spec", PF_MSG, &token_spec },
+};
+static const struct pfield res_attrs_f[] = {
+        { 1, "namespace", PF_STRING, NULL }, { 2, "verb", PF_STRING, NULL },
+        { 3, "group", PF_STRING, NULL },     { 4, "version", PF_STRING, NULL },
+        { 5, "resource", PF_STRING, NULL },  { 6, "subresource", PF_STRING, NULL },
+        { 7, "name", PF_STRING, NULL },
+};
+static const struct pmsg res_attrs = PMSG(res_attrs_f);
+static const struct pfield nonres_attrs_f[] = {
+        { 1, "path", PF_STRING, NULL },
+        { 2, "verb", PF_STRING, NULL },
+};
+static const struct pmsg nonres_attrs = PMSG(nonres_attrs_f);
+static const struct pfield ssar_spec_f[] = {
+        { 1, "resourceAttributes", PF_MSG, &res_attrs },
+        { 2, "nonResourceAttributes", PF_MSG, &nonres_attrs },
+};
+static const struct pmsg ssar_spec = PMSG(ssar_spec_f);
+static const struct pfield ssar_f[] = {
+        { 1, "metadata", PF_MSG, &meta },
+        { 2, "spec", PF_MSG, &ssar_spec },
+};
+
 static const struct {
         const char *kind;
         struct pmsg msg;
 } kinds[] = {
-        { "ConfigMap", PMSG(configmap_f) },
-        { "Secret", PMSG(secret_f) },
-        { "Namespace", PMSG(namespace_f) },
-        { "ServiceAccount", PMSG(sa_f) },
+        { "ConfigMap", PMSG(configmap_f) },        { "Secret", PMSG(secret_f) },
+        { "Namespace", PMSG(namespace_f) },        { "ServiceAccount", PMSG(sa_f) },
+        { "ClusterRole", PMSG(role_f) },           { "Role", PMSG(role_f) },
+        { "ClusterRoleBinding", PMSG(binding_f) }, { "RoleBinding", PMSG(binding_f) },
+        { "TokenRequest", PMSG(token_request_f) }, { "SelfSubjectAccessReview", PMSG(ssar_f) },
 };
 
 struct pbuf {

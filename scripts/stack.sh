@@ -24,7 +24,8 @@
 # STACK_RELEASE_DIR (an infrastructure-maas/VERSION folder to install from; default: one
 # scripts/release writes) or STACK_RELEASE_VERSION (the version it writes).
 # Outputs: STACK_DIR, STACK_KUBECONFIG, STACK_WORKLOAD_KUBECONFIG, STACK_MAAS_URL,
-# STACK_WEBHOOK_PORT, STACK_HEALTH_PORT, STACK_METRICS_PORT, STACK_CAPMAAS_PID, STACK_PIDS,
+# STACK_WEBHOOK_PORT, STACK_HEALTH_PORT, STACK_METRICS_PORT (the secure diagnostics port;
+# stack_metrics scrapes it with STACK_METRICS_TOKEN), STACK_CAPMAAS_PID, STACK_PIDS,
 # STACK_RELEASE_DIR, STACK_RELEASE_VERSION, STACK_COMPONENTS (what was installed).
 
 STACK_KEY=capmaas:demo:secret
@@ -80,6 +81,25 @@ stack_kubectl() {
     --request-timeout=20s "$@"
 }
 
+# A scraper for capmaas's secure /metrics, as config/prometheus sets one up: ServiceAccount
+# default/prometheus bound to the capmaas-metrics-reader ClusterRole; STACK_METRICS_TOKEN
+# is a token of it.
+stack_metrics_reader() {
+  if ! { stack_kubectl create serviceaccount prometheus >/dev/null &&
+    stack_kubectl apply -f "$SRC/config/prometheus/metrics_reader_role.yaml" >/dev/null &&
+    stack_kubectl create clusterrolebinding capmaas-metrics-reader \
+      --clusterrole=capmaas-metrics-reader --serviceaccount=default:prometheus >/dev/null &&
+    STACK_METRICS_TOKEN=$(stack_kubectl create token prometheus --duration=24h); }; then
+    echo "stack: cannot make the metrics scraper's token" >&2
+    return 1
+  fi
+}
+
+stack_metrics() { # GET /metrics over HTTPS as the scraper
+  curl -sS --max-time 10 --cacert "$STACK_DIR/certs/ca.crt" \
+    -H "Authorization: Bearer $STACK_METRICS_TOKEN" "https://127.0.0.1:$STACK_METRICS_PORT/metrics"
+}
+
 stack_maas() { # METHOD PATH [curl args]
   local m=$1 p=$2
   shift 2
@@ -91,7 +111,7 @@ stack_capmaas_start() {
   MAAS_ENDPOINT=$STACK_MAAS_ENDPOINT MAAS_API_KEY=$STACK_MAAS_API_KEY "$BUILD/capmaas" \
     --kubeconfig "$STACK_KUBECONFIG" --webhook-port "$STACK_WEBHOOK_PORT" \
     --webhook-host 127.0.0.1 --webhook-cert-dir "$STACK_DIR/certs" \
-    --health-addr "127.0.0.1:$STACK_HEALTH_PORT" --diagnostics-address "127.0.0.1:$STACK_METRICS_PORT" --insecure-diagnostics \
+    --health-addr "127.0.0.1:$STACK_HEALTH_PORT" --diagnostics-address "127.0.0.1:$STACK_METRICS_PORT" \
     --maas-inventory-interval 5s ${STACK_CAPMAAS_ARGS:-} \
     >>"$STACK_DIR/capmaas.out" 2>>"$STACK_DIR/capmaas.log" &
   STACK_CAPMAAS_PID=$!
@@ -333,6 +353,7 @@ stack_up() {
     --release-seconds "${STACK_RELEASE_SECONDS:-1}" || return 1
   STACK_MAAS_URL=$REPLY
   stack_install || return 1
+  stack_metrics_reader || return 1
   stack_capmaas_start || return 1
   stack_start_sim capi-sim --port 0 --kubeconfig "$STACK_KUBECONFIG" \
     --workload-kubeconfig "$STACK_WORKLOAD_KUBECONFIG" \

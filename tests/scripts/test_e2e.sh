@@ -164,7 +164,7 @@ check "steady state: about one MAAS read per interval, not one per machine" 0 ''
 # holding a token but not yet sent, at most one per worker and the inventory).
 maas_total() { maas_counts | awk '{print $1 + $2}'; }
 budget_count() {
-  curl -sS "http://127.0.0.1:$STACK_METRICS_PORT/metrics" |
+  stack_metrics |
     sed -n 's/^capmaas_client_budget_requests_total{api="maas"} \([0-9]*\)$/\1/p'
 }
 budget_covers_all() {
@@ -218,7 +218,7 @@ check "the failed machine went back to MAAS" 0 '' -- wait_until 20 bad_free
 
 # config/prometheus/rules.yaml alerts only on series this capmaas exports
 rule_series_exported() {
-  curl -sS "http://127.0.0.1:$STACK_METRICS_PORT/metrics" >"$KS_WORK/metrics.txt" &&
+  stack_metrics >"$KS_WORK/metrics.txt" &&
     $PY - "$SRC/config/prometheus/rules.yaml" "$KS_WORK/metrics.txt" <<'PY'
 import re, sys, yaml
 rule = yaml.safe_load(open(sys.argv[1]))

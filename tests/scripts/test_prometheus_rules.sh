@@ -12,9 +12,20 @@ SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
 OUT=$KS_WORK/prometheus.yaml
 
 check "config/prometheus renders" 0 '' -- kubectl kustomize "$SRC/config/prometheus" -o "$OUT"
-check "a Service, a ServiceMonitor and a PrometheusRule" 0 '^PrometheusRule Service ServiceMonitor$' -- \
+check "a metrics-reader ClusterRole, a Service, a ServiceMonitor and a PrometheusRule" 0 \
+  '^ClusterRole PrometheusRule Service ServiceMonitor$' -- \
   /usr/bin/python3 -c 'import sys, yaml
 print(" ".join(sorted(d["kind"] for d in yaml.safe_load_all(open(sys.argv[1])) if d)))' "$OUT"
+check "the ServiceMonitor scrapes the Service's https port with a token, verifying TLS" 0 '^ok$' -- \
+  /usr/bin/python3 -c 'import sys, yaml
+docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+ep = docs["ServiceMonitor"]["spec"]["endpoints"][0]
+port = docs["Service"]["spec"]["ports"][0]
+ok = (ep["scheme"] == "https" and ep["port"] == port["name"] and port["port"] == 8443
+      and ep["bearerTokenFile"].endswith("/serviceaccount/token")
+      and not ep["tlsConfig"].get("insecureSkipVerify") and ep["tlsConfig"]["ca"]["secret"]["key"] == "ca.crt"
+      and {"nonResourceURLs": ["/metrics"], "verbs": ["get"]} in docs["ClusterRole"]["rules"])
+print("ok" if ok else "FAIL")' "$OUT"
 /usr/bin/python3 -c 'import sys, yaml
 rule = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "PrometheusRule")
 yaml.safe_dump(rule["spec"], open(sys.argv[2], "w"))' "$OUT" "$KS_WORK/rules.yml"

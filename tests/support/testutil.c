@@ -159,6 +159,7 @@ static bool parse_serving(struct capmaas_proc *p)
                         p->webhook_port = json_port(j, "webhook_port");
                         p->health_port = json_port(j, "health_port");
                         p->metrics_port = json_port(j, "metrics_port");
+                        p->diagnostics_port = json_port(j, "diagnostics_port");
                         found = true;
                 }
                 cJSON_Delete(j);

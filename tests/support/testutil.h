@@ -23,6 +23,7 @@ struct capmaas_proc {
         uint16_t webhook_port;
         uint16_t health_port;
         uint16_t metrics_port;
+        uint16_t diagnostics_port; /* 0 when the diagnostics server is off */
 };
 
 /* Environment: CAPMAAS_BIN, CAPMAAS_TEST_CERTS, CAPMAAS_SOURCE_DIR. Aborts the test when

@@ -54,7 +54,7 @@
 struct informer {
         const struct kube_resource *resource; /* borrowed */
         const struct kube_config *config;     /* borrowed */
-        struct kube_ratelimit *limiter;       /* borrowed */
+        struct token_bucket *limiter;         /* borrowed */
         const struct clock_ops *clock;        /* borrowed */
         char *ns;                             /* owned; NULL = all namespaces */
         char *selector;                       /* owned; NULL = none */

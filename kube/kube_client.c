@@ -22,6 +22,7 @@
 #include "http_transport.h"
 #include "json.h"
 #include "kube_priv.h"
+#include "token_bucket.h"
 #include "xalloc.h"
 
 #define TOKEN_MAX        (64u * 1024u)
@@ -56,7 +57,7 @@ const struct kube_resource KUBE_RES_MAASCLUSTERTEMPLATES = { "infrastructure.clu
 
 struct kube_client {
         const struct kube_config *cfg; /* borrowed */
-        struct kube_ratelimit *rl;     /* borrowed, may be NULL */
+        struct token_bucket *rl;       /* borrowed, may be NULL */
         struct http_transport *t;      /* owned unless borrowed */
         bool borrowed_transport;       /* t came from kube_client_opts.transport */
         uint32_t timeout_ms;
@@ -375,7 +376,7 @@ static int send_once(struct kube_client *c,
         int r;
 
         if (c->rl)
-                (void)kube_ratelimit_wait(c->rl);
+                (void)token_bucket_wait(c->rl);
         refresh_token(c);
         if (c->token)
                 auth = xasprintf("Authorization: Bearer %s", c->token);

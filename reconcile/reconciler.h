@@ -68,7 +68,7 @@ struct reconciler_fleet {
 struct provider {
         struct provider_settings settings;
         const struct kube_config *kube;
-        struct kube_ratelimit *limiter;
+        struct token_bucket *limiter;
         const struct maas_config *maas;
         struct token_bucket *maas_budget; /* borrowed */
         struct metrics *metrics;

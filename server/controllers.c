@@ -17,15 +17,16 @@
 #include "log.h"
 #include "maas_client.h"
 #include "provider.h"
+#include "token_bucket.h"
 #include "xalloc.h"
 
 struct controllers {
         struct kube_config kube;
         struct maas_config maas;
-        struct kube_ratelimit *limiter; /* owned */
-        struct provider *provider;      /* owned */
-        struct leader *leader;          /* owned; NULL without --leader-elect */
-        pthread_mutex_t lock;           /* orders on_lead against shutdown */
+        struct token_bucket *limiter; /* owned */
+        struct provider *provider;    /* owned */
+        struct leader *leader;        /* owned; NULL without --leader-elect */
+        pthread_mutex_t lock;         /* orders on_lead against shutdown */
         bool stopping;
         bool lost;
 };
@@ -82,7 +83,7 @@ static int controllers_new(const struct config *cfg,
         if (r == 0)
                 r = maas_config_parse(cfg->maas_endpoint, cfg->maas_api_key, &c->maas, reterr);
         if (r == 0)
-                r = kube_ratelimit_new(cfg->kube_api_qps, cfg->kube_api_burst, NULL, &c->limiter);
+                r = token_bucket_new(cfg->kube_api_qps, cfg->kube_api_burst, NULL, &c->limiter);
         if (r == 0)
                 r = provider_new(&(struct provider_opts){ .settings = provider_settings_of(cfg),
                                                           .kube = &c->kube,
@@ -163,7 +164,7 @@ struct controllers *controllers_free(struct controllers *c)
                 leader_stop(c->leader);
         c->leader = leader_free(c->leader);
         c->provider = provider_free(c->provider);
-        c->limiter = kube_ratelimit_free(c->limiter);
+        c->limiter = token_bucket_free(c->limiter);
         maas_config_release(&c->maas);
         kube_config_release(&c->kube);
         pthread_mutex_destroy(&c->lock);

@@ -43,7 +43,7 @@
 
 struct clock_ops;
 struct kube_config;
-struct kube_ratelimit;
+struct token_bucket;
 struct kube_resource;
 struct metrics;
 
@@ -85,7 +85,7 @@ struct informer_handler {
 struct informer_opts {
         const struct kube_resource *resource; /* borrowed, usually static */
         const struct kube_config *config;     /* borrowed */
-        struct kube_ratelimit *limiter;       /* borrowed; NULL = unlimited */
+        struct token_bucket *limiter;         /* borrowed; NULL = unlimited */
         const char *namespace;                /* NULL or "" = all (--namespace) */
         const char *label_selector;           /* NULL = none (--watch-filter becomes
                                                  "cluster.x-k8s.io/watch-filter=<v>") */

@@ -7,8 +7,8 @@
  *   - struct kube_config: where the API server is and how to authenticate, loaded the way
  *     controller-runtime does (--kubeconfig, else $KUBECONFIG, else in-cluster). Loaded once
  *     at start-up; read-only afterwards, so every thread may share one.
- *   - struct kube_ratelimit: the client-side token bucket (--kube-api-qps/--kube-api-burst)
- *     shared by every client of the process. Thread-safe.
+ *   - struct token_bucket (token_bucket.h): the client-side request budget
+ *     (--kube-api-qps/--kube-api-burst) shared by every client of the process.
  *   - struct kube_client: one per thread (it owns a libcurl handle); it borrows the config
  *     and the limiter, which must outlive it.
  *
@@ -90,32 +90,14 @@ MUST_CHECK int kube_config_load(const char *kubeconfig_flag,
 /* Frees every field, closes the memory files and zeroes *c. Accepts a zeroed config. */
 void kube_config_release(struct kube_config *c);
 
-/* --- client-side rate limit ---------------------------------------------------------- */
-
-struct kube_ratelimit;
-
-/* A token bucket of `burst` tokens refilled at `qps` per second on `clock` (NULL = the
- * system clock). qps <= 0 means unlimited. */
-MUST_CHECK int kube_ratelimit_new(double qps,
-                                  unsigned burst,
-                                  const struct clock_ops *clock,
-                                  struct kube_ratelimit **ret);
-struct kube_ratelimit *kube_ratelimit_free(struct kube_ratelimit *rl);
-/* Takes one token, sleeping until one is available. Thread-safe. Returns the
- * milliseconds waited. */
-uint64_t kube_ratelimit_wait(struct kube_ratelimit *rl);
-/* Takes one token without sleeping and returns how many milliseconds (on the limiter's
- * clock) the caller must wait before using it: 0 within the burst, then 1000/qps apart.
- * kube_ratelimit_wait() is reserve + sleep. Thread-safe. */
-uint64_t kube_ratelimit_reserve(struct kube_ratelimit *rl);
-
 /* --- client --------------------------------------------------------------------------- */
 
 struct kube_client;
+struct token_bucket;
 
 struct kube_client_opts {
         const struct kube_config *config; /* borrowed */
-        struct kube_ratelimit *limiter;   /* borrowed; NULL = unlimited */
+        struct token_bucket *limiter;     /* borrowed; NULL = unlimited */
         uint32_t timeout_ms;              /* per request (not watches); 0 = 30000 */
         size_t max_body;                  /* response cap; 0 = 64 MiB */
         const char *user_agent;           /* NULL = "capmaas/<version>" */

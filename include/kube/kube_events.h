@@ -28,18 +28,18 @@
 
 struct clock_ops;
 struct kube_config;
-struct kube_ratelimit;
+struct token_bucket;
 struct metrics;
 struct event_recorder;
 
 struct event_recorder_opts {
         const struct kube_config *config;
-        struct kube_ratelimit *limiter; /* NULL = unlimited */
-        const char *component;          /* source.component / reportingController */
-        const char *host;               /* source.host; NULL = hostname */
-        const struct clock_ops *clock;  /* NULL = system */
-        struct metrics *metrics;        /* NULL = none; else capmaas_events_dropped_total */
-        unsigned queue_len;             /* 0 = 1024 (tests use a small queue) */
+        struct token_bucket *limiter;  /* NULL = unlimited */
+        const char *component;         /* source.component / reportingController */
+        const char *host;              /* source.host; NULL = hostname */
+        const struct clock_ops *clock; /* NULL = system */
+        struct metrics *metrics;       /* NULL = none; else capmaas_events_dropped_total */
+        unsigned queue_len;            /* 0 = 1024 (tests use a small queue) */
 };
 
 MUST_CHECK int event_recorder_new(const struct event_recorder_opts *o, struct event_recorder **ret);

@@ -28,21 +28,21 @@
 
 struct clock_ops;
 struct kube_config;
-struct kube_ratelimit;
+struct token_bucket;
 struct metrics;
 struct leader;
 
 struct leader_opts {
         const struct kube_config *config;
-        struct kube_ratelimit *limiter; /* NULL = unlimited */
-        const char *namespace;          /* Lease namespace */
-        const char *name;               /* controller-leader-election-capmaas */
-        const char *identity;           /* hostname_<uuid>; NULL = generated */
-        uint64_t lease_ms;              /* 0 = 15000 */
-        uint64_t renew_deadline_ms;     /* 0 = 10000 */
-        uint64_t retry_ms;              /* 0 = 2000 */
-        const struct clock_ops *clock;  /* NULL = system */
-        struct metrics *metrics;        /* NULL = none */
+        struct token_bucket *limiter;  /* NULL = unlimited */
+        const char *namespace;         /* Lease namespace */
+        const char *name;              /* controller-leader-election-capmaas */
+        const char *identity;          /* hostname_<uuid>; NULL = generated */
+        uint64_t lease_ms;             /* 0 = 15000 */
+        uint64_t renew_deadline_ms;    /* 0 = 10000 */
+        uint64_t retry_ms;             /* 0 = 2000 */
+        const struct clock_ops *clock; /* NULL = system */
+        struct metrics *metrics;       /* NULL = none */
         void (*on_started)(void *arg);
         void (*on_stopped)(void *arg);
         void *arg;

@@ -18,7 +18,7 @@
 
 struct clock_ops;
 struct kube_config;
-struct kube_ratelimit;
+struct token_bucket;
 struct maas_config;
 struct metrics;
 struct provider;
@@ -41,7 +41,7 @@ struct provider_settings {
 struct provider_opts {
         struct provider_settings settings; /* copied; its strings are borrowed */
         const struct kube_config *kube;    /* management cluster */
-        struct kube_ratelimit *limiter;    /* NULL = unlimited */
+        struct token_bucket *limiter;      /* NULL = unlimited */
         const struct maas_config *maas;    /* MAAS region */
         struct token_bucket *maas_budget;  /* shared MAAS request budget; NULL = unlimited */
         struct metrics *metrics;           /* NULL = none */

@@ -32,6 +32,7 @@
 #include "kube_client_fixture.h"
 #include "kubesim.h"
 #include "testutil.h"
+#include "token_bucket.h"
 #include "xalloc.h"
 
 /* --- helpers ---------------------------------------------------------------------------- */
@@ -61,7 +62,7 @@ static int patch(struct kc_fx *f,
 }
 
 /* A client of kc_sim's cfg whose requests take tokens from rl. */
-static struct kube_client *limited_client(struct kube_ratelimit *rl)
+static struct kube_client *limited_client(struct token_bucket *rl)
 {
         struct kube_client *c = NULL;
 
@@ -412,50 +413,25 @@ static void test_retry__429_retries_writes_after_the_servers_delay(void **state)
 
 /* --- rate limiter --------------------------------------------------------------------------- */
 
-static void test_ratelimit__burst_then_qps_on_a_fake_clock(void **state)
-{
-        struct clock_fake fc;
-        struct kube_ratelimit *rl = NULL;
-
-        (void)state;
-        clock_fake_init(&fc, 1000, 1700000000);
-        assert_int_equal(kube_ratelimit_new(10, 3, &fc.ops, &rl), 0);
-        for (int i = 0; i < 3; i++)
-                assert_int_equal(kube_ratelimit_reserve(rl), 0);
-        assert_int_equal(kube_ratelimit_reserve(rl), 100); /* 1/qps later */
-        assert_int_equal(kube_ratelimit_reserve(rl), 200); /* queued behind the previous */
-        clock_fake_advance(&fc, 200);                      /* pays the two back */
-        assert_int_equal(kube_ratelimit_reserve(rl), 100);
-        clock_fake_advance(&fc, 10000); /* refills to burst, not beyond */
-        for (int i = 0; i < 3; i++)
-                assert_int_equal(kube_ratelimit_wait(rl), 0);
-        assert_int_equal(kube_ratelimit_reserve(rl), 100);
-        rl = kube_ratelimit_free(rl);
-        assert_int_equal(kube_ratelimit_new(0, 1, &fc.ops, &rl), 0); /* unlimited */
-        for (int i = 0; i < 100; i++)
-                assert_int_equal(kube_ratelimit_reserve(rl), 0);
-        kube_ratelimit_free(rl);
-}
-
 static void test_ratelimit__every_request_takes_a_token(void **state)
 {
         struct kc_fx *f = *state;
         struct clock_fake fc;
-        struct kube_ratelimit *rl = NULL;
+        struct token_bucket *rl = NULL;
         struct kube_client *c;
 
         clock_fake_init(&fc, 1000, 1700000000);
-        assert_int_equal(kube_ratelimit_new(1, 2, &fc.ops, &rl), 0);
+        assert_int_equal(token_bucket_new(1, 2, &fc.ops, &rl), 0);
         c = limited_client(rl);
         assert_int_equal(kube_get(c, &KUBE_RES_NAMESPACES, NULL, "churn", NULL, &f->e), 0);
         assert_int_equal(kube_get(c, &KUBE_RES_NAMESPACES, NULL, "churn", NULL, &f->e), 0);
-        assert_int_equal(kube_ratelimit_reserve(rl), 1000); /* the burst is spent */
+        assert_int_equal(token_bucket_reserve(rl), 1000); /* the burst is spent */
         kube_client_free(c);
-        kube_ratelimit_free(rl);
+        token_bucket_free(rl);
 }
 
 struct reserver {
-        struct kube_ratelimit *rl;
+        struct token_bucket *rl;
         uint64_t waits[25];
 };
 
@@ -464,21 +440,21 @@ static void *reserve_thread(void *arg)
         struct reserver *r = arg;
 
         for (size_t i = 0; i < ARRAY_SIZE(r->waits); i++)
-                r->waits[i] = kube_ratelimit_reserve(r->rl);
+                r->waits[i] = token_bucket_reserve(r->rl);
         return NULL;
 }
 
 static void test_ratelimit__concurrent_callers_each_get_their_own_slot(void **state)
 {
         struct clock_fake fc;
-        struct kube_ratelimit *rl = NULL;
+        struct token_bucket *rl = NULL;
         struct reserver r[4];
         pthread_t th[4];
         bool seen[101] = { false };
 
         (void)state;
         clock_fake_init(&fc, 1000, 1700000000);
-        assert_int_equal(kube_ratelimit_new(10, 10, &fc.ops, &rl), 0);
+        assert_int_equal(token_bucket_new(10, 10, &fc.ops, &rl), 0);
         for (int i = 0; i < 4; i++) {
                 r[i].rl = rl;
                 assert_int_equal(pthread_create(&th[i], NULL, reserve_thread, &r[i]), 0);
@@ -500,7 +476,7 @@ static void test_ratelimit__concurrent_callers_each_get_their_own_slot(void **st
         }
         for (int s = 1; s <= 90; s++)
                 assert_true(seen[s]);
-        kube_ratelimit_free(rl);
+        token_bucket_free(rl);
 }
 
 static void test_client__unreadable_client_certificate_is_invalid(void **state)
@@ -545,7 +521,7 @@ static void test_list__expired_continue_restarts_the_list_once(void **state)
 {
         struct kc_fx *f = *state;
         static const struct clock_ops churning = { churning_now, churning_wall };
-        struct kube_ratelimit *rl = NULL;
+        struct token_bucket *rl = NULL;
         struct kube_client *c;
         struct pages p = { 0 };
         cJSON *list = NULL;
@@ -553,7 +529,7 @@ static void test_list__expired_continue_restarts_the_list_once(void **state)
         create_cms(f, "relist", "r", 5);
         g_churner = f->c;
         g_clock_calls = 0;
-        assert_int_equal(kube_ratelimit_new(1e6, 1000, &churning, &rl), 0);
+        assert_int_equal(token_bucket_new(1e6, 1000, &churning, &rl), 0);
         c = limited_client(rl);
         assert_int_equal(kube_list(c, &KUBE_RES_CONFIGMAPS, "relist",
                                    &(struct kube_list_opts){ .page_size = 2 }, &list, &f->e),
@@ -568,7 +544,7 @@ static void test_list__expired_continue_restarts_the_list_once(void **state)
         assert_int_equal(p.firsts, 2);
         assert_int_equal(p.items, 5);
         kube_client_free(c);
-        kube_ratelimit_free(rl);
+        token_bucket_free(rl);
 }
 
 /* --- authentication ----------------------------------------------------------------------- */
@@ -657,7 +633,6 @@ int main(void)
                 T(test_body_cap__oversized_response_is_too_big),
                 T(test_retry__reads_retry_5xx_writes_do_not),
                 T(test_retry__429_retries_writes_after_the_servers_delay),
-                cmocka_unit_test(test_ratelimit__burst_then_qps_on_a_fake_clock),
                 T(test_ratelimit__every_request_takes_a_token),
                 cmocka_unit_test(test_ratelimit__concurrent_callers_each_get_their_own_slot),
                 cmocka_unit_test(test_client__unreadable_client_certificate_is_invalid),

@@ -167,9 +167,10 @@ int fleet_snapshot_lookup(struct reconciler_worker *w, const char *system_id, st
         if (fetch)
                 fleet_refresh(w);
         pthread_mutex_lock(&p->fleet_lock);
-        hit = p->fleet.valid ? bsearch(&key, p->fleet.nodes.items, p->fleet.nodes.n,
-                                       sizeof(*p->fleet.nodes.items), cmp_node_id)
-                             : NULL;
+        hit = p->fleet.valid && p->fleet.nodes.n
+                      ? bsearch(&key, p->fleet.nodes.items, p->fleet.nodes.n,
+                                sizeof(*p->fleet.nodes.items), cmp_node_id)
+                      : NULL;
         if (hit) {
                 node_copy(hit, ret);
                 err = 0;

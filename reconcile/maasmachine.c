@@ -158,9 +158,13 @@ static int state_deploying(struct maasmachine_ctx *c, struct reconcile_result *r
         return 0;
 }
 
-/* The machine left our hands (released, recommissioned): forget it and allocate anew. */
+/* The machine left our hands (released, recommissioned, Broken, held by another owner). A
+ * provisioned MaasMachine reports it as terminal for Cluster API to replace (its providerID
+ * may be in the Machine and on a Node); before that, another host is allocated under it. */
 static int state_lost(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
+        if (maasmachine_provisioned(c))
+                return maasmachine_host_lost(c, res);
         reconciler_event(c->p, c->cur, "Warning", "MachineUnexpectedTermination",
                          "MAAS machine %s is %s and no longer deployed for this MaasMachine; "
                          "allocating another",
@@ -211,7 +215,8 @@ static const struct state_row state_table[] = {
         { "Allocated", state_allocated }, { "Failed deployment", state_failed },
         { "Ready", state_lost },          { "New", state_lost },
         { "Releasing", state_lost },      { "Disk erasing", state_lost },
-        { "Commissioning", state_lost },
+        { "Commissioning", state_lost },  { "Testing", state_lost },
+        { "Broken", state_lost },
 };
 
 static int drive(struct maasmachine_ctx *c, struct reconcile_result *res)
@@ -223,6 +228,26 @@ static int drive(struct maasmachine_ctx *c, struct reconcile_result *res)
                 if (strcmp(state_table[i].name, st) == 0)
                         return state_table[i].fn(c, res);
         return state_undefined(c, res);
+}
+
+static bool names_machine(const struct maasmachine_ctx *c)
+{
+        return (c->mm.spec.system_id && *c->mm.spec.system_id) ||
+               (c->mm.spec.provider_id && *c->mm.spec.provider_id);
+}
+
+/* The machine the MaasMachine named: drive it only while it is still held for us. */
+static int drive_held(struct maasmachine_ctx *c, struct reconcile_result *res)
+{
+        bool owned = false;
+        int err = maasmachine_owned(c, &owned);
+
+        if (err)
+                return err;
+        if (owned)
+                return drive(c, res);
+        status_from_node(c);
+        return state_lost(c, res);
 }
 
 static int normal_prereqs(struct maasmachine_ctx *c, bool *ret_go)
@@ -248,7 +273,7 @@ static int normal_prereqs(struct maasmachine_ctx *c, bool *ret_go)
 
 static int reconcile_normal(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
-        bool go = false, got = false;
+        bool go = false, got = false, named;
         int err;
 
         if (!schema_meta_has_finalizer(&c->mm.meta, SCHEMA_FINALIZER_MACHINE)) {
@@ -260,6 +285,9 @@ static int reconcile_normal(struct maasmachine_ctx *c, struct reconcile_result *
         err = normal_prereqs(c, &go);
         if (err || !go)
                 return err;
+        if (maasmachine_terminal(c))
+                return 0; /* reported lost: Cluster API replaces the Machine */
+        named = names_machine(c);
         err = maasmachine_find_node(c);
         if (err) {
                 reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_UNKNOWN,
@@ -267,6 +295,10 @@ static int reconcile_normal(struct maasmachine_ctx *c, struct reconcile_result *
                                 cm_strerror(err));
                 return err;
         }
+        if (!c->have_node && names_machine(c)) /* gone after provisioning (find_node) */
+                return maasmachine_host_lost(c, res);
+        if (c->have_node && named)
+                return drive_held(c, res);
         if (!c->have_node) {
                 err = maasmachine_allocate(c, res, &got);
                 if (err || !got)

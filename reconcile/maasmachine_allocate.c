@@ -102,11 +102,16 @@ int maasmachine_find_node(struct maasmachine_ctx *c)
         }
         if (sid && err != CM_ENOTFOUND)
                 return err;
+        /* Gone after provisioning: the caller reports it lost, nothing is adopted under the
+         * providerID Cluster API already holds. */
+        if (sid && !c->mm.meta.deletion_timestamp && maasmachine_provisioned(c))
+                return 0;
         if (sid && !c->mm.meta.deletion_timestamp) {
                 reconciler_event(c->p, c->cur, "Warning", "MachineNotFound",
                                  "MAAS machine %s no longer exists; allocating another", sid);
         }
-        if (sid)
+        /* A deleting MaasMachine keeps its ids (a provisioned one's providerID is immutable). */
+        if (sid && !c->mm.meta.deletion_timestamp)
                 maasmachine_set_ids(c, NULL, NULL);
         return adopt(c, NULL);
 }

@@ -69,10 +69,22 @@ static int wait_dns_detach(struct maasmachine_ctx *c, struct reconcile_result *r
         return maasmachine_flush(c, false);
 }
 
+/* A machine found by the MaasMachine's ids is released only while it is still held for it
+ * (the stamp decides); one adopted by the agent_name stamp is ours by definition. */
+static int held(struct maasmachine_ctx *c, bool *ret)
+{
+        const char *sid = c->mm.spec.system_id;
+
+        *ret = true;
+        if (!sid || strcmp(sid, c->node.system_id) != 0)
+                return 0;
+        return maasmachine_owned(c, ret);
+}
+
 int maasmachine_delete_pass(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         const char *sid;
-        bool wait = false, had = c->mm.spec.system_id || c->mm.spec.provider_id;
+        bool wait = false, owned = true, had = c->mm.spec.system_id || c->mm.spec.provider_id;
         int err;
 
         if (!schema_meta_has_finalizer(&c->mm.meta, SCHEMA_FINALIZER_MACHINE))
@@ -89,7 +101,15 @@ int maasmachine_delete_pass(struct maasmachine_ctx *c, struct reconcile_result *
         if (err || wait)
                 return err;
         sid = c->have_node ? c->node.system_id : NULL;
-        if (sid && releasable(c->node.status_name)) {
+        err = sid ? held(c, &owned) : 0;
+        if (err)
+                return err;
+        if (sid && !owned) {
+                log_info(LOGGER,
+                         "the MAAS machine is no longer held for this MaasMachine: left alone",
+                         "object=%s/%s system_id=%s owner=%s", c->ns, c->name, sid,
+                         c->node.owner ? c->node.owner : "");
+        } else if (sid && releasable(c->node.status_name)) {
                 err = maasmachine_release(c, sid);
                 if (err)
                         return err;

@@ -32,6 +32,21 @@ MUST_CHECK int maasmachine_replace(struct maasmachine_ctx *c,
                                    const char *why,
                                    struct reconcile_result *res);
 
+/* maasmachine_owner.c: whether c->node is still held for this MaasMachine: unowned (released)
+ * is not; owner data naming another MaasMachine is not; else the agent_name stamp decides
+ * (one MAAS list), and a MaasMachine capmaas never allocated for is taken as owning it. */
+MUST_CHECK int maasmachine_owned(struct maasmachine_ctx *c, bool *ret_owned);
+/* Whether Cluster API may have consumed the providerID: status provisioned or ready, or the
+ * Machine carries it. A host is replaced under the same MaasMachine only before that. */
+bool maasmachine_provisioned(const struct maasmachine_ctx *c);
+/* Provisioned and already reported lost (failureReason set): nothing more to do in MAAS. */
+bool maasmachine_terminal(const struct maasmachine_ctx *c);
+/* The host of a provisioned MaasMachine is gone (c->have_node false: 404), released, held
+ * by someone else or Broken: Ready False (MachineTerminatedReason), failureReason
+ * UpdateError and failureMessage, once a Warning event and
+ * capmaas_maasmachine_host_lost_total{reason}. providerID and systemID are kept. */
+MUST_CHECK int maasmachine_host_lost(struct maasmachine_ctx *c, struct reconcile_result *res);
+
 /* maasmachine_power.c: the Deployed-machine power policy (B4). */
 MUST_CHECK int maasmachine_power(struct maasmachine_ctx *c, struct reconcile_result *res);
 

@@ -162,6 +162,12 @@ static int register_metrics(struct provider *p)
                                       "MAAS machines released and replaced after a failed or "
                                       "timed-out deploy.",
                                       reason, &p->replaced);
+        if (err == 0)
+                err = metrics_counter(p->metrics, "capmaas_maasmachine_host_lost_total",
+                                      "Provisioned MaasMachines whose MAAS machine was lost "
+                                      "(deleted, released, held by another owner, Broken), "
+                                      "reported for Cluster API to replace.",
+                                      reason, &p->hosts_lost);
         return err;
 }
 

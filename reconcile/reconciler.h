@@ -84,6 +84,7 @@ struct provider {
         struct metric_family *maas_requests; /* capmaas_maas_requests_total{op,code} */
         struct metric_family *phase_seconds; /* capmaas_machine_phase_seconds{phase} */
         struct metric_family *replaced;      /* capmaas_machine_replacements_total{reason} */
+        struct metric_family *hosts_lost;    /* capmaas_maasmachine_host_lost_total{reason} */
 
         pthread_mutex_t lock;
         struct reconciler_table

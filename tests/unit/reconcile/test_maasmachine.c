@@ -29,19 +29,25 @@ struct objects {
         bool reference;
 };
 
-/* A MAAS machine as MAAS's JSON (one of four rotating buffers). */
-static const char *node_json(const char *sid, const char *status, const char *power)
+#define OUR_STAMP \
+        "{\"capmaas-cluster\":\"c1\",\"capmaas-namespace\":\"ns1\",\"capmaas-machine\":\"m1\"}"
+
+/* A MAAS machine as MAAS's JSON, held by owner (NULL: unowned) with owner_data (one of four
+ * rotating buffers). */
+static const char *node_json_as(const char *sid,
+                                const char *status,
+                                const char *power,
+                                const char *owner,
+                                const char *owner_data)
 {
         static const struct {
                 const char *name;
                 int code;
-        } codes[] = { { "Ready", 4 },
-                      { "Deployed", 6 },
-                      { "Deploying", 9 },
-                      { "Allocated", 10 },
-                      { "Failed deployment", 11 } };
+        } codes[] = { { "Ready", 4 },      { "Deployed", 6 },           { "Deploying", 9 },
+                      { "Allocated", 10 }, { "Failed deployment", 11 }, { "Broken", 8 } };
 
         static char bufs[4][1024];
+        char who[64];
         static unsigned next;
         char *b = bufs[next++ % 4];
         int code = -1;
@@ -49,15 +55,25 @@ static const char *node_json(const char *sid, const char *status, const char *po
         for (size_t i = 0; i < ARRAY_SIZE(codes); i++)
                 if (strcmp(codes[i].name, status) == 0)
                         code = codes[i].code;
+        if (owner)
+                (void)snprintf(who, sizeof(who), "\"%s\"", owner);
+        else
+                (void)snprintf(who, sizeof(who), "null");
         (void)snprintf(b, sizeof(bufs[0]),
                        "{\"system_id\":\"%s\",\"hostname\":\"node-1\",\"fqdn\":\"node-1.maas\","
                        "\"zone\":{\"name\":\"az1\"},\"pool\":{\"name\":\"default\"},"
                        "\"status\":%d,\"status_name\":\"%s\",\"power_state\":\"%s\","
                        "\"power_type\":\"ipmi\",\"cpu_count\":4,\"memory\":8192,"
-                       "\"ip_addresses\":[\"10.0.0.5\"],\"tag_names\":[],\"owner\":\"capmaas\","
-                       "\"owner_data\":{}}",
-                       sid, code, status, power);
+                       "\"ip_addresses\":[\"10.0.0.5\"],\"tag_names\":[],\"owner\":%s,"
+                       "\"owner_data\":%s}",
+                       sid, code, status, power, who, owner_data);
         return b;
+}
+
+/* A machine held for m1, stamped as capmaas stamps an allocation. */
+static const char *node_json(const char *sid, const char *status, const char *power)
+{
+        return node_json_as(sid, status, power, "capmaas", OUR_STAMP);
 }
 
 static void put_objects(struct world *w, const struct objects *o)
@@ -604,6 +620,157 @@ static void check_adopted_after_move(struct world *w)
         assert_string_equal(json_at_str(mm(w), "status.failureDomain"), "az1");
 }
 
+/* --- a provisioned MaasMachine whose host is lost (issue 25) -------------------------------- */
+
+/* What MAAS answers for abc123 (GET, the fleet list by id, the agent_name check), and the
+ * replacement it would hand out if asked. */
+static void maas_has_as(struct world *w, const char *state, const char *owner, const char *od)
+{
+        maas_has(w, "Deployed", "on"); /* replacement routes; abc123 overridden below */
+        maas_route(&w->maas, "GET", "machines/abc123/", 200, "%s",
+                   node_json_as("abc123", state, "off", owner, od));
+        maas_route(&w->maas, "GET", "machines/?id=abc123", 200, "[%s]",
+                   node_json_as("abc123", state, "off", owner, od));
+        maas_route(&w->maas, "GET", "machines/?id=abc123&agent_name=uid-m1", 200, "[]");
+}
+
+static void arrange_released(struct world *w)
+{
+        maas_has_as(w, "Ready", NULL, "{}");
+}
+
+static void arrange_recommissioning(struct world *w)
+{
+        maas_has_as(w, "Commissioning", NULL, "{}");
+}
+
+static void arrange_other_owner(struct world *w)
+{
+        maas_has_as(w, "Allocated", "user2", "{}");
+}
+
+static void arrange_other_capmaas_machine(struct world *w)
+{
+        maas_has_as(w, "Deployed", "capmaas",
+                    "{\"capmaas-namespace\":\"ns1\",\"capmaas-machine\":\"m7\"}");
+}
+
+static void arrange_broken(struct world *w)
+{
+        maas_has_as(w, "Broken", "capmaas", OUR_STAMP);
+}
+
+static void arrange_deleted(struct world *w)
+{
+        maas_route(&w->maas, "GET", "machines/?agent_name=uid-m1", 200, "[]");
+        maas_route(&w->maas, "GET", "machines/?id=abc123", 200, "[]");
+        maas_route(&w->maas, "GET", "machines/abc123/", 404, "Not Found");
+        maas_route(&w->maas, "POST", "machines/?op=allocate", 200, "%s",
+                   node_json("def456", "Allocated", "off"));
+}
+
+static size_t reqs_after_first_pass;
+
+/* terminal: no MAAS write, the ids kept, Ready False, failureReason as the reference sets it;
+ * a second pass does not even read MAAS */
+static void lost_between(struct world *w, unsigned pass)
+{
+        const char *msg = condition(mm(w), SCHEMA_COND_MACHINE_DEPLOYED, "message");
+
+        (void)pass;
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(writes(&w->maas), 0);
+        assert_string_equal(json_at_str(mm(w), "spec.systemID"), "abc123");
+        assert_string_equal(json_at_str(mm(w), "spec.providerID"), "maas:///az1/abc123");
+        assert_ready(w, false);
+        assert_true(cJSON_IsTrue(json_at(mm(w), "status.initialization.provisioned")));
+        assert_deployed_reason(w, SCHEMA_REASON_MACHINE_TERMINATED);
+        assert_string_equal(condition(mm(w), SCHEMA_COND_READY, "status"), "False");
+        assert_string_equal(condition(mm(w), SCHEMA_COND_READY, "reason"),
+                            SCHEMA_REASON_MACHINE_TERMINATED);
+        assert_non_null(msg);
+        assert_non_null(strstr(msg, "MAAS machine abc123 ("));
+        assert_string_equal(json_at_str(mm(w), "status.failureReason"), "UpdateError");
+        assert_non_null(strstr(json_at_str(mm(w), "status.failureMessage"), "abc123"));
+        assert_int_equal(w->res.outcome, RECONCILE_DONE);
+        reqs_after_first_pass = w->maas.n_reqs;
+}
+
+static void check_lost_stays_terminal(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(w->maas.n_reqs, reqs_after_first_pass); /* nothing asked of MAAS */
+        assert_string_equal(json_at_str(mm(w), "spec.providerID"), "maas:///az1/abc123");
+        assert_string_equal(json_at_str(mm(w), "status.failureReason"), "UpdateError");
+        assert_deployed_reason(w, SCHEMA_REASON_MACHINE_TERMINATED);
+}
+
+static void check_lost_released_says_so(struct world *w)
+{
+        check_lost_stays_terminal(w);
+        assert_non_null(strstr(json_at_str(mm(w), "status.failureMessage"),
+                               "is Ready in MAAS with no owner (released)"));
+}
+
+static void check_lost_other_owner_says_so(struct world *w)
+{
+        check_lost_stays_terminal(w);
+        assert_non_null(
+                strstr(json_at_str(mm(w), "status.failureMessage"), "is Allocated to user2"));
+}
+
+static void check_lost_deleted_says_so(struct world *w)
+{
+        check_lost_stays_terminal(w);
+        assert_non_null(
+                strstr(json_at_str(mm(w), "status.failureMessage"), "no longer exists in MAAS"));
+}
+
+/* before provisioning a released host is still given up and another allocated */
+static void check_released_before_provisioning(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_null(json_at(mm(w), "status.failureReason"));
+        assert_int_equal(requests(&w->maas, "POST", "op=release", NULL), 0);
+        assert_int_equal(requests(&w->maas, "POST", "op=deploy", NULL), 0);
+        assert_null(json_at(mm(w), "spec.systemID"));
+        assert_null(json_at(mm(w), "spec.providerID"));
+}
+
+/* a host held by someone else is never deployed, even before provisioning */
+static void check_other_owner_before_provisioning(struct world *w)
+{
+        check_released_before_provisioning(w);
+        assert_int_equal(requests(&w->maas, "PUT", "machines/abc123/", NULL), 0);
+}
+
+/* a machine allocated before capmaas took over (no stamp, no deploy-started) stays ours */
+static void arrange_unstamped(struct world *w)
+{
+        maas_has_as(w, "Deployed", "capmaas", "{}");
+        maas_route(&w->maas, "GET", "machines/abc123/", 200, "%s",
+                   node_json_as("abc123", "Deployed", "on", "capmaas", "{}"));
+        maas_route(&w->maas, "GET", "machines/?id=abc123", 200, "[%s]",
+                   node_json_as("abc123", "Deployed", "on", "capmaas", "{}"));
+}
+
+static void check_unstamped_kept(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_ready(w, true);
+        assert_null(json_at(mm(w), "status.failureReason"));
+        assert_int_equal(requests(&w->maas, "GET", "machines/?id=abc123&agent_name=uid-m1", NULL),
+                         1);
+}
+
+/* deleting: a host held by someone else is left alone, the finalizer still goes */
+static void check_delete_leaves_other_owner(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "POST", "op=release", NULL), 0);
+        assert_null(mm(w));
+}
+
 static const struct row rows[] = {
         { .name = "waits_for_cluster_infrastructure",
           .objects = { .no_infra = true },
@@ -706,6 +873,76 @@ static const struct row rows[] = {
           .objects = { .deleting = true, .system_id = "abc123", .delete_for_move = true },
           .arrange = arrange_deployed,
           .check = check_kept_for_move },
+        { .name = "lost_released_is_terminal",
+          .objects = { .finalizer = true,
+                       .system_id = "abc123",
+                       .steady = true,
+                       .started_ago_s = 600 },
+          .arrange = arrange_released,
+          .passes = 2,
+          .between = lost_between,
+          .check = check_lost_released_says_so },
+        { .name = "lost_recommissioning_is_terminal",
+          .objects = { .finalizer = true,
+                       .system_id = "abc123",
+                       .steady = true,
+                       .started_ago_s = 600 },
+          .arrange = arrange_recommissioning,
+          .passes = 2,
+          .between = lost_between,
+          .check = check_lost_stays_terminal },
+        { .name = "lost_to_another_user_is_terminal",
+          .objects = { .finalizer = true,
+                       .system_id = "abc123",
+                       .steady = true,
+                       .started_ago_s = 600 },
+          .arrange = arrange_other_owner,
+          .passes = 2,
+          .between = lost_between,
+          .check = check_lost_other_owner_says_so },
+        { .name = "lost_to_another_maasmachine_is_terminal",
+          .objects = { .finalizer = true,
+                       .system_id = "abc123",
+                       .steady = true,
+                       .started_ago_s = 600 },
+          .arrange = arrange_other_capmaas_machine,
+          .passes = 2,
+          .between = lost_between,
+          .check = check_lost_stays_terminal },
+        { .name = "lost_broken_is_terminal",
+          .objects = { .finalizer = true,
+                       .system_id = "abc123",
+                       .steady = true,
+                       .started_ago_s = 600 },
+          .arrange = arrange_broken,
+          .passes = 2,
+          .between = lost_between,
+          .check = check_lost_stays_terminal },
+        { .name = "lost_deleted_from_maas_is_terminal",
+          .objects = { .finalizer = true,
+                       .system_id = "abc123",
+                       .steady = true,
+                       .started_ago_s = 600 },
+          .arrange = arrange_deleted,
+          .passes = 2,
+          .between = lost_between,
+          .check = check_lost_deleted_says_so },
+        { .name = "released_before_provisioning_allocates_anew",
+          .objects = { .finalizer = true, .system_id = "abc123", .started_ago_s = 60 },
+          .arrange = arrange_released,
+          .check = check_released_before_provisioning },
+        { .name = "other_owner_before_provisioning_never_deployed",
+          .objects = { .finalizer = true, .system_id = "abc123", .started_ago_s = 60 },
+          .arrange = arrange_other_owner,
+          .check = check_other_owner_before_provisioning },
+        { .name = "unstamped_machine_from_before_capmaas_kept",
+          .objects = { .finalizer = true, .system_id = "abc123", .steady = true },
+          .arrange = arrange_unstamped,
+          .check = check_unstamped_kept },
+        { .name = "delete_leaves_a_host_held_by_another_user",
+          .objects = { .deleting = true, .system_id = "abc123", .started_ago_s = 600 },
+          .arrange = arrange_other_owner,
+          .check = check_delete_leaves_other_owner },
         { .name = "paused_cluster_nothing_written",
           .objects = { .paused_cluster = true, .system_id = "abc123" },
           .arrange = arrange_off,

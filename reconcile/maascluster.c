@@ -550,6 +550,22 @@ static void count_key(void *arg, const char *ns, const char *name)
         (void)name;
 }
 
+/* Ready False/Deleting with the count still waited for (CAPI's deletion shape): written
+ * directly, not summarised from LoadBalancerReady and APIServerAvailable, which still hold. */
+static int flush_deleting(struct maascluster_ctx *c, size_t remaining)
+{
+        cJSON *after = NULL;
+        int err;
+
+        reconciler_cond(&c->conds, SCHEMA_COND_READY, SCHEMA_CONDITION_FALSE,
+                        RECONCILER_REASON_DELETING, "waiting for %zu MaasMachine%s to be deleted",
+                        remaining, remaining == 1 ? "" : "s");
+        err = maas_cluster_encode(&c->mc, &after);
+        if (err)
+                return err;
+        return reconciler_write(c->w, &KUBE_RES_MAASCLUSTERS, &c->cur, after, false, NULL);
+}
+
 static int reconcile_delete(struct maascluster_ctx *c, struct reconcile_result *res)
 {
         size_t n = 0;
@@ -577,7 +593,7 @@ static int reconcile_delete(struct maascluster_ctx *c, struct reconcile_result *
                          "object=%s/%s remaining=%zu", c->ns, c->name, n);
                 res->outcome = RECONCILE_REQUEUE_AFTER;
                 res->after_ms = 10000;
-                return 0;
+                return flush_deleting(c, n);
         }
         if (record_name(c) && !user_endpoint(c)) {
                 err = delete_record(c, record_name(c));

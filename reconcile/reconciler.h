@@ -46,6 +46,8 @@ struct metric_family;
  * kept in metadata because clusterctl move copies metadata and spec, never status, and
  * gives the object a new UID. */
 #define RECONCILER_ANNOTATION_DNS_RECORD      "maas.infrastructure.cluster.x-k8s.io/dns-record"
+/* Ready's reason while an object waits for what it owns to go (CAPI's Deleting). */
+#define RECONCILER_REASON_DELETING            "Deleting"
 
 /* A small string-keyed table (system id or ns/name → value). */
 struct reconciler_entry {

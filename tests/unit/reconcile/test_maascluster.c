@@ -277,6 +277,11 @@ static void delete_between(struct world *w)
         assert_non_null(mc(w));
         assert_true(has_finalizer(mc(w), SCHEMA_FINALIZER_CLUSTER));
         assert_int_equal(w->res.after_ms, 10000);
+        /* while machines are still going, Ready says so, with the count */
+        assert_string_equal(condition(mc(w), SCHEMA_COND_READY, "status"), SCHEMA_CONDITION_FALSE);
+        assert_string_equal(condition(mc(w), SCHEMA_COND_READY, "reason"), "Deleting");
+        assert_string_equal(condition(mc(w), SCHEMA_COND_READY, "message"),
+                            "waiting for 1 MaasMachine to be deleted");
         world_delete(w, INFRA_API "/maasmachines/cp1");
 }
 

@@ -148,6 +148,8 @@ static int state_deploying(struct maasmachine_ctx *c, struct reconcile_result *r
         int64_t t0 = started ? strtoll(started, NULL, 10) : 0;
         uint64_t limit_s = c->p->settings.deploy_timeout_ms / 1000;
 
+        if (maasmachine_provisioned(c)) /* redeployed behind our back */
+                return maasmachine_host_lost(c, res);
         set_ready(c, false);
         if (t0 > 0 && c->now - t0 > (int64_t)limit_s)
                 return maasmachine_replace(c, "DeployTimeout", res);
@@ -192,8 +194,11 @@ static int state_undefined(struct maasmachine_ctx *c, struct reconcile_result *r
 
 static int state_allocated(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
-        int err = maasmachine_deploy(c);
+        int err;
 
+        if (maasmachine_provisioned(c)) /* never deployed again under a consumed providerID */
+                return maasmachine_host_lost(c, res);
+        err = maasmachine_deploy(c);
         if (err)
                 return err;
         status_from_node(c);
@@ -202,6 +207,8 @@ static int state_allocated(struct maasmachine_ctx *c, struct reconcile_result *r
 
 static int state_failed(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
+        if (maasmachine_provisioned(c))
+                return maasmachine_host_lost(c, res);
         return maasmachine_replace(c, "DeployFailed", res);
 }
 

@@ -40,10 +40,10 @@
 #define ANNOTATION_TOPOLOGY_DRY_RUN "topology.cluster.x-k8s.io/dry-run"
 
 static const struct kind_ops kinds[] = {
-        { SCHEMA_KIND_CLUSTER, "cluster", false, &spec_ops_cluster },
-        { SCHEMA_KIND_CLUSTER_TEMPLATE, NULL, true, &spec_ops_cluster },
-        { SCHEMA_KIND_MACHINE, "machine", false, &spec_ops_machine },
-        { SCHEMA_KIND_MACHINE_TEMPLATE, "machine template", true, &spec_ops_machine },
+        { SCHEMA_KIND_CLUSTER, "cluster", false, &spec_ops_cluster, NULL },
+        { SCHEMA_KIND_CLUSTER_TEMPLATE, NULL, true, &spec_ops_cluster, NULL },
+        { SCHEMA_KIND_MACHINE, "machine", false, &spec_ops_machine, machine_provider_id_update },
+        { SCHEMA_KIND_MACHINE_TEMPLATE, "machine template", true, &spec_ops_machine, NULL },
 };
 
 const struct kind_ops *kind_ops_find(const char *kind)
@@ -175,14 +175,17 @@ static void template_immutable(const struct kind_ops *ops,
                                  "field is immutable; create a new %s instead", ops->kind);
 }
 
-/* Steps 3 and 4 on the decoded specs (old is NULL on CREATE or when unreadable). */
+/* Steps 3 and 4 on the decoded objects (old_obj is NULL on CREATE or when unreadable). */
 static void validate_decoded(const struct kind_ops *ops,
+                             const struct schema_kind_desc *codec,
                              const struct admission_request *req,
-                             const void *cur,
-                             const void *old,
+                             const union webhook_obj *cur_obj,
+                             const union webhook_obj *old_obj,
                              struct maas_inventory *inv,
                              struct admission_response *resp)
 {
+        const void *cur = schema_spec(codec, cur_obj);
+        const void *old = old_obj ? schema_spec(codec, old_obj) : NULL;
         const struct spec_ops *so = ops->spec;
         const char *path = kind_spec_field(ops);
         struct field_errors fe;
@@ -199,6 +202,8 @@ static void validate_decoded(const struct kind_ops *ops,
                 }
                 if (ops->is_template)
                         template_immutable(ops, req, &fe);
+                if (ops->update)
+                        ops->update(req->old_object, old_obj, cur_obj, &fe);
         }
         so->check(cur, path, &fe, resp);
         if (old) {
@@ -258,8 +263,7 @@ static void validate_object(const struct kind_ops *ops,
         }
         have_old = req->op == ADMISSION_OP_UPDATE && old_obj &&
                    schema_decode_view(codec, old_obj, &old, NULL) == 0;
-        validate_decoded(ops, req, schema_spec(codec, &cur),
-                         have_old ? schema_spec(codec, &old) : NULL, inv, resp);
+        validate_decoded(ops, codec, req, &cur, have_old ? &old : NULL, inv, resp);
         if (have_old)
                 schema_release(codec, &old);
         schema_release(codec, &cur);

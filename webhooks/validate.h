@@ -66,6 +66,13 @@ struct kind_ops {
         const char *what;
         bool is_template; /* spec.template.spec is immutable (kubernetes.md 3.4) */
         const struct spec_ops *spec;
+        /* Update rules that read more than the spec: the stored object's status (in
+         * old_json: the decoded objects carry none) and metadata; into fe. NULL when the
+         * kind has none. */
+        void (*update)(const cJSON *old_json,
+                       const union webhook_obj *old,
+                       const union webhook_obj *cur,
+                       struct field_errors *fe);
 };
 
 /* The ops of a kind name, or NULL. */
@@ -83,6 +90,13 @@ void validate_cluster_spec(const struct maas_cluster_spec *s,
                            struct field_errors *fe);
 /* The reference's image / min cpu / min memory checks, in its order. what is "machine" or
  * "machine template". Returns the first message (malloc'd) or NULL. */
+/* MaasMachine: spec.providerID may not change or go once the old object is provisioned
+ * (Cluster API copied it into the Machine); before that capmaas replaces hosts freely, and
+ * an object being deleted is exempt. */
+void machine_provider_id_update(const cJSON *old_json,
+                                const union webhook_obj *old,
+                                const union webhook_obj *cur,
+                                struct field_errors *fe);
 char *machine_spec_immutable(const struct maas_machine_spec *old,
                              const struct maas_machine_spec *cur,
                              const char *what);

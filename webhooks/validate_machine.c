@@ -76,6 +76,36 @@ char *machine_spec_immutable(const struct maas_machine_spec *old,
         return NULL;
 }
 
+/* The stored object reached provisioning: status.initialization.provisioned, or ready (the
+ * v1beta1 contract's field, all the reference provider writes). */
+static bool provisioned(const cJSON *obj)
+{
+        return cJSON_IsTrue(json_find(obj, "status", "initialization", "provisioned", NULL)) ||
+               cJSON_IsTrue(json_find(obj, "status", "ready", NULL));
+}
+
+void machine_provider_id_update(const cJSON *old_json,
+                                const union webhook_obj *old,
+                                const union webhook_obj *cur,
+                                struct field_errors *fe)
+{
+        const struct maas_machine *o = &old->machine, *c = &cur->machine;
+        const char *was = o->spec.provider_id, *now = c->spec.provider_id;
+
+        if (!was || !*was || o->meta.deletion_timestamp || !provisioned(old_json))
+                return;
+        if (now && strcmp(was, now) == 0)
+                return;
+        if (now)
+                field_invalid_str(fe, "spec.providerID", now,
+                                  "field is immutable once the machine is provisioned (was %s)",
+                                  was);
+        else
+                field_errors_add(fe, FIELD_ERR_FORBIDDEN, "spec.providerID", NULL,
+                                 "may not be removed once the machine is provisioned (was %s)",
+                                 was);
+}
+
 /* ---- the spec_ops of MaasMachine and MaasMachineTemplate ---- */
 
 static void machine_check(const void *spec,

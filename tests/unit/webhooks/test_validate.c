@@ -561,6 +561,98 @@ static void test_validate__status_never_denies(void **state)
         cJSON_Delete(old);
 }
 
+/* An UPDATE review of MaasMachine m1 from old_json to cur_json, through the whole flow. */
+static void review_update(const char *old_json,
+                          const char *cur_json,
+                          struct admission_response *resp)
+{
+        struct admission_request req = { .op = ADMISSION_OP_UPDATE,
+                                         .object = cJSON_Parse(cur_json),
+                                         .old_object = cJSON_Parse(old_json) };
+
+        assert_non_null(req.object);
+        assert_non_null(req.old_object);
+        *resp = (struct admission_response){ 0 };
+        webhook_validate("MaasMachine", &req, resp);
+        cJSON_Delete(req.object);
+        cJSON_Delete(req.old_object);
+}
+
+#define MM_HEAD                                                                                 \
+        "{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"MaasMachine\"," \
+        "\"metadata\":{\"name\":\"m1\",\"namespace\":\"ns1\"%s},\"spec\":{\"image\":"           \
+        "\"ubuntu/jammy\",\"minCPU\":2,\"minMemory\":4096%s}%s}"
+
+static char *mm_doc(const char *meta, const char *provider_id, const char *status)
+{
+        char ids[128] = "";
+
+        if (provider_id)
+                (void)snprintf(ids, sizeof(ids), ",\"providerID\":\"%s\"", provider_id);
+        return xasprintf(MM_HEAD, meta, ids, status);
+}
+
+/* Once provisioned the providerID is Cluster API's: a change or removal is denied, naming
+ * the field; before provisioning capmaas's own replacement of the host is allowed, and an
+ * object being deleted is left to its finalizer. */
+static void test_validate__provider_id_immutable_once_provisioned(void **state)
+{
+        static const char *const provisioned[] = {
+                ",\"status\":{\"ready\":true}",
+                ",\"status\":{\"ready\":false,\"initialization\":{\"provisioned\":true}}",
+        };
+        struct admission_response resp;
+        char *old, *cur;
+
+        (void)state;
+        for (size_t i = 0; i < ARRAY_SIZE(provisioned); i++) {
+                old = mm_doc("", "maas:///az1/abc123", provisioned[i]);
+                cur = mm_doc("", "maas:///az1/def456", provisioned[i]);
+                review_update(old, cur, &resp);
+                assert_false(resp.allowed);
+                assert_int_equal(resp.code, 422);
+                assert_non_null(strstr(resp.message, "spec.providerID: Invalid value: "
+                                                     "\"maas:///az1/def456\": field is immutable "
+                                                     "once the machine is provisioned"));
+                admission_response_release(&resp);
+                free(cur);
+                cur = mm_doc("", NULL, provisioned[i]);
+                review_update(old, cur, &resp);
+                assert_false(resp.allowed);
+                assert_non_null(strstr(resp.message, "spec.providerID: Forbidden"));
+                admission_response_release(&resp);
+                free(cur);
+                /* unchanged: allowed */
+                review_update(old, old, &resp);
+                assert_true(resp.allowed);
+                admission_response_release(&resp);
+                free(old);
+        }
+        /* before provisioning: capmaas replaces a failed deploy's host */
+        old = mm_doc("", "maas:///az1/abc123", ",\"status\":{\"ready\":false}");
+        cur = mm_doc("", "maas:///az1/def456", ",\"status\":{\"ready\":false}");
+        review_update(old, cur, &resp);
+        assert_true(resp.allowed);
+        admission_response_release(&resp);
+        free(cur);
+        cur = mm_doc("", NULL, ",\"status\":{\"ready\":false}");
+        review_update(old, cur, &resp);
+        assert_true(resp.allowed);
+        admission_response_release(&resp);
+        free(cur);
+        free(old);
+        /* deleting: allowed */
+        old = mm_doc(",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\"", "maas:///az1/abc123",
+                     ",\"status\":{\"ready\":true}");
+        cur = mm_doc(",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\"", NULL,
+                     ",\"status\":{\"ready\":true}");
+        review_update(old, cur, &resp);
+        assert_true(resp.allowed);
+        admission_response_release(&resp);
+        free(cur);
+        free(old);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -581,6 +673,7 @@ int main(void)
                 cmocka_unit_test(test_validate__unchanged_legacy_spec_is_not_judged),
                 cmocka_unit_test(test_validate__spec_change_of_reference_object_is_judged),
                 cmocka_unit_test(test_validate__status_never_denies),
+                cmocka_unit_test(test_validate__provider_id_immutable_once_provisioned),
         };
 
         xalloc_install_cjson_hooks();

@@ -169,6 +169,85 @@ static void test_machine__vanished_machine_is_replaced(void **state)
         assert_true(events_with("SuccessfulRelease") >= 1);
 }
 
+/* The provider again, with a fresh metrics registry and machine_refresh_ms. */
+static void restart_provider(uint64_t refresh_ms)
+{
+        struct provider_settings s = test_settings();
+
+        RF.prov = provider_free(RF.prov);
+        RF.metrics = metrics_free(RF.metrics);
+        s.machine_refresh_ms = refresh_ms;
+        assert_int_equal(metrics_new(&RF.metrics), 0);
+        assert_int_equal(provider_new(&(struct provider_opts){ .settings = s,
+                                                               .kube = &CL.mgmt.cfg,
+                                                               .maas = &RF.mcfg,
+                                                               .metrics = RF.metrics },
+                                      &RF.prov),
+                         0);
+        assert_int_equal(provider_start(RF.prov), 0);
+}
+
+static void assert_metric(const char *series)
+{
+        char *text = render_metrics();
+
+        if (!strstr(text, series))
+                fail_msg("no %s in\n%s", series, text);
+        free(text);
+}
+
+/* Issue 25: the host of a provisioned MaasMachine released, deleted or allocated to another
+ * user behind capmaas's back is reported terminal (for Cluster API to replace the Machine),
+ * never replaced under the same providerID; deleting those MaasMachines touches none of the
+ * hosts. */
+static void test_machine__lost_host_is_terminal_never_replaced(void **state)
+{
+        static const char *const names[] = { "w7", "w8", "w9" };
+        const char *lost[] = { "MachineDeployed", "False", "MachineTerminatedReason" };
+        char *sids[3], body[512];
+        cJSON *mm, *node;
+
+        (void)state;
+        free(ready_cluster("c11"));
+        for (size_t i = 0; i < 3; i++)
+                sids[i] =
+                        ready_machine("c11", names[i], &(struct machine_spec){ .bootstrap = true });
+        restart_provider(500); /* steady machines are looked at every half second */
+        cJSON_Delete(maassim_call(&RF.sim, "POST", "reset-log", ""));
+        snprintf(body, sizeof(body),
+                 "{\"release\":[\"%s\"],\"delete\":[\"%s\"],\"allocate_to\":{\"%s\":\"user2\"}}",
+                 sids[0], sids[1], sids[2]);
+        cJSON_Delete(maassim_call(&RF.sim, "POST", "faults", body));
+        for (size_t i = 0; i < 3; i++) {
+                mm = cl_wait(&KUBE_RES_MAASMACHINES, names[i], pred_cond_reason, lost);
+                assert_string_equal(json_at_str(mm, "spec.systemID"), sids[i]);
+                assert_string_equal(json_at_str(mm, "status.failureReason"), "UpdateError");
+                assert_false(cJSON_IsTrue(json_at(mm, "status.ready")));
+                assert_true(cl_cond_is(mm, "Ready", "False", "MachineTerminatedReason"));
+                cJSON_Delete(mm);
+        }
+        assert_int_equal(maas_count_requests("\"op\":\"allocate\""), 0);
+        assert_int_equal(maas_count_requests("\"op\":\"deploy\""), 0);
+        assert_int_equal(maas_count_requests("\"op\":\"release\""), 0);
+        assert_true(events_with("MachineNotFound") >= 1);
+        assert_true(events_with("MachineUnexpectedTermination") >= 2);
+        assert_metric("capmaas_maasmachine_host_lost_total{reason=\"Released\"} 1");
+        assert_metric("capmaas_maasmachine_host_lost_total{reason=\"NotFound\"} 1");
+        assert_metric("capmaas_maasmachine_host_lost_total{reason=\"OtherOwner\"} 1");
+        for (size_t i = 0; i < 3; i++) {
+                cl_delete(&KUBE_RES_MAASMACHINES, names[i]);
+                cl_wait(&KUBE_RES_MAASMACHINES, names[i], NULL, NULL);
+        }
+        /* user2's machine is still user2's: nothing was released */
+        assert_int_equal(maas_count_requests("\"op\":\"release\""), 0);
+        node = maassim_machine(&RF.sim, sids[2]);
+        assert_string_equal(json_at_str(node, "status_name"), "Allocated");
+        assert_string_equal(json_at_str(node, "owner"), "user2");
+        cJSON_Delete(node);
+        for (size_t i = 0; i < 3; i++)
+                free(sids[i]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -179,6 +258,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_machine__paused_cluster_is_left_alone,
                                                 rf_setup, rf_teardown),
                 cmocka_unit_test_setup_teardown(test_machine__vanished_machine_is_replaced,
+                                                rf_setup, rf_teardown),
+                cmocka_unit_test_setup_teardown(test_machine__lost_host_is_terminal_never_replaced,
                                                 rf_setup, rf_teardown),
         };
 

@@ -10,7 +10,13 @@
  *    "latency_ms": 50, "unavailable": {"count": 3, "retry_after": 1, "op": "machine.read",
  *    "status": 503 (the default) or 429},
  *    "fail_next": {"count": 1, "status": 500, "op": "machine.deploy"},
- *    "fail_deploy": ["sysid"], "bmc_unknown": ["sysid"], "power_off": ["sysid"]}
+ *    "fail_deploy": ["sysid"], "bmc_unknown": ["sysid"], "power_off": ["sysid"],
+ *    "release": ["sysid"], "delete": ["sysid"], "allocate_to": {"sysid": "user2"},
+ *    "mark_broken": ["sysid"]}
+ * power_off and the four after it are an operator's actions behind the provider's back, done
+ * at once: power off; release (Ready, no owner, owner data and agent_name wiped, as MAAS's
+ * release); delete the machine (its API then answers 404); release and allocate to another
+ * user (Allocated, that owner); mark Broken.
  * Op keys are "<resource>.<op or read|create|update|delete>", e.g. "machines.allocate",
  * "machine.deploy", "machine.read", "dnsresource.update"; a bare op name ("deploy") matches
  * the part after the dot; "*" or no op matches every request.
@@ -142,6 +148,45 @@ static void apply_rates(struct sim_faults *f, const cJSON *rates)
         }
 }
 
+static struct sim_machine *named(struct sim *s, const cJSON *e)
+{
+        return cJSON_IsString(e) ? sim_find_machine(s, e->valuestring) : NULL;
+}
+
+static void set_message(struct sim_machine *m, const char *msg)
+{
+        free(m->status_message);
+        m->status_message = xstrdup(msg);
+}
+
+/* What an operator does in the MAAS UI, behind the provider's back (see the top). */
+static void operator_actions(struct sim *s, const cJSON *doc)
+{
+        const cJSON *e;
+        struct sim_machine *m;
+
+        cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(doc, "release"))
+                if ((m = named(s, e)) != NULL) {
+                        sim_machine_finish_release(m);
+                        set_message(m, "Released by an operator");
+                }
+        cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(doc, "allocate_to"))
+                if (cJSON_IsString(e) && (m = sim_find_machine(s, e->string)) != NULL) {
+                        sim_machine_finish_release(m);
+                        m->status = ST_ALLOCATED;
+                        sim_set(&m->owner, e->valuestring);
+                        set_message(m, "Allocated to another user");
+                }
+        cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(doc, "mark_broken"))
+                if ((m = named(s, e)) != NULL) {
+                        m->status = ST_BROKEN;
+                        set_message(m, "Marked broken by an operator");
+                }
+        cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(doc, "delete"))
+                if ((m = named(s, e)) != NULL)
+                        sim_remove_machine(s, m);
+}
+
 static void apply_lists(struct sim *s, const cJSON *doc)
 {
         const cJSON *e;
@@ -159,6 +204,7 @@ static void apply_lists(struct sim *s, const cJSON *doc)
                 if (m)
                         sim_set(&m->power_state, "off"); /* behind the provider's back */
         }
+        operator_actions(s, doc);
 }
 
 int sim_faults_apply(struct sim *s, const cJSON *doc, char **ret_err)

@@ -483,7 +483,8 @@ int sim_add_machine_json(struct sim *s, const cJSON *o, char **ret_err)
                 free(sid);
                 return CM_EINVAL;
         }
-        machine_basics(&m, o, sid, s->n_machines);
+        /* ids stay unique after a machine was removed (sim_remove_machine) */
+        machine_basics(&m, o, sid, s->n_machines ? s->machines[s->n_machines - 1].order + 1 : 0);
         if (parse_status(o, &st) < 0 || machine_placement(s, &m, o, ret_err) < 0) {
                 if (!*ret_err)
                         *ret_err = xasprintf("machine %s: bad status", sid);
@@ -491,10 +492,20 @@ int sim_add_machine_json(struct sim *s, const cJSON *o, char **ret_err)
                 return CM_EINVAL;
         }
         m.status = st;
-        machine_ifaces(&m, o, s->n_machines + 1);
+        machine_ifaces(&m, o, m.order + 1);
         s->machines = xrealloc(s->machines, (s->n_machines + 1) * sizeof(*s->machines));
         s->machines[s->n_machines++] = m;
         return 0;
+}
+
+void sim_remove_machine(struct sim *s, struct sim_machine *m)
+{
+        size_t i = (size_t)(m - s->machines);
+
+        machine_release_fields(m);
+        memmove(&s->machines[i], &s->machines[i + 1],
+                (s->n_machines - i - 1) * sizeof(*s->machines));
+        s->n_machines--;
 }
 
 static void add_defaults(struct sim *s)

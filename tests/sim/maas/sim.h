@@ -265,6 +265,8 @@ void sim_machine_finish_release(struct sim_machine *m);
 /* Replaces *dst with a copy of src (NULL allowed). */
 void sim_set(char **dst, const char *src);
 struct sim_machine *sim_find_machine(struct sim *s, const char *system_id);
+/* Deletes machine m from the inventory (pointers into s->machines are invalid after). */
+void sim_remove_machine(struct sim *s, struct sim_machine *m);
 ssize_t sim_find_zone(const struct sim *s, const char *name);
 ssize_t sim_find_pool(const struct sim *s, const char *id_or_name);
 ssize_t sim_find_tag(const struct sim *s, const char *name);

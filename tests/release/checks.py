@@ -123,7 +123,8 @@ def template(path, defaults=False):
     docs = load(path)
     kinds = sorted(d["kind"] for d in docs)
     expect(kinds == sorted(["Cluster", "MaasCluster", "MaasMachineTemplate", "KubeadmControlPlane",
-                            "MaasMachineTemplate", "KubeadmConfigTemplate", "MachineDeployment"]),
+                            "MaasMachineTemplate", "KubeadmConfigTemplate", "MachineDeployment",
+                            "MachineHealthCheck"]),
            "the default flavor holds %s" % ", ".join(kinds))
     name, ns = "demo", "capi-demo"
     if defaults:
@@ -171,6 +172,17 @@ def template(path, defaults=False):
     expect(all(labels.get(k) == v for k, v in sel.items()),
            "MachineDeployment selector matches its template labels")
     one(docs, "KubeadmConfigTemplate", name + "-md-0")
+    mhc = one(docs, "MachineHealthCheck", name + "-md-0")
+    checks = mhc["spec"]["checks"]
+    expect(mhc["apiVersion"] == "cluster.x-k8s.io/v1beta2" and mhc["spec"]["clusterName"] == name
+           and mhc["spec"]["selector"]["matchLabels"] ==
+           {"cluster.x-k8s.io/deployment-name": name + "-md-0"},
+           "MachineHealthCheck is v1beta2 and selects the MachineDeployment's Machines")
+    expect(sorted((c["type"], c["status"]) for c in checks["unhealthyNodeConditions"]) ==
+           [("Ready", "False"), ("Ready", "Unknown")] and
+           checks["nodeStartupTimeoutSeconds"] > 1800,
+           "MachineHealthCheck replaces a Node that stops being Ready, and waits for a deploy "
+           "longer than --deploy-timeout")
     if defaults:
         check_machine_template(docs, name + "-control-plane", "custom/u-2204-0-k-1314-0",
                                2, 4096, "default", [])

@@ -318,6 +318,15 @@ for d in v1:
     if d["kind"] == "KubeadmControlPlane":
         mt = d["spec"]["machineTemplate"]
         d["spec"]["machineTemplate"] = {"spec": {"infrastructureRef": mt.pop("infrastructureRef")}, **mt}
+    if d["kind"] == "MachineHealthCheck":  # CAPI's v1beta1 -> v1beta2 conversion
+        s = d["spec"]
+        secs = lambda t: int(t[:-1]) * {"s": 1, "m": 60, "h": 3600}[t[-1]]
+        s["checks"] = {"nodeStartupTimeoutSeconds": secs(s.pop("nodeStartupTimeout")),
+                       "unhealthyNodeConditions": [
+                           {"type": c["type"], "status": c["status"],
+                            "timeoutSeconds": secs(c["timeout"])}
+                           for c in s.pop("unhealthyConditions")]}
+        s["remediation"] = {"triggerIf": {"unhealthyLessThanOrEqualTo": s.pop("maxUnhealthy")}}
 v1 = [up(d) for d in v1]
 if bad or v1 != v2:
     sys.exit("; ".join(bad) or "the objects differ from the default flavor's")

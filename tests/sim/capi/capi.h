@@ -10,7 +10,11 @@
  *   - kcp / md: KubeadmControlPlane and MachineDeployment replicas → Machines (scale up
  *     and down), replicas/readyReplicas; the KCP writes the <cluster>-kubeconfig Secret;
  *   - machine: bootstrap Secret, MaasMachine from the template, Node in the workload API,
- *     status mirrored from the MaasMachine, deletion (finalizer machine.cluster.x-k8s.io).
+ *     status mirrored from the MaasMachine, deletion (finalizer machine.cluster.x-k8s.io);
+ *     standing in for kubelet, the Node's Ready goes Unknown while the MaasMachine is not
+ *     ready (its host is off or gone) and back to True when it is;
+ *   - machinehealthcheck: marks unhealthy Machines OwnerRemediated False (mhc.c); the KCP and
+ *     MD controllers delete them and create replacements, as CAPI's owner remediation.
  *
  * Ownership: struct capi owns the informers, controllers and the owner index; everything is
  * built by main before any thread starts and torn down after every thread stopped.
@@ -58,8 +62,10 @@ MUST_CHECK int capi_set_contract(const char *version);
 /* The owner controllers' paths for capi_contract (called by capi_set_contract). */
 void capi_owner_set_contract(void);
 
-/* Cluster, Machine, KubeadmControlPlane, MachineDeployment at the contract's version. */
-extern struct kube_resource CAPI_RES_CLUSTERS, CAPI_RES_MACHINES, CAPI_RES_KCPS, CAPI_RES_MDS;
+/* Cluster, Machine, KubeadmControlPlane, MachineDeployment, MachineHealthCheck at the
+ * contract's version. */
+extern struct kube_resource CAPI_RES_CLUSTERS, CAPI_RES_MACHINES, CAPI_RES_KCPS, CAPI_RES_MDS,
+        CAPI_RES_MHCS;
 
 /* The two kinds that own Machines. */
 enum capi_owner_kind {
@@ -79,6 +85,7 @@ struct capi_member {
         uint64_t seq;     /* insertion order: the tie-break for equal timestamps */
         bool ready;       /* infrastructure provisioned (either contract's field) */
         bool deleting;    /* metadata.deletionTimestamp set (or deleted by us) */
+        bool remediate;   /* OwnerRemediated False: marked by a MachineHealthCheck */
 };
 
 struct capi_index *capi_index_new(void);
@@ -109,8 +116,8 @@ struct capi {
         const struct kube_config *mgmt, *workload; /* borrowed */
         char *kubeconfig_b64;                      /* the workload kubeconfig, base64 */
         struct informer *clusters, *maasclusters, *kcps, *mds, *machines, *maasmachines, *templates,
-                *nodes;
-        struct controller *cluster_ctl, *owner_ctl[CAPI_OWNER_KINDS], *machine_ctl;
+                *nodes, *mhcs;
+        struct controller *cluster_ctl, *owner_ctl[CAPI_OWNER_KINDS], *machine_ctl, *mhc_ctl;
         struct capi_index *index;
         _Atomic uint64_t name_seed;
 };
@@ -130,6 +137,11 @@ MUST_CHECK int capi_owner_reconcile(struct capi_worker *w,
                                     const char *ns,
                                     const char *name,
                                     struct reconcile_result *res);
+/* mhc.c: a MachineHealthCheck marks its unhealthy Machines for remediation. */
+MUST_CHECK int capi_mhc_reconcile(struct capi_worker *w,
+                                  const char *ns,
+                                  const char *name,
+                                  struct reconcile_result *res);
 MUST_CHECK int capi_machine_reconcile(struct capi_worker *w,
                                       const char *ns,
                                       const char *name,

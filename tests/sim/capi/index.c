@@ -127,6 +127,21 @@ static enum capi_owner_kind owner_kind(const cJSON *m, const char **ret_owner)
         return CAPI_OWNER_KINDS;
 }
 
+/* A MachineHealthCheck marked it: condition OwnerRemediated False. */
+static bool owner_remediated_false(const cJSON *m)
+{
+        const cJSON *c;
+
+        cJSON_ArrayForEach (c, json_find(m, "status", "conditions", NULL)) {
+                const char *t = json_find_str(c, "type", NULL);
+                const char *st = json_find_str(c, "status", NULL);
+
+                if (t && st && strcmp(t, "OwnerRemediated") == 0)
+                        return strcmp(st, "False") == 0;
+        }
+        return false;
+}
+
 static void upsert(void *arg, const struct kube_object *obj)
 {
         struct capi_index *x = arg;
@@ -144,6 +159,7 @@ static void upsert(void *arg, const struct kube_object *obj)
         snprintf(mem->created, sizeof(mem->created), "%s", created ? created : "");
         mem->ready = capi_status_true(m, "infrastructureReady", "infrastructureProvisioned");
         mem->deleting = mem->deleting || capi_deleting(m);
+        mem->remediate = owner_remediated_false(m);
         pthread_mutex_unlock(&x->lock);
 }
 

@@ -7,12 +7,15 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base64.h"
 #include "capi.h"
 #include "err.h"
 #include "json.h"
 #include "log.h"
+#include "patch_helper.h"
+#include "rfc3339.h"
 #include "schema.h"
 #include "xalloc.h"
 
@@ -183,6 +186,60 @@ static int ensure_node(struct mctx *c, const cJSON *mm, const char *name)
         return err;
 }
 
+/* Standing in for kubelet: the Node's Ready is True while the MaasMachine is ready, and
+ * Unknown ("Kubelet stopped posting node status", as the node lifecycle controller writes)
+ * once it is not: its host was powered off, released or lost. */
+static int kubelet_posts(struct mctx *c, bool ready)
+{
+        const char *name = json_find_str(c->status, "nodeRef", "name", NULL);
+        struct kube_object *node = name ? informer_get(c->w->s->nodes, NULL, name) : NULL;
+        const char *want = ready ? "True" : "Unknown";
+        cJSON *after, *cond;
+        char ts[RFC3339_LEN];
+        int err = 0;
+
+        if (!node)
+                return 0;
+        after = cJSON_Duplicate(kube_object_json(node), true);
+        cJSON_ArrayForEach (cond, json_find(after, "status", "conditions", NULL)) {
+                const char *t = json_find_str(cond, "type", NULL);
+                const char *st = json_find_str(cond, "status", NULL);
+
+                if (!t || strcmp(t, "Ready") != 0 || (st && strcmp(st, want) == 0))
+                        continue;
+                rfc3339_format(time(NULL), ts);
+                json_set_string(cond, "status", want);
+                json_set_string(cond, "reason", ready ? "KubeletReady" : "NodeStatusUnknown");
+                json_set_string(cond, "message",
+                                ready ? "kubelet is posting ready status (capi-sim)"
+                                      : "Kubelet stopped posting node status.");
+                json_set_string(cond, "lastTransitionTime", ts);
+                err = patch_helper_write(c->w->wl, &KUBE_RES_NODES, kube_object_json(node), after,
+                                         NULL, NULL, NULL);
+                if (err == 0)
+                        log_info(LOGGER, "node ready", "node=%s status=%s", name, want);
+        }
+        cJSON_Delete(after);
+        kube_object_unref(node);
+        return err == CM_ENOTFOUND ? 0 : err;
+}
+
+/* CAPI 1.10 (v1beta1) copies an infrastructure machine's terminal failure into the Machine,
+ * which goes Failed; CAPI 1.11+ no longer reads these fields. */
+static bool copy_failure(struct mctx *c, const cJSON *mm)
+{
+        const char *reason = json_find_str(mm, "status", "failureReason", NULL);
+        const char *msg = json_find_str(mm, "status", "failureMessage", NULL);
+
+        if (capi_contract.v1beta2 || (!reason && !msg))
+                return false;
+        if (reason)
+                json_set_string(c->status, "failureReason", reason);
+        if (msg)
+                json_set_string(c->status, "failureMessage", msg);
+        return true;
+}
+
 static int mirror(struct mctx *c, const cJSON *mm)
 {
         bool ready = cJSON_IsTrue(json_find(mm, "status", "ready", NULL)) ||
@@ -199,10 +256,13 @@ static int mirror(struct mctx *c, const cJSON *mm)
                 json_set_string(json_child_object(c->after, "spec", NULL), "providerID", pid);
         if (name)
                 err = ensure_node(c, mm, name);
+        if (err == 0)
+                err = kubelet_posts(c, ready);
         json_set_string(c->status, "phase",
-                        json_find(c->status, "nodeRef", NULL) ? "Running"
-                        : ready                               ? "Provisioned"
-                                                              : "Provisioning");
+                        copy_failure(c, mm)                     ? "Failed"
+                        : json_find(c->status, "nodeRef", NULL) ? "Running"
+                        : ready                                 ? "Provisioned"
+                                                                : "Provisioning");
         free(name);
         return err;
 }

@@ -105,11 +105,15 @@ static int machine_rec(void *wctx, const char *ns, const char *name, struct reco
         return wctx ? capi_machine_reconcile(wctx, ns, name, r) : CM_EINVAL;
 }
 
+static int mhc_rec(void *wctx, const char *ns, const char *name, struct reconcile_result *r)
+{
+        return wctx ? capi_mhc_reconcile(wctx, ns, name, r) : CM_EINVAL;
+}
+
 static const struct controller_ops ops[] = {
-        { worker_new, worker_free, cluster_rec },
-        { worker_new, worker_free, kcp_rec },
-        { worker_new, worker_free, md_rec },
-        { worker_new, worker_free, machine_rec },
+        { worker_new, worker_free, cluster_rec }, { worker_new, worker_free, kcp_rec },
+        { worker_new, worker_free, md_rec },      { worker_new, worker_free, machine_rec },
+        { worker_new, worker_free, mhc_rec },
 };
 
 /* --- watch mappings ----------------------------------------------------------------------------
@@ -174,6 +178,19 @@ static void map_node_to_machine(void *arg, const struct kube_object *obj, add_fn
                 add(ctl, ns, m);
 }
 
+/* A Machine (or a Node, through its cluster-namespace annotation) → every
+ * MachineHealthCheck of its namespace (arg: their informer). */
+static void map_to_mhcs(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
+{
+        const char *ns = kube_object_namespace(obj);
+
+        if (!ns || !*ns)
+                ns = json_find_str(kube_object_json(obj), "metadata", "annotations",
+                                   CAPI_ANN_CLUSTER_NS, NULL);
+        if (ns)
+                (void)informer_each_key(arg, ns, NULL, add, ctl);
+}
+
 /* --- assembly ------------------------------------------------------------------------------- */
 
 static int new_informer(const struct kube_config *cfg,
@@ -198,6 +215,7 @@ static int build_informers(struct capi *s)
                 { &CAPI_RES_MACHINES, &s->machines },
                 { &KUBE_RES_MAASMACHINES, &s->maasmachines },
                 { &KUBE_RES_MAASMACHINETEMPLATES, &s->templates },
+                { &CAPI_RES_MHCS, &s->mhcs },
         };
 
         int err = 0;
@@ -217,9 +235,9 @@ static int build_informers(struct capi *s)
 static int build_controllers(struct capi *s, unsigned machine_workers)
 {
         struct controller **ctl[] = { &s->cluster_ctl, &s->owner_ctl[CAPI_OWNER_KCP],
-                                      &s->owner_ctl[CAPI_OWNER_MD], &s->machine_ctl };
+                                      &s->owner_ctl[CAPI_OWNER_MD], &s->machine_ctl, &s->mhc_ctl };
         static const char *const names[] = { "cluster", "kubeadmcontrolplane", "machinedeployment",
-                                             "machine" };
+                                             "machine", "machinehealthcheck" };
         int err = 0;
 
         for (size_t i = 0; i < ARRAY_SIZE(ctl) && err == 0; i++)
@@ -254,6 +272,9 @@ static int watch_all(struct capi *s)
                 { s->machine_ctl, s->machines, NULL, NULL },
                 { s->machine_ctl, s->maasmachines, map_mm_to_machine, NULL },
                 { s->machine_ctl, s->nodes, map_node_to_machine, NULL },
+                { s->mhc_ctl, s->mhcs, NULL, NULL },
+                { s->mhc_ctl, s->machines, map_to_mhcs, s->mhcs },
+                { s->mhc_ctl, s->nodes, map_to_mhcs, s->mhcs },
         };
 
         int err = 0;
@@ -265,10 +286,10 @@ static int watch_all(struct capi *s)
 
 static int start_all(struct capi *s)
 {
-        struct informer *inf[] = { s->clusters, s->maasclusters, s->kcps,      s->mds,
-                                   s->machines, s->maasmachines, s->templates, s->nodes };
+        struct informer *inf[] = { s->clusters,     s->maasclusters, s->kcps,  s->mds, s->machines,
+                                   s->maasmachines, s->templates,    s->nodes, s->mhcs };
         struct controller *ctl[] = { s->cluster_ctl, s->owner_ctl[0], s->owner_ctl[1],
-                                     s->machine_ctl };
+                                     s->machine_ctl, s->mhc_ctl };
         int err = 0;
 
         for (size_t i = 0; i < ARRAY_SIZE(inf) && err == 0; i++)
@@ -282,10 +303,11 @@ static int start_all(struct capi *s)
 
 static void stop_all(struct capi *s)
 {
-        struct informer **inf[] = { &s->clusters, &s->maasclusters, &s->kcps,      &s->mds,
-                                    &s->machines, &s->maasmachines, &s->templates, &s->nodes };
+        struct informer **inf[] = { &s->clusters,  &s->maasclusters, &s->kcps,
+                                    &s->mds,       &s->machines,     &s->maasmachines,
+                                    &s->templates, &s->nodes,        &s->mhcs };
         struct controller **ctl[] = { &s->cluster_ctl, &s->owner_ctl[0], &s->owner_ctl[1],
-                                      &s->machine_ctl };
+                                      &s->machine_ctl, &s->mhc_ctl };
 
         for (size_t i = 0; i < ARRAY_SIZE(inf); i++)
                 if (*inf[i])

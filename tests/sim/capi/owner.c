@@ -139,6 +139,44 @@ static size_t to_create(const struct owner_ctx *c, const struct kube_object *cl,
         return want < CAPI_CREATE_BATCH ? want : CAPI_CREATE_BATCH;
 }
 
+static int delete_member(struct owner_ctx *c, size_t i, const char *why)
+{
+        int err = capi_delete(c->w->kube, &CAPI_RES_MACHINES, c->ns, c->m[i].name);
+
+        if (err)
+                return err;
+        log_info(LOGGER, "deleted machine", "owner=%s/%s machine=%s why=%s", c->ns,
+                 kube_object_name(c->owner), c->m[i].name, why);
+        capi_index_mark_deleting(c->w->s->index, c->k, c->ns, kube_object_name(c->owner),
+                                 c->m[i].name);
+        c->m[i].deleting = true;
+        c->active--;
+        c->ready -= c->m[i].ready;
+        return 0;
+}
+
+/* Owner remediation of Machines a MachineHealthCheck marked (OwnerRemediated False): a
+ * MachineDeployment's MachineSet deletes every one, the replacements come from the replica
+ * count; a KubeadmControlPlane one at a time, only while no other machine is going and
+ * another is ready (CAPI's KCP keeps etcd quorum). */
+static int remediate(struct owner_ctx *c)
+{
+        bool going = false;
+        int err = 0;
+
+        for (size_t i = 0; i < c->n; i++)
+                going = going || c->m[i].deleting;
+        for (size_t i = 0; i < c->n && err == 0; i++) {
+                if (!c->m[i].remediate || c->m[i].deleting)
+                        continue;
+                if (c->d->control_plane && (going || c->ready <= c->m[i].ready))
+                        break;
+                err = delete_member(c, i, "remediation");
+                going = true;
+        }
+        return err;
+}
+
 static int scale_down(struct owner_ctx *c, size_t want)
 {
         int err = 0;
@@ -146,16 +184,7 @@ static int scale_down(struct owner_ctx *c, size_t want)
         for (size_t i = c->n; i-- > 0 && c->active > want && err == 0;) {
                 if (c->m[i].deleting)
                         continue;
-                err = capi_delete(c->w->kube, &CAPI_RES_MACHINES, c->ns, c->m[i].name);
-                if (err)
-                        break;
-                log_info(LOGGER, "deleted machine", "owner=%s/%s machine=%s", c->ns,
-                         kube_object_name(c->owner), c->m[i].name);
-                capi_index_mark_deleting(c->w->s->index, c->k, c->ns, kube_object_name(c->owner),
-                                         c->m[i].name);
-                c->m[i].deleting = true;
-                c->active--;
-                c->ready -= c->m[i].ready;
+                err = delete_member(c, i, "scale down");
         }
         return err;
 }
@@ -246,6 +275,9 @@ static int reconcile_replicas(struct owner_ctx *c,
         int err = 0;
 
         count(c);
+        err = remediate(c);
+        if (err)
+                return err;
         create = to_create(c, cl, want);
         if (create && !tmpl)
                 return CM_EINVAL; /* logged by the controller */

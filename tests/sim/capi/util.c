@@ -15,12 +15,13 @@
 #include "xalloc.h"
 
 struct capi_contract capi_contract;
-struct kube_resource CAPI_RES_CLUSTERS, CAPI_RES_MACHINES, CAPI_RES_KCPS, CAPI_RES_MDS;
+struct kube_resource CAPI_RES_CLUSTERS, CAPI_RES_MACHINES, CAPI_RES_KCPS, CAPI_RES_MDS,
+        CAPI_RES_MHCS;
 
 int capi_set_contract(const char *version)
 {
         struct kube_resource *all[] = { &CAPI_RES_CLUSTERS, &CAPI_RES_MACHINES, &CAPI_RES_KCPS,
-                                        &CAPI_RES_MDS };
+                                        &CAPI_RES_MDS, &CAPI_RES_MHCS };
         bool v2 = version && strcmp(version, "v1beta2") == 0;
 
         if (!v2 && !(version && strcmp(version, "v1beta1") == 0))
@@ -38,6 +39,8 @@ int capi_set_contract(const char *version)
                                         "kubeadmcontrolplanes", "KubeadmControlPlane", true };
         CAPI_RES_MDS = (struct kube_resource){ CAPI_GROUP, NULL, "machinedeployments",
                                                "MachineDeployment", true };
+        CAPI_RES_MHCS = (struct kube_resource){ CAPI_GROUP, NULL, "machinehealthchecks",
+                                                "MachineHealthCheck", true };
         for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
                 all[i]->version = capi_contract.version;
         capi_owner_set_contract();

@@ -12,11 +12,14 @@
  *    "fail_next": {"count": 1, "status": 500, "op": "machine.deploy"},
  *    "fail_deploy": ["sysid"], "bmc_unknown": ["sysid"], "power_off": ["sysid"],
  *    "release": ["sysid"], "delete": ["sysid"], "allocate_to": {"sysid": "user2"},
- *    "mark_broken": ["sysid"]}
- * power_off and the four after it are an operator's actions behind the provider's back, done
+ *    "commission": ["sysid"], "mark_broken": ["sysid"]}
+ * power_off and the five after it are an operator's actions behind the provider's back, done
  * at once: power off; release (Ready, no owner, owner data and agent_name wiped, as MAAS's
  * release); delete the machine (its API then answers 404); release and allocate to another
- * user (Allocated, that owner); mark Broken.
+ * user (Allocated, that owner); release and recommission (Commissioning until the sim
+ * stops: the host is being fixed); mark Broken.
+ * GET /_sim/requests lists the request log: method, path, op, status, and the authenticated
+ * user and the agent_name parameter when there are.
  * Op keys are "<resource>.<op or read|create|update|delete>", e.g. "machines.allocate",
  * "machine.deploy", "machine.read", "dnsresource.update"; a bare op name ("deploy") matches
  * the part after the dot; "*" or no op matches every request.
@@ -97,20 +100,24 @@ static void count_rate(struct sim *s)
                 s->peak_rps = s->rate_count;
 }
 
-void sim_log_request(
-        struct sim *s, const char *method, const char *path, const char *op, unsigned status)
+void sim_log_request(struct sim *s, const struct sim_req *rq, unsigned status)
 {
+        const char *agent = sim_params_get(&rq->form, "agent_name");
         struct sim_log_entry *e;
 
+        if (!agent)
+                agent = sim_params_get(&rq->query, "agent_name");
         pthread_mutex_lock(&s->lock);
         count_rate(s);
         e = &s->log[s->log_count % SIM_LOG_SLOTS];
-        snprintf(e->method, sizeof(e->method), "%s", method);
-        snprintf(e->path, sizeof(e->path), "%s", path);
-        snprintf(e->op, sizeof(e->op), "%s", op ? op : "");
+        snprintf(e->method, sizeof(e->method), "%s", rq->method);
+        snprintf(e->path, sizeof(e->path), "%s", rq->path);
+        snprintf(e->op, sizeof(e->op), "%s", rq->op ? rq->op : "");
+        snprintf(e->user, sizeof(e->user), "%s", rq->user ? rq->user : "");
+        snprintf(e->agent_name, sizeof(e->agent_name), "%s", agent ? agent : "");
         e->status = status;
         s->log_count++;
-        if (strcmp(method, "GET") == 0)
+        if (strcmp(rq->method, "GET") == 0)
                 s->reads++;
         else
                 s->writes++;
@@ -176,6 +183,12 @@ static void operator_actions(struct sim *s, const cJSON *doc)
                         m->status = ST_ALLOCATED;
                         sim_set(&m->owner, e->valuestring);
                         set_message(m, "Allocated to another user");
+                }
+        cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(doc, "commission"))
+                if ((m = named(s, e)) != NULL) {
+                        sim_machine_finish_release(m);
+                        m->status = ST_COMMISSIONING; /* stays there: the operator's fix */
+                        set_message(m, "Commissioning");
                 }
         cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(doc, "mark_broken"))
                 if ((m = named(s, e)) != NULL) {
@@ -305,6 +318,10 @@ static cJSON *requests_json(const struct sim *s)
                 cJSON_AddStringToObject(o, "path", e->path);
                 cJSON_AddStringToObject(o, "op", e->op);
                 cJSON_AddNumberToObject(o, "status", e->status);
+                if (e->user[0])
+                        cJSON_AddStringToObject(o, "user", e->user);
+                if (e->agent_name[0])
+                        cJSON_AddStringToObject(o, "agent_name", e->agent_name);
                 cJSON_AddItemToArray(arr, o);
         }
         return doc;

@@ -386,6 +386,6 @@ void sim_handle(struct sim *s, struct sim_req *rq, const char *auth, struct sim_
         if (rt->anonymous || oauth_verify(s, auth, &rq->user, rp) == 0)
                 dispatch(s, rt, rq, rp);
 out:
-        sim_log_request(s, rq->method, rq->path, rq->op, rp->status);
+        sim_log_request(s, rq, rp->status);
         free(path_op);
 }

@@ -150,6 +150,8 @@ struct sim_log_entry {
         char method[8];
         char path[160];
         char op[40];
+        char user[32];       /* the authenticated user, "" when none */
+        char agent_name[64]; /* the request's agent_name parameter (allocate), "" when none */
         unsigned status;
 };
 
@@ -334,5 +336,4 @@ MUST_CHECK int sim_faults_apply(struct sim *s, const cJSON *doc, char **ret_err)
 void sim_faults_release(struct sim_faults *f);
 /* Decides an injected failure for op key; returns 0 or the status to answer. Lock held. */
 unsigned sim_fault_pick(struct sim *s, const char *opkey, unsigned *ret_retry_after);
-void sim_log_request(
-        struct sim *s, const char *method, const char *path, const char *op, unsigned status);
+void sim_log_request(struct sim *s, const struct sim_req *rq, unsigned status);

@@ -93,18 +93,33 @@ bad = [r for r in json.load(sys.stdin)["requests"]
        or ("/machines/%s/" % sid in r["path"] and r["method"] != "GET")]
 print(len(bad), " ".join("%s %s %s" % (r["method"], r["path"], r.get("op")) for r in bad))' "$1" "$2"
 }
-terminal() { # NAME
-  stack_kubectl get maasmachine "$1" -o json | $PY -c '
+# The versions of a watched object, one JSON document after another, in FILE.
+watched() { # FILE PYTHON-PREDICATE-ON-o
+  $PY - "$1" "$2" <<'PY'
 import json, sys
-o = json.load(sys.stdin)
-c = {x["type"]: x for x in o.get("status", {}).get("conditions", [])}
-ok = (c.get("Ready", {}).get("status") == "False"
+text, dec, i = open(sys.argv[1]).read(), json.JSONDecoder(), 0
+while True:
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i >= len(text):
+        break
+    try:
+        o, i = dec.raw_decode(text, i)
+    except ValueError:
+        break  # a document still being written
+    if eval(sys.argv[2], {"o": o}):
+        sys.exit(0)
+sys.exit(1)
+PY
+}
+# A version of the MaasMachine in the watch FILE showed the terminal condition on SYSTEM_ID
+# (with CAPI 1.10 the Machine is remediated at once, so the object may be gone by now).
+terminal() { # FILE SYSTEM_ID
+  watched "$1" '(lambda c: c.get("Ready", {}).get("status") == "False"
       and c.get("MachineDeployed", {}).get("reason") == "MachineTerminatedReason"
       and o["status"].get("failureReason") == "UpdateError"
-      and o["spec"]["systemID"] == sys.argv[1] and not o["status"].get("ready"))
-if not ok:
-    print(json.dumps({"spec": o["spec"], "status": o.get("status")}))
-sys.exit(0 if ok else 1)' "$2"
+      and o["spec"]["systemID"] == "'"$2"'" and not o["status"].get("ready"))(
+      {x["type"]: x for x in o.get("status", {}).get("conditions", [])})'
 }
 on_host() { mm_json | grep -q "\"systemID\": \"$1\""; }
 machine_gone() { ! stack_kubectl get machine "$1" -o name >/dev/null 2>&1; }
@@ -139,6 +154,7 @@ lost_metric() { # REASON
 # lose CASE ACTION_JSON_KEY EXPECT_STATUS EXPECT_OWNER METRIC_REASON
 lose() {
   local case=$1 action=$2 want_st=$3 want_owner=$4 reason=$5 name sid uid machine t0 dt body
+  local watch_pid
   read -r name sid uid machine <<<"$(pick_worker)"
   if [ -z "${machine:-}" ]; then
     check "$case: a Ready worker to lose" 0 '' -- false
@@ -150,10 +166,14 @@ lose() {
   allocate_to) body="{\"allocate_to\":{\"$sid\":\"user2\"}}" ;;
   *) body="{\"$action\":[\"$sid\"]}" ;;
   esac
+  stack_kubectl get maasmachine "$name" --watch -o json >"$KS_WORK/$case-watch.json" 2>/dev/null &
+  watch_pid=$!
+  sleep 0.5 # the watch has listed it
   t0=$(date +%s.%N)
   check "$case: maas-sim $action $sid behind capmaas's back" 0 '^ok' -- \
     stack_maas POST faults -H 'Content-Type: application/json' -d "$body"
-  check "$case: $name shows the terminal condition" 0 '' -- wait_until $((3 * REFRESH_S)) terminal "$name" "$sid"
+  check "$case: $name shows the terminal condition" 0 '' -- \
+    wait_until $((3 * REFRESH_S)) terminal "$KS_WORK/$case-watch.json" "$sid"
   dt=$($PY -c "import time; print('%.1f' % (time.time() - $t0))")
   echo "# $case: terminal after $dt s (refresh interval ${REFRESH_S} s)"
   check "$case: ... within about one refresh interval (${dt} s)" 0 '' -- \
@@ -171,6 +191,8 @@ lose() {
   check "$case: $sid is left as the operator left it" 0 '' -- host_is "$sid" "$want_st" "$want_owner"
   check "$case: capmaas holds exactly 8 hosts, all its MaasMachines'" 0 '' -- \
     wait_until 30 holds_exactly 8
+  kill "$watch_pid" 2>/dev/null
+  wait "$watch_pid" 2>/dev/null
 }
 
 lose recommissioned commission Commissioning - Recommissioned

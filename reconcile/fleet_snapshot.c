@@ -47,7 +47,8 @@ static void node_copy(const struct maas_node *src, struct maas_node *dst)
         strv_copy(&src->ip_addresses, &dst->ip_addresses);
 }
 
-#define FLEET_CHUNK 100
+#define FLEET_CHUNK       100
+#define FLEET_MIN_WAIT_MS 100
 
 struct fleet_ids {
         char **ids;
@@ -150,7 +151,26 @@ static void fleet_refresh(struct reconciler_worker *w)
          * GET per machine meanwhile only if no list was ever fetched */
         p->fleet.fetched_ms = clock_now_ms(p->clock);
         p->fleet.refreshing = false;
+        pthread_cond_broadcast(&p->fleet_cond);
         pthread_mutex_unlock(&p->fleet_lock);
+}
+
+/* The list is due (never fetched, or an interval old). Lock held. */
+static bool fleet_due(const struct provider *p, uint64_t now)
+{
+        return !p->fleet.fetched_ms || now - p->fleet.fetched_ms >= p->settings.machine_refresh_ms;
+}
+
+uint64_t fleet_snapshot_next_ms(struct provider *p)
+{
+        uint64_t every = p->settings.machine_refresh_ms, now = clock_now_ms(p->clock), at;
+
+        pthread_mutex_lock(&p->fleet_lock);
+        at = p->fleet.fetched_ms ? p->fleet.fetched_ms + every : 0;
+        pthread_mutex_unlock(&p->fleet_lock);
+        if (!at || at <= now)
+                return every;
+        return at - now < FLEET_MIN_WAIT_MS ? FLEET_MIN_WAIT_MS : at - now;
 }
 
 int fleet_snapshot_lookup(struct reconciler_worker *w, const char *system_id, struct maas_node *ret)
@@ -158,11 +178,16 @@ int fleet_snapshot_lookup(struct reconciler_worker *w, const char *system_id, st
         struct provider *p = w->p;
         struct maas_node key = { .system_id = (char *)(uintptr_t)system_id };
         const struct maas_node *hit;
+        uint64_t now = clock_now_ms(p->clock);
         bool fetch;
         int err = CM_ENOTFOUND;
 
         pthread_mutex_lock(&p->fleet_lock);
-        fetch = fleet_claim(p, clock_now_ms(p->clock));
+        fetch = fleet_claim(p, now);
+        /* Another worker is fetching a list that is due: wait for it rather than read the
+         * stale one, so every pass of an interval sees that interval's list. */
+        while (!fetch && p->fleet.refreshing && fleet_due(p, now))
+                pthread_cond_wait(&p->fleet_cond, &p->fleet_lock);
         pthread_mutex_unlock(&p->fleet_lock);
         if (fetch)
                 fleet_refresh(w);

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "fleet_snapshot.h"
 #include "legacy.h"
 #include "log.h"
 #include "maasmachine_context.h"
@@ -121,7 +122,8 @@ static int state_deployed(struct maasmachine_ctx *c, struct reconcile_result *re
         set_ready(c, true);
         reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_TRUE,
                         SCHEMA_REASON_MACHINE_DEPLOYED, NULL);
-        maasmachine_requeue(res, c->p->settings.machine_refresh_ms);
+        /* next just after the fleet list falls due: drift is seen within an interval */
+        maasmachine_requeue(res, fleet_snapshot_next_ms(c->p));
         if (c->control_plane) {
                 err = dns_attachment(c, res);
                 if (err)

@@ -190,6 +190,7 @@ int provider_new(const struct provider_opts *o, struct provider **ret)
         p->maas_insecure = o->maas_insecure_skip_verify;
         pthread_mutex_init(&p->lock, NULL);
         pthread_mutex_init(&p->fleet_lock, NULL);
+        pthread_cond_init(&p->fleet_cond, NULL);
         err = register_metrics(p);
         if (err) {
                 provider_free(p);
@@ -413,6 +414,7 @@ struct provider *provider_free(struct provider *p)
         reconciler_table_release(&p->api_probe);
         maas_node_list_release(&p->fleet.nodes);
         pthread_mutex_destroy(&p->lock);
+        pthread_cond_destroy(&p->fleet_cond);
         pthread_mutex_destroy(&p->fleet_lock);
         free(p);
         return NULL;

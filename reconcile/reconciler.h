@@ -95,6 +95,7 @@ struct provider {
         struct reconciler_table api_probe; /* ns/name → failures, next probe ms */
 
         pthread_mutex_t fleet_lock;
+        pthread_cond_t fleet_cond; /* a refresh finished (with fleet_lock) */
         struct reconciler_fleet fleet;
         bool started;
         atomic_bool stopping; /* set first by provider_stop: retry sleeps end at once */

@@ -7,14 +7,13 @@
 #   reallocated     released and allocated to another MAAS user (user2)
 # Each time: maas-sim's request log shows no allocate with that MaasMachine's stamp and no
 # deploy or release of the lost host; the MaasMachine shows the terminal condition (Ready
-# False, MachineTerminatedReason, failureReason UpdateError) within about one refresh
-# interval, with a Warning event naming the host and capmaas_maasmachine_host_lost_total;
+# False, MachineTerminatedReason, failureReason UpdateError) within one refresh interval,
+# with a Warning event naming the host and capmaas_maasmachine_host_lost_total;
 # the MachineHealthCheck of the release's template (its timeouts shortened for the test)
 # has the Machine replaced by a new one on another host, which goes Ready; the lost host
 # is left as the operator left it; capmaas holds exactly 8 machines. Then the cluster is
 # deleted (kubectl delete -f): the MaasCluster says Ready False/Deleting with the count while
-# machines go, and
-# every host capmaas held returns to MAAS while user2's stays user2's.
+# machines go, and every host capmaas held returns to MAAS while user2's stays user2's.
 #
 # E2E_CAPI_CONTRACT picks the Cluster API release capi-sim plays (v1beta2 by default; with
 # v1beta1 the Machine is marked Failed from the MaasMachine's failureReason, as CAPI 1.10).
@@ -176,8 +175,8 @@ lose() {
     wait_until $((3 * REFRESH_S)) terminal "$KS_WORK/$case-watch.json" "$sid"
   dt=$($PY -c "import time; print('%.1f' % (time.time() - $t0))")
   echo "# $case: terminal after $dt s (refresh interval ${REFRESH_S} s)"
-  check "$case: ... within about one refresh interval (${dt} s)" 0 '' -- \
-    $PY -c "import sys; sys.exit(0 if $dt <= $REFRESH_S * 2 + 1 else 1)"
+  check "$case: ... within one refresh interval, give or take the watch's delivery (${dt} s)" 0 '' -- \
+    $PY -c "import sys; sys.exit(0 if $dt <= $REFRESH_S + 1.5 else 1)"
   check "$case: a Warning event names $sid and what MAAS says" 0 "$sid" -- \
     stack_kubectl get events --field-selector "involvedObject.name=$name,type=Warning" \
     -o jsonpath='{.items[*].message}'

@@ -662,6 +662,141 @@ static void test_capi_sim__paused_cluster_is_left_alone(void **state)
         cJSON_Delete(mc);
 }
 
+/* --- MachineHealthCheck (issue 25) ------------------------------------------------------------ */
+
+static const struct kube_resource MHCS = { "cluster.x-k8s.io", "v1beta1", "machinehealthchecks",
+                                           "MachineHealthCheck", true };
+
+static void make_mhc(const char *cluster, const char *max_unhealthy)
+{
+        cl_create(&MHCS,
+                  test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":"
+                            "\"MachineHealthCheck\",\"metadata\":{\"name\":\"%s-md\"},\"spec\":{"
+                            "\"clusterName\":\"%s\",\"selector\":{\"matchLabels\":{"
+                            "\"" SEL_MD "\":\"%s-md\"}},\"maxUnhealthy\":%s,"
+                            "\"unhealthyConditions\":[{\"type\":\"Ready\",\"status\":"
+                            "\"Unknown\",\"timeout\":\"1s\"}]}}",
+                            cluster, cluster, cluster, max_unhealthy));
+}
+
+/* As capmaas: the Node of MaasMachine name gets its providerID, so capi-sim's Machine
+ * gets its nodeRef (what a MachineHealthCheck reads the Node by). */
+static void node_gets_provider_id(const char *name)
+{
+        cJSON *mm = cl_get(&KUBE_RES_MAASMACHINES, name), *m;
+        char want[160];
+        char *node = xstrdup(json_at_str(mm, "status.hostname"));
+        char *body =
+                xasprintf("{\"spec\":{\"providerID\":\"%s\"}}", json_at_str(mm, "spec.providerID"));
+
+        for (char *p = node; *p; p++)
+                *p = (char)tolower((unsigned char)*p);
+        cl_patch(&KUBE_RES_NODES, node, NULL, body);
+        (void)snprintf(want, sizeof(want), "status.nodeRef.name=%s", node);
+        m = cl_wait(&KUBE_RES_MACHINES, name, pred_field, want);
+        cJSON_Delete(m);
+        free(body);
+        free(node);
+        cJSON_Delete(mm);
+}
+
+/* A cluster with one control plane and two deployed workers; the workers' names (in w). */
+static void two_workers(const char *cluster, char *w[2])
+{
+        cJSON *l;
+
+        make_cluster(cluster);
+        make_kcp_md(cluster, 1, 2);
+        provision_cluster(cluster);
+        deploy_machines(SEL_CP, 1);
+        deploy_machines(SEL_MD, 2);
+        for (unsigned t = 0; t < CLUSTERS_WAIT_MS && nodes_of(NULL) < 3; t += 25)
+                cl_sleep_ms(25);
+        assert_int_equal(nodes_of(NULL), 3);
+        l = cl_list(&KUBE_RES_MACHINES, SEL_MD);
+        w[0] = xstrdup(json_at_str(cJSON_GetArrayItem(json_at(l, "items"), 0), "metadata.name"));
+        w[1] = xstrdup(json_at_str(cJSON_GetArrayItem(json_at(l, "items"), 1), "metadata.name"));
+        cJSON_Delete(l);
+        for (size_t i = 0; i < 2; i++)
+                node_gets_provider_id(w[i]);
+}
+
+/* MachineDeployment md has n Machines again, none of them named gone, all ready. */
+static void replaced(const char *md, const char *gone, int n)
+{
+        char want[32];
+
+        cJSON *l;
+        const cJSON *m;
+
+        assert_null(cl_wait(&KUBE_RES_MACHINES, gone, NULL, NULL));
+        l = cl_wait_count(&KUBE_RES_MACHINES, SEL_MD, n);
+        deploy_all(l);
+        cJSON_ArrayForEach (m, json_at(l, "items"))
+                assert_string_not_equal(json_at_str(m, "metadata.name"), gone);
+        cJSON_Delete(l);
+        (void)snprintf(want, sizeof(want), "status.readyReplicas=%d", n);
+        cJSON_Delete(cl_wait(&CL_MDS, md, pred_field, want));
+}
+
+/* CAPI 1.10: an infrastructure machine's failureReason reaches the Machine (phase Failed),
+ * which the MachineHealthCheck remediates at once; the MachineDeployment replaces it. */
+static void test_capi_sim__failed_infrastructure_machine_is_replaced(void **state)
+{
+        char *w[2];
+        cJSON *m;
+
+        (void)state;
+        two_workers("c5", w);
+        cl_patch(&KUBE_RES_MAASMACHINES, w[0], "status",
+                 "{\"status\":{\"ready\":false,\"failureReason\":\"UpdateError\","
+                 "\"failureMessage\":\"MAAS machine sys1 (h) no longer exists in MAAS\"}}");
+        m = cl_wait(&KUBE_RES_MACHINES, w[0], pred_field, "status.phase=Failed");
+        assert_string_equal(json_at_str(m, "status.failureReason"), "UpdateError");
+        assert_non_null(strstr(json_at_str(m, "status.failureMessage"), "no longer exists"));
+        cJSON_Delete(m);
+        make_mhc("c5", "\"50%\""); /* of 2: 1 (CAPI rounds down) */
+        replaced("c5-md", w[0], 2);
+        free(w[0]);
+        free(w[1]);
+}
+
+static bool pred_node_unknown(const cJSON *o, const void *arg)
+{
+        (void)arg;
+        return cl_cond_is(o, "Ready", "Unknown", "NodeStatusUnknown");
+}
+
+/* A Node whose kubelet stopped posting (its MaasMachine no longer ready) is remediated after
+ * the check's timeout, unless more are unhealthy than maxUnhealthy allows. */
+static void test_capi_sim__unready_node_is_replaced_within_max_unhealthy(void **state)
+{
+        char *w[2], *node;
+        cJSON *mm, *m;
+
+        (void)state;
+        two_workers("c7", w);
+        make_mhc("c7", "0");
+        mm = cl_get(&KUBE_RES_MAASMACHINES, w[0]);
+        node = xstrdup(json_at_str(mm, "status.hostname"));
+        for (char *p = node; *p; p++)
+                *p = (char)tolower((unsigned char)*p);
+        cJSON_Delete(mm);
+        cl_patch(&KUBE_RES_MAASMACHINES, w[0], "status", "{\"status\":{\"ready\":false}}");
+        cJSON_Delete(cl_wait(&KUBE_RES_NODES, node, pred_node_unknown, NULL));
+        /* maxUnhealthy 0: one unhealthy of two is already too many, nothing is marked */
+        cJSON_Delete(cl_wait(&MHCS, "c7-md", pred_field, "status.currentHealthy=1"));
+        m = cl_get(&KUBE_RES_MACHINES, w[0]);
+        assert_non_null(m);
+        assert_null(cl_condition(m, "OwnerRemediated"));
+        cJSON_Delete(m);
+        cl_patch(&MHCS, "c7-md", NULL, "{\"spec\":{\"maxUnhealthy\":1}}");
+        replaced("c7-md", w[0], 2);
+        free(node);
+        free(w[0]);
+        free(w[1]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -675,6 +810,10 @@ int main(void)
                 cmocka_unit_test_setup(
                         test_capi_sim__objects_created_after_their_cluster_are_adopted, setup),
                 cmocka_unit_test_setup(test_capi_sim__paused_cluster_is_left_alone, setup),
+                cmocka_unit_test_setup(test_capi_sim__failed_infrastructure_machine_is_replaced,
+                                       setup),
+                cmocka_unit_test_setup(test_capi_sim__unready_node_is_replaced_within_max_unhealthy,
+                                       setup),
         };
 
         return cmocka_run_group_tests(tests, group_setup, group_teardown);

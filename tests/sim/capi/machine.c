@@ -189,17 +189,21 @@ static int ensure_node(struct mctx *c, const cJSON *mm, const char *name)
 /* Standing in for kubelet: the Node's Ready is True while the MaasMachine is ready, and
  * Unknown ("Kubelet stopped posting node status", as the node lifecycle controller writes)
  * once it is not: its host was powered off, released or lost. */
-static int kubelet_posts(struct mctx *c, bool ready)
+static int kubelet_posts(struct mctx *c, const cJSON *mm, bool ready)
 {
-        const char *name = json_find_str(c->status, "nodeRef", "name", NULL);
+        char *host = node_name(mm);
+        const char *ref = json_find_str(c->status, "nodeRef", "name", NULL);
+        const char *name = ref ? ref : host;
         struct kube_object *node = name ? informer_get(c->w->s->nodes, NULL, name) : NULL;
         const char *want = ready ? "True" : "Unknown";
         cJSON *after, *cond;
         char ts[RFC3339_LEN];
         int err = 0;
 
-        if (!node)
+        if (!node) {
+                free(host);
                 return 0;
+        }
         after = cJSON_Duplicate(kube_object_json(node), true);
         cJSON_ArrayForEach (cond, json_find(after, "status", "conditions", NULL)) {
                 const char *t = json_find_str(cond, "type", NULL);
@@ -221,6 +225,7 @@ static int kubelet_posts(struct mctx *c, bool ready)
         }
         cJSON_Delete(after);
         kube_object_unref(node);
+        free(host);
         return err == CM_ENOTFOUND ? 0 : err;
 }
 
@@ -257,7 +262,7 @@ static int mirror(struct mctx *c, const cJSON *mm)
         if (name)
                 err = ensure_node(c, mm, name);
         if (err == 0) /* kubelet runs while the host is deployed and on */
-                err = kubelet_posts(c, cJSON_IsTrue(json_find(mm, "status", "ready", NULL)));
+                err = kubelet_posts(c, mm, cJSON_IsTrue(json_find(mm, "status", "ready", NULL)));
         json_set_string(c->status, "phase",
                         copy_failure(c, mm)                     ? "Failed"
                         : json_find(c->status, "nodeRef", NULL) ? "Running"

@@ -142,21 +142,6 @@ static void describe_constraints(const struct maasmachine_ctx *c, char *out, siz
                                       i ? "," : " tags=", s->tags.items[i]);
 }
 
-static void stamp_owner_data(struct maasmachine_ctx *c, const char *sid)
-{
-        const char *keys[] = { "capmaas-cluster", "capmaas-namespace", "capmaas-machine" };
-        const char *vals[] = { kube_object_name(c->cluster), c->ns, c->name };
-        struct maas_error me = { 0 };
-        int err;
-
-        err = maas_set_owner_data(c->w->maas, sid, keys, vals, 3, NULL, &me);
-        reconciler_maas_count(c->p, "set_owner_data", err, &me);
-        if (err)
-                log_warn(MAASMACHINE_LOGGER, "cannot set owner data", "system_id=%s error=%s", sid,
-                         maas_strerror(err));
-        maas_error_release(&me);
-}
-
 static int allocate_failed(struct maasmachine_ctx *c,
                            int err,
                            const struct maas_error *me,
@@ -214,7 +199,7 @@ int maasmachine_allocate(struct maasmachine_ctx *c, struct reconcile_result *res
                 err = allocate_failed(c, err, &me, res);
                 goto out;
         }
-        stamp_owner_data(c, n.system_id);
+        maasmachine_stamp_owner_data(c, n.system_id);
         maasmachine_set_ids(c, n.zone, n.system_id);
         (void)snprintf(started, sizeof(started), "%lld", (long long)c->now);
         maasmachine_set_annotation(c, RECONCILER_ANNOTATION_DEPLOY_STARTED, started);

@@ -25,6 +25,21 @@ static const char *owner_data(const struct maas_node *n, const char *key)
         return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+void maasmachine_stamp_owner_data(struct maasmachine_ctx *c, const char *sid)
+{
+        const char *keys[] = { "capmaas-cluster", "capmaas-namespace", "capmaas-machine" };
+        const char *vals[] = { kube_object_name(c->cluster), c->ns, c->name };
+        struct maas_error me = { 0 };
+        int err;
+
+        err = maas_set_owner_data(c->w->maas, sid, keys, vals, 3, NULL, &me);
+        reconciler_maas_count(c->p, "set_owner_data", err, &me);
+        if (err)
+                log_warn(MAASMACHINE_LOGGER, "cannot set owner data", "system_id=%s error=%s", sid,
+                         maas_strerror(err));
+        maas_error_release(&me);
+}
+
 /* True when MAAS lists system_id among the machines stamped with our UID (agent_name). */
 static int stamped_with_uid(struct maasmachine_ctx *c, const char *system_id, bool *ret)
 {
@@ -67,6 +82,11 @@ int maasmachine_owned(struct maasmachine_ctx *c, bool *ret_owned)
                 if (err)
                         return err;
         }
+        /* Ours by agent_name but the owner data is missing (its write failed): write it now,
+         * so the question is settled without a list next time, and after a clusterctl move
+         * too (which gives the MaasMachine a new UID). */
+        if (stamped && c->cluster && !c->mm.meta.deletion_timestamp)
+                maasmachine_stamp_owner_data(c, n->system_id);
         /* A MaasMachine capmaas allocated for carries the deploy-started annotation and its
          * machine the stamp; one without (allocated by the reference provider before capmaas
          * took over) cannot be told apart by stamp and stays ours, as the reference kept it. */

@@ -18,6 +18,24 @@ MUST_CHECK int maasmachine_release(struct maasmachine_ctx *c, const char *system
  * failure the machine is released and the ids cleared. */
 MUST_CHECK int maasmachine_deploy(struct maasmachine_ctx *c);
 
+/* maasmachine_owner.c: whether c->node is still held for this MaasMachine: unowned (released)
+ * is not; owner data naming another MaasMachine is not; else the agent_name stamp decides
+ * (one MAAS list), and a MaasMachine capmaas never allocated for is taken as owning it. */
+MUST_CHECK int maasmachine_owned(struct maasmachine_ctx *c, bool *ret_owned);
+/* Writes the owner data capmaas stamps a machine with (cluster, namespace, MaasMachine);
+ * best effort: a failure is logged. */
+void maasmachine_stamp_owner_data(struct maasmachine_ctx *c, const char *sid);
+/* Whether Cluster API may have consumed the providerID: status provisioned or ready, or the
+ * Machine carries it. A host is replaced under the same MaasMachine only before that. */
+bool maasmachine_provisioned(const struct maasmachine_ctx *c);
+/* Provisioned and already reported lost (failureReason set): nothing more to do in MAAS. */
+bool maasmachine_terminal(const struct maasmachine_ctx *c);
+/* The host of a provisioned MaasMachine is gone (c->have_node false: 404), released, held
+ * by someone else or Broken: Ready False (MachineTerminatedReason), failureReason
+ * UpdateError and failureMessage, once a Warning event and
+ * capmaas_maasmachine_host_lost_total{reason}. providerID and systemID are kept. */
+MUST_CHECK int maasmachine_host_lost(struct maasmachine_ctx *c, struct reconcile_result *res);
+
 /* maasmachine_allocate.c: finds the MAAS machine the MaasMachine names, else adopts one
  * stamped with its UID (have_node then says whether there is one). */
 MUST_CHECK int maasmachine_find_node(struct maasmachine_ctx *c);
@@ -31,21 +49,6 @@ MUST_CHECK int maasmachine_allocate(struct maasmachine_ctx *c,
 MUST_CHECK int maasmachine_replace(struct maasmachine_ctx *c,
                                    const char *why,
                                    struct reconcile_result *res);
-
-/* maasmachine_owner.c: whether c->node is still held for this MaasMachine: unowned (released)
- * is not; owner data naming another MaasMachine is not; else the agent_name stamp decides
- * (one MAAS list), and a MaasMachine capmaas never allocated for is taken as owning it. */
-MUST_CHECK int maasmachine_owned(struct maasmachine_ctx *c, bool *ret_owned);
-/* Whether Cluster API may have consumed the providerID: status provisioned or ready, or the
- * Machine carries it. A host is replaced under the same MaasMachine only before that. */
-bool maasmachine_provisioned(const struct maasmachine_ctx *c);
-/* Provisioned and already reported lost (failureReason set): nothing more to do in MAAS. */
-bool maasmachine_terminal(const struct maasmachine_ctx *c);
-/* The host of a provisioned MaasMachine is gone (c->have_node false: 404), released, held
- * by someone else or Broken: Ready False (MachineTerminatedReason), failureReason
- * UpdateError and failureMessage, once a Warning event and
- * capmaas_maasmachine_host_lost_total{reason}. providerID and systemID are kept. */
-MUST_CHECK int maasmachine_host_lost(struct maasmachine_ctx *c, struct reconcile_result *res);
 
 /* maasmachine_power.c: the Deployed-machine power policy (B4). */
 MUST_CHECK int maasmachine_power(struct maasmachine_ctx *c, struct reconcile_result *res);

@@ -128,6 +128,7 @@ static bool machine_reconciled_since(const void *before)
 /* R16: a paused cluster's machines are left untouched. */
 static void test_machine__paused_cluster_is_left_alone(void **state)
 {
+        const char *paused[] = { "Paused", "True", "Paused" };
         double before;
         cJSON *mm;
 
@@ -137,11 +138,13 @@ static void test_machine__paused_cluster_is_left_alone(void **state)
         cl_sleep_ms(200); /* the provider's Cluster informer sees the pause */
         before = machine_reconciles();
         make_machine("c9", "w5", &(struct machine_spec){ .bootstrap = true });
-        /* a negative check: once the reconciler has looked at w5, nothing may have happened */
+        /* a negative check: once the reconciler has said it is paused (issue 17's Paused
+         * condition, its only write), nothing else may have happened */
         assert_true(cl_eventually(machine_reconciled_since, &before));
-        mm = cl_get(&KUBE_RES_MAASMACHINES, "w5");
+        mm = cl_wait(&KUBE_RES_MAASMACHINES, "w5", pred_cond_reason, paused);
         assert_null(json_at(mm, "metadata.finalizers"));
-        assert_null(json_at(mm, "status"));
+        assert_null(cl_condition(mm, "MachineDeployed"));
+        assert_null(json_at(mm, "spec.providerID"));
         assert_int_equal(maas_count_requests("\"op\":\"allocate\""), 0);
         cJSON_Delete(mm);
         cl_patch(&KUBE_RES_CLUSTERS, "c9", NULL, "{\"spec\":{\"paused\":false}}");

@@ -763,6 +763,27 @@ static void check_unstamped_kept(struct world *w)
                          1);
 }
 
+/* capmaas's own machine whose owner data write failed: the agent_name stamp says it is
+ * ours, and the owner data is written again */
+static void arrange_owner_data_lost(struct world *w)
+{
+        arrange_unstamped(w);
+        maas_route(&w->maas, "GET", "machines/?id=abc123&agent_name=uid-m1", 200, "[%s]",
+                   node_json_as("abc123", "Deployed", "on", "capmaas", "{}"));
+        maas_route(&w->maas, "POST", "machines/abc123/?op=set_owner_data", 200, "%s",
+                   node_json("abc123", "Deployed", "on"));
+}
+
+static void check_owner_data_restamped(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_ready(w, true);
+        assert_null(json_at(mm(w), "status.failureReason"));
+        assert_int_equal(requests(&w->maas, "POST", "abc123/?op=set_owner_data",
+                                  "capmaas-cluster=c1&capmaas-namespace=ns1&capmaas-machine=m1"),
+                         1);
+}
+
 /* deleting: a host held by someone else is left alone, the finalizer still goes */
 static void check_delete_leaves_other_owner(struct world *w)
 {
@@ -939,6 +960,13 @@ static const struct row rows[] = {
           .objects = { .finalizer = true, .system_id = "abc123", .steady = true },
           .arrange = arrange_unstamped,
           .check = check_unstamped_kept },
+        { .name = "owner_data_lost_is_written_again",
+          .objects = { .finalizer = true,
+                       .system_id = "abc123",
+                       .steady = true,
+                       .started_ago_s = 600 },
+          .arrange = arrange_owner_data_lost,
+          .check = check_owner_data_restamped },
         { .name = "delete_leaves_a_host_held_by_another_user",
           .objects = { .deleting = true, .system_id = "abc123", .started_ago_s = 600 },
           .arrange = arrange_other_owner,

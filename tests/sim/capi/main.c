@@ -178,7 +178,7 @@ static void map_node_to_machine(void *arg, const struct kube_object *obj, add_fn
                 add(ctl, ns, m);
 }
 
-/* A Machine (or a Node, through its cluster-namespace annotation) → every
+/* A Machine or Cluster (or a Node, through its cluster-namespace annotation) → every
  * MachineHealthCheck of its namespace (arg: their informer). */
 static void map_to_mhcs(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
@@ -275,6 +275,7 @@ static int watch_all(struct capi *s)
                 { s->mhc_ctl, s->mhcs, NULL, NULL },
                 { s->mhc_ctl, s->machines, map_to_mhcs, s->mhcs },
                 { s->mhc_ctl, s->nodes, map_to_mhcs, s->mhcs },
+                { s->mhc_ctl, s->clusters, map_to_mhcs, s->mhcs },
         };
 
         int err = 0;

@@ -3,6 +3,7 @@
  * unhealthy and marks them for their owner to remediate (kubernetes.md §4; CAPI's
  * machinehealthcheck_targets.go). Kept minimal, faithful where it acts:
  *
+ *   - nothing while the Cluster is paused (clusterctl move pauses it) or absent;
  *   - targets: Machines of spec.clusterName in the MHC's namespace whose labels match
  *     spec.selector.matchLabels (matchExpressions are not evaluated: such an MHC selects
  *     nothing), not being deleted, owned by a MachineDeployment or KubeadmControlPlane;
@@ -286,7 +287,7 @@ int capi_mhc_reconcile(struct capi_worker *w,
                        const char *name,
                        struct reconcile_result *res)
 {
-        struct kube_object *mhc = informer_get(w->s->mhcs, ns, name);
+        struct kube_object *mhc = informer_get(w->s->mhcs, ns, name), *cl = NULL;
         struct mhc_ctx c = { .w = w, .ns = ns, .now = (int64_t)time(NULL) };
         const char **reasons = NULL;
         char(*whys)[256] = NULL;
@@ -298,8 +299,9 @@ int capi_mhc_reconcile(struct capi_worker *w,
                 goto out;
         c.mhc = kube_object_json(mhc);
         cluster = json_find_str(c.mhc, "spec", "clusterName", NULL);
-        if (!cluster)
-                goto out;
+        cl = cluster ? informer_get(w->s->clusters, ns, cluster) : NULL;
+        if (!cl || capi_paused(kube_object_json(cl)))
+                goto out; /* as CAPI's: nothing for a missing or paused Cluster */
         read_checks(&c);
         (void)informer_each(w->s->machines, ns, cluster, keep_target, &c);
         reasons = c.n ? xcalloc(c.n, sizeof(*reasons)) : NULL;
@@ -325,6 +327,7 @@ out:
         kube_object_list_free(c.targets, c.n);
         free(reasons);
         free(whys);
+        kube_object_unref(cl);
         kube_object_unref(mhc);
         return err;
 }

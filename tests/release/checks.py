@@ -219,6 +219,12 @@ def clusterclass(cluster_path, class_path):
                                                                    r["apiVersion"]))
     for md in topo["workers"]["machineDeployments"]:
         expect(md["class"] in classes, "worker class %s exists in the ClusterClass" % md["class"])
+    for name, md in classes.items():
+        hc = md.get("healthCheck", {}).get("checks", {})
+        expect(sorted((c["type"], c["status"]) for c in hc.get("unhealthyNodeConditions", [])) ==
+               [("Ready", "False"), ("Ready", "Unknown")] and
+               hc.get("nodeStartupTimeoutSeconds", 0) > 1800,
+               "worker class %s has a health check that replaces a Node no longer Ready" % name)
     declared = {v["name"]: v for v in spec["variables"]}
     given = {v["name"]: v["value"] for v in topo["variables"]}
     expect(set(given) <= set(declared), "every topology variable is declared by the class")

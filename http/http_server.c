@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,11 +24,20 @@
 
 #include "buf.h"
 #include "certstore.h"
+#include "conn_guard.h"
 #include "err.h"
 #include "log.h"
 #include "xalloc.h"
 
 #define TLS_SERVERS_MAX 8
+#define TARGET_MAX      4096 /* bytes of the raw request target */
+#define QUERY_ARGS_MAX  32
+
+/* What the request-target check (on_uri) found, carried to the first access call as the
+ * request's context pointer before the context exists. */
+static char target_bad;      /* control byte, space or %00 in the path: 400 */
+static char target_too_long; /* over TARGET_MAX: 414 */
+static char target_too_many; /* over QUERY_ARGS_MAX query arguments: 414 */
 
 struct http_server {
         struct MHD_Daemon *mhd;
@@ -35,6 +45,7 @@ struct http_server {
         const struct router *router;
         const struct http_observer *observer;
         struct certstore *certs;
+        struct conn_guard *guard;
         size_t max_body;
         uint16_t port;
         char *priorities;
@@ -43,6 +54,7 @@ struct http_server {
 
 struct req_ctx {
         const struct route *route;
+        struct conn_entry *conn; /* the connection's guard entry; NULL if none */
         struct buf body;
         struct timespec start;
         bool responded;   /* a response is queued; discard whatever else arrives */
@@ -133,7 +145,8 @@ static double seconds_since(const struct timespec *t0)
 
 static enum MHD_Result queue(struct MHD_Connection *conn,
                              struct req_ctx *ctx,
-                             struct http_response *resp)
+                             struct http_response *resp,
+                             bool close)
 {
         struct MHD_Response *r;
         enum MHD_Result ok;
@@ -152,6 +165,10 @@ static enum MHD_Result queue(struct MHD_Connection *conn,
                                                          : "text/plain; charset=utf-8");
         for (size_t i = 0; i < resp->n_headers; i++)
                 (void)MHD_add_response_header(r, resp->headers[i].name, resp->headers[i].value);
+        if (close)
+                (void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+        if (ctx->conn)
+                conn_guard_busy(ctx->conn);
         ok = MHD_queue_response(conn, resp->status, r);
         MHD_destroy_response(r);
         ctx->responded = true;
@@ -168,7 +185,176 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn,
         struct http_response resp = { 0 };
 
         http_response_error(&resp, status, "%s", msg);
-        return queue(conn, ctx, &resp);
+        return queue(conn, ctx, &resp, false);
+}
+
+/* An answer to a request whose framing cannot be trusted: whatever follows on the
+ * connection is not read. */
+static enum MHD_Result queue_fatal(struct MHD_Connection *conn,
+                                   struct req_ctx *ctx,
+                                   unsigned status,
+                                   const char *msg)
+{
+        struct http_response resp = { 0 };
+
+        http_response_error(&resp, status, "%s", msg);
+        return queue(conn, ctx, &resp, true);
+}
+
+/*
+ * The raw request target, before libmicrohttpd splits off and parses the query: 0.9.75
+ * stores each argument in the connection's memory pool and, when the pool runs out, leaves
+ * the connection hanging until its timeout; so a target with too many arguments has its
+ * query cut here (the first argument byte becomes the end of the string, in libmicrohttpd's
+ * own writable read buffer) and is answered 414 at the first access call.
+ */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+        char *q = strchr(uri, '?'); /* libmicrohttpd's writable buffer (see above) */
+        size_t path_len = q ? (size_t)(q - uri) : strlen(uri);
+        size_t args = 0;
+
+        (void)cls;
+        (void)conn;
+        if (strlen(uri) > TARGET_MAX)
+                return &target_too_long;
+        for (const char *p = uri; *p; p++)
+                if ((unsigned char)*p <= ' ' || *p == 0x7f)
+                        return &target_bad;
+        for (size_t i = 0; i + 2 < path_len; i++)
+                if (uri[i] == '%' && uri[i + 1] == '0' && uri[i + 2] == '0')
+                        return &target_bad;
+        if (!q)
+                return NULL;
+        for (const char *p = q + 1; *p; p++)
+                args += *p == '&';
+        if (args + 1 > QUERY_ARGS_MAX) {
+                q[1] = '\0';
+                return &target_too_many;
+        }
+        return NULL;
+}
+
+static bool is_target_mark(const void *p)
+{
+        return p == &target_bad || p == &target_too_long || p == &target_too_many;
+}
+
+struct framing {
+        unsigned n_length;
+        unsigned n_coding;
+        bool has_host;
+        bool bad_name;
+        const char *length;
+        const char *coding;
+};
+
+static enum MHD_Result collect_framing(void *cls,
+                                       enum MHD_ValueKind kind,
+                                       const char *key,
+                                       const char *value)
+{
+        struct framing *f = cls;
+
+        (void)kind;
+        if (strpbrk(key, " \t"))
+                f->bad_name = true;
+        if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+                f->n_length++;
+                f->length = value;
+        } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+                f->n_coding++;
+                f->coding = value;
+        } else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) {
+                f->has_host = true;
+        }
+        return MHD_YES;
+}
+
+static bool length_valid(const char *v)
+{
+        size_t n = v ? strspn(v, "0123456789") : 0;
+
+        return n >= 1 && n <= 19 && v[n] == '\0';
+}
+
+/* 0: the one coding is "chunked"; 400: codings we know but do not take alone; 501: one we
+ * do not know. */
+static unsigned coding_verdict(const char *v)
+{
+        static const char *const known[] = { "chunked",  "gzip",    "x-gzip",
+                                             "compress", "deflate", "identity" };
+        char *copy = xstrdup(v ? v : "");
+        char *save = NULL;
+        unsigned tokens = 0;
+        unsigned verdict = 0;
+
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                bool ok = false;
+
+                t += strspn(t, " \t");
+                t[strcspn(t, " \t")] = '\0';
+                for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+                        ok = ok || strcasecmp(t, known[i]) == 0;
+                if (!ok) {
+                        verdict = 501;
+                        break;
+                }
+                tokens++;
+        }
+        if (!verdict && (tokens != 1 || strcasecmp(v + strspn(v, " \t"), "chunked") != 0))
+                verdict = 400;
+        free(copy);
+        return verdict;
+}
+
+/* The checks on the request line and headers; answers and returns true when one fails. */
+static bool reject_framing(struct MHD_Connection *conn,
+                           struct req_ctx *ctx,
+                           const void *mark,
+                           const char *version,
+                           enum MHD_Result *ret)
+{
+        struct framing f = { 0 };
+        unsigned coding;
+
+        if (mark == &target_bad)
+                return *ret = queue_fatal(conn, ctx, 400, "bad request: malformed request target"),
+                       true;
+        if (mark == &target_too_long)
+                return *ret = queue_fatal(conn, ctx, 414, "request target too long"), true;
+        if (mark == &target_too_many)
+                return *ret = queue_fatal(conn, ctx, 414, "too many query arguments"), true;
+        (void)MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_framing, &f);
+        if (f.bad_name)
+                return *ret = queue_fatal(conn, ctx, 400, "bad request: malformed header name"),
+                       true;
+        if (!f.has_host && version && strcmp(version, MHD_HTTP_VERSION_1_1) == 0)
+                return *ret = queue_fatal(conn, ctx, 400, "bad request: missing Host header"), true;
+        if (f.n_coding && f.n_length)
+                return *ret = queue_fatal(conn, ctx, 400,
+                                          "bad request: both Content-Length and "
+                                          "Transfer-Encoding"),
+                       true;
+        if (f.n_length > 1)
+                return *ret = queue_fatal(conn, ctx, 400,
+                                          "bad request: more than one Content-Length"),
+                       true;
+        if (f.n_length && !length_valid(f.length))
+                return *ret = queue_fatal(conn, ctx, 400, "bad request: malformed Content-Length"),
+                       true;
+        if (f.n_coding > 1)
+                return *ret = queue_fatal(conn, ctx, 400,
+                                          "bad request: more than one Transfer-Encoding"),
+                       true;
+        coding = f.n_coding ? coding_verdict(f.coding) : 0;
+        if (coding == 501)
+                return *ret = queue_fatal(conn, ctx, 501, "unsupported transfer coding"), true;
+        if (coding)
+                return *ret = queue_fatal(conn, ctx, 400,
+                                          "bad request: Transfer-Encoding must be chunked"),
+                       true;
+        return false;
 }
 
 /* The declared body size: 0 without Content-Length, SIZE_MAX when it is not a number. */
@@ -240,8 +426,10 @@ static enum MHD_Result finish_request(struct MHD_Connection *conn,
                 .conn = conn,
         };
 
+        if (ctx->conn)
+                conn_guard_busy(ctx->conn);
         ctx->route->fn(ctx->route->ud, &req, &resp);
-        return queue(conn, ctx, &resp);
+        return queue(conn, ctx, &resp, false);
 }
 
 /*
@@ -265,6 +453,40 @@ static enum MHD_Result take_upload(struct http_server *s,
         return ctx->discarded > s->max_body ? MHD_NO : MHD_YES;
 }
 
+static struct conn_entry *connection_entry(struct MHD_Connection *conn)
+{
+        const union MHD_ConnectionInfo *info =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+        return info ? info->socket_context : NULL;
+}
+
+static void on_connection(void *cls,
+                          struct MHD_Connection *conn,
+                          void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code)
+{
+        struct http_server *s = cls;
+        const union MHD_ConnectionInfo *fd;
+        const union MHD_ConnectionInfo *addr;
+        socklen_t len = 0;
+
+        if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+                conn_guard_close(s->guard, *socket_ctx);
+                *socket_ctx = NULL;
+                return;
+        }
+        fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        addr = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (!fd)
+                return;
+        if (addr && addr->client_addr)
+                len = addr->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                               : sizeof(struct sockaddr_in);
+        *socket_ctx =
+                conn_guard_open(s->guard, fd->connect_fd, addr ? addr->client_addr : NULL, len);
+}
+
 static enum MHD_Result on_request(void *cls,
                                   struct MHD_Connection *conn,
                                   const char *url,
@@ -277,12 +499,19 @@ static enum MHD_Result on_request(void *cls,
         struct http_server *s = cls;
         struct req_ctx *ctx = *req_cls;
 
-        (void)version;
-        if (!ctx) {
+        if (!ctx || is_target_mark(ctx)) {
+                const void *mark = ctx;
+                enum MHD_Result r;
+
                 ctx = xcalloc(1, sizeof(*ctx));
                 (void)clock_gettime(CLOCK_MONOTONIC, &ctx->start);
+                ctx->conn = connection_entry(conn);
+                if (ctx->conn)
+                        conn_guard_headers_done(s->guard, ctx->conn);
                 *req_cls = ctx;
                 atomic_fetch_add_explicit(&s->active, 1, memory_order_relaxed);
+                if (reject_framing(conn, ctx, mark, version, &r))
+                        return r;
                 return begin_request(s, conn, ctx, url, method);
         }
         if (ctx->responded) {
@@ -303,11 +532,15 @@ static void on_completed(void *cls,
 {
         struct http_server *s = cls;
         struct req_ctx *ctx = *req_cls;
+        struct conn_entry *e = connection_entry(conn);
 
-        (void)conn;
         (void)toe;
-        if (!ctx)
+        if (e)
+                conn_guard_idle(s->guard, e);
+        if (!ctx || is_target_mark(ctx)) {
+                *req_cls = NULL;
                 return;
+        }
         if (ctx->observed && s->observer->end)
                 s->observer->end(s->observer->ud, ctx->route->path,
                                  ctx->responded ? ctx->status : 499, seconds_since(&ctx->start));
@@ -432,7 +665,8 @@ static int start_daemon(struct http_server *s, const struct http_server_opts *o,
         bool any_host = !o->host || !*o->host;
         struct sockaddr_storage addr = { 0 };
         unsigned threads = o->threads ? o->threads : 1;
-        struct MHD_OptionItem opts[16];
+        unsigned max_conn = o->max_connections ? o->max_connections : 1024;
+        struct MHD_OptionItem opts[20];
         size_t n = 0;
         int r;
 
@@ -445,8 +679,13 @@ static int start_daemon(struct http_server *s, const struct http_server_opts *o,
         opts[n++] =
                 (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s };
         opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s };
+        /* The guard keeps max_conn; libmicrohttpd's own limit (split among the pool's threads,
+         * and refusing rather than evicting) only has to stay out of its way. */
         opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT,
-                                             o->max_connections ? o->max_connections : 1024, NULL };
+                                             2 * max_conn + 16 * threads, NULL };
+        opts[n++] =
+                (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s };
+        opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, s };
         opts[n++] = (struct MHD_OptionItem){
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                 (intptr_t)(o->connection_memory_limit ? o->connection_memory_limit : 16384), NULL
@@ -480,6 +719,26 @@ static int start_daemon(struct http_server *s, const struct http_server_opts *o,
         return CM_OK;
 }
 
+static int start_guard(struct http_server *s, const struct http_server_opts *o)
+{
+        unsigned max_conn = o->max_connections ? o->max_connections : 1024;
+        uint64_t read_ms = o->read_timeout_ms
+                                   ? o->read_timeout_ms
+                                   : 1000u * (uint64_t)(o->read_timeout_s ? o->read_timeout_s : 10);
+        uint64_t header_ms = o->read_header_timeout_ms ? o->read_header_timeout_ms : 5000;
+        struct conn_guard_opts g = {
+                .name = s->name,
+                .max_connections = max_conn,
+                .per_address =
+                        o->max_connections_per_address ? o->max_connections_per_address : max_conn,
+                .header_ms = header_ms < read_ms ? header_ms : read_ms,
+                .request_ms = read_ms,
+                .idle_ms = 1000u * (uint64_t)(o->read_timeout_s ? o->read_timeout_s : 10),
+        };
+
+        return conn_guard_new(&g, &s->guard);
+}
+
 int http_server_start(const struct http_server_opts *o, struct http_server **ret, char **reterr)
 {
         struct http_server *s = xcalloc(1, sizeof(*s));
@@ -491,6 +750,11 @@ int http_server_start(const struct http_server_opts *o, struct http_server **ret
         s->observer = o->observer;
         s->certs = o->certs;
         s->max_body = o->max_body_bytes ? o->max_body_bytes : 8u << 20;
+        r = start_guard(s, o);
+        if (r < 0) {
+                *reterr = xasprintf("%s server: cannot start the connection sweeper", s->name);
+                goto fail;
+        }
         if (o->certs && o->port && tls_servers_set(o->port, o->certs) < 0) {
                 *reterr = xasprintf("%s server: too many TLS listeners", s->name);
                 r = CM_ETOOBIG;
@@ -548,6 +812,7 @@ struct http_server *http_server_free(struct http_server *s)
                 return NULL;
         if (s->mhd)
                 MHD_stop_daemon(s->mhd);
+        s->guard = conn_guard_free(s->guard);
         if (s->certs && s->port)
                 (void)tls_servers_set(s->port, NULL);
         free(s->priorities);

@@ -306,7 +306,8 @@ const struct cfg_key config_keys[] = {
           .min = 1,
           .max = 100000,
           .group = GROUP_WEBHOOK,
-          .help = "Most concurrent webhook connections." },
+          .help = "Most concurrent webhook connections; past it the oldest connection still "
+                  "sending its request (or idle) is closed to make room." },
         { .name = "webhook-connection-memory-limit",
           .type = CFG_SIZE,
           .offset = OFF(webhook_connection_memory_limit),
@@ -330,7 +331,28 @@ const struct cfg_key config_keys[] = {
           .min = SECS(1),
           .max = HOURS(1),
           .group = GROUP_WEBHOOK,
-          .help = "Idle time after which a webhook connection is closed (whole seconds)." },
+          .help = "Deadline for reading one request, headers and body, counted from the "
+                  "accept (Go's ReadTimeout, not reset by traffic); also how long a keep-alive "
+                  "connection may stay idle (whole seconds)." },
+        { .name = "webhook-read-header-timeout",
+          .type = CFG_DURATION,
+          .offset = OFF(webhook_read_header_timeout_ms),
+          .def = "5s",
+          .min = 100,
+          .max = HOURS(1),
+          .group = GROUP_WEBHOOK,
+          .help = "Deadline from the accept to the end of the request headers, TLS handshake "
+                  "included (Go's ReadHeaderTimeout); at most webhook-read-timeout." },
+        { .name = "webhook-max-connections-per-address",
+          .type = CFG_UINT,
+          .offset = OFF(webhook_max_connections_per_address),
+          .def = "256",
+          .min = 1,
+          .max = 100000,
+          .group = GROUP_WEBHOOK,
+          .help = "Most concurrent webhook connections from one client address; past it (or "
+                  "past webhook-max-connections) the oldest connection still sending its "
+                  "request is closed to make room." },
         { .name = "graceful-shutdown-timeout",
           .type = CFG_DURATION,
           .offset = OFF(graceful_shutdown_timeout_ms),

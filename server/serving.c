@@ -159,6 +159,8 @@ static int start_webhook_server(struct serving *s, char **reterr)
                 .connection_memory_limit = cfg->webhook_connection_memory_limit,
                 .max_body_bytes = cfg->webhook_max_body_bytes,
                 .read_timeout_s = cfg->webhook_read_timeout_s,
+                .read_header_timeout_ms = cfg->webhook_read_header_timeout_ms,
+                .max_connections_per_address = cfg->webhook_max_connections_per_address,
                 .observer = &s->wi.observer,
         };
         int r;
@@ -180,7 +182,10 @@ static int start_webhook_server(struct serving *s, char **reterr)
 }
 
 /* Starts a one-thread listener on addr ("host:port", ":port"; "0" disables it): plain
- * HTTP, or HTTPS when tls is given (its router is taken from routes). */
+ * HTTP, or HTTPS when tls is given (its router is taken from routes). 64 connections, 32
+ * from one address (the kubelet's probes and Prometheus come from their own), 5 s to send
+ * the headers and 10 s for the whole request, like the webhook's defaults: a crowd of slow
+ * clients cannot starve a probe. */
 static int start_small(const char *name,
                        const char *addr,
                        const struct router *routes,
@@ -192,6 +197,7 @@ static int start_small(const char *name,
                                          .router = routes,
                                          .threads = 1,
                                          .max_connections = 64,
+                                         .max_connections_per_address = 32,
                                          .max_body_bytes = 4096 };
         char *host = NULL;
         int r;

@@ -10,6 +10,24 @@
  * dropped). TLS: 1.2 and 1.3 only (or 1.3 only); the certificate comes from a certstore at
  * every handshake, so rotations need no restart.
  *
+ * Hostile clients (docs/performance.md, "Hostile clients"): two absolute deadlines, not reset
+ * by traffic: accept to the end of the headers (read_header_timeout_ms) and accept to the end
+ * of the body (read_timeout_ms; on a keep-alive connection both count from the end of the
+ * previous request, after the idle allowance). At most max_connections_per_address
+ * connections from one address and max_connections in all: past either, the oldest
+ * connection still reading its request (or idle) is closed so the newcomer is served; when
+ * every one is busy answering, the newcomer is closed.
+ *
+ * Strict framing, checked before any body is read; each answer closes the connection:
+ * Content-Length and Transfer-Encoding together, two Content-Length fields (even equal), a
+ * Content-Length that is not 1-19 digits, two Transfer-Encoding fields or one other than
+ * "chunked" -> 400 (501 for a coding we do not know); a header name with white space, an
+ * HTTP/1.1 request without Host -> 400; a raw target with a control byte or space, or a path
+ * with "%00" -> 400; a target over 4096 bytes or with more than 32 query arguments -> 414.
+ * libmicrohttpd answers a Content-Length that is not digits itself (400, or 413 past 2^64);
+ * 0.9.75 writes that answer's header block twice (its error path re-enters the reply state);
+ * it still closes the connection.
+ *
  * Routing: 404 unknown path, 405 known path with another method, 415 when a
  * ROUTE_JSON_BODY route gets a non-JSON Content-Type. The query string is ignored by
  * routing (the API server appends ?timeout=10s).
@@ -53,7 +71,10 @@ struct http_server_opts {
         unsigned max_connections;             /* 0 = 1024 */
         size_t connection_memory_limit;       /* 0 = 16 KiB */
         size_t max_body_bytes;                /* 0 = 8 MiB */
-        unsigned read_timeout_s;              /* 0 = 10 */
+        unsigned read_timeout_s;              /* 0 = 10: idle limit, and read_timeout_ms' default */
+        uint64_t read_timeout_ms;             /* 0 = read_timeout_s: accept to end of body */
+        uint64_t read_header_timeout_ms;      /* 0 = 5000 (at most read_timeout_ms) */
+        unsigned max_connections_per_address; /* 0 = max_connections */
         const struct router *router;          /* borrowed, frozen, outlives the server */
         const struct http_observer *observer; /* borrowed; may be NULL */
 };

@@ -111,7 +111,10 @@ struct config {
         size_t webhook_connection_memory_limit;     /* --webhook-connection-memory-limit, 16Ki */
         size_t webhook_max_body_bytes;              /* --webhook-max-body-bytes, 8Mi */
         unsigned webhook_read_timeout_s; /* --webhook-read-timeout, 10s (whole seconds, >= 1) */
-        uint64_t graceful_shutdown_timeout_ms; /* --graceful-shutdown-timeout, 30s */
+        uint64_t webhook_read_header_timeout_ms;      /* --webhook-read-header-timeout, 5s */
+        unsigned webhook_max_connections_per_address; /* --webhook-max-connections-per-address, 256
+                                                       */
+        uint64_t graceful_shutdown_timeout_ms;        /* --graceful-shutdown-timeout, 30s */
 
         /* Diagnostics: /metrics over HTTPS behind TokenReview and SubjectAccessReview, or
          * plain HTTP without authentication with --insecure-diagnostics; "0" disables */

@@ -185,6 +185,8 @@ const struct config_test_opt config_test_opts[] = {
         { "webhook-connection-memory-limit", "128Ki" },
         { "webhook-max-body-bytes", "2Mi" },
         { "webhook-read-timeout", "30s" },
+        { "webhook-read-header-timeout", "2s" },
+        { "webhook-max-connections-per-address", "32" },
         { "graceful-shutdown-timeout", "1m" },
         { "tls-cipher-suites", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_AES_128_GCM_SHA256" },
         { "diagnostics-address", "127.0.0.1:18443" },

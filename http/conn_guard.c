@@ -1,0 +1,313 @@
+/*
+ * conn_guard: a list of live connections in accept order (head = oldest) under one mutex,
+ * per-connection state and deadline in atomics, and a sweeper thread.
+ */
+#include "conn_guard.h"
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "clock.h"
+#include "err.h"
+#include "log.h"
+#include "xalloc.h"
+
+enum conn_state {
+        CONN_RECEIVING,
+        CONN_BUSY,
+        CONN_IDLE,
+};
+
+struct conn_entry {
+        struct conn_entry *prev;
+        struct conn_entry *next;
+        int fd;
+        unsigned char addr[16]; /* IPv6, or IPv4 mapped; all zero for other families */
+        uint64_t accepted_ms;
+        bool shut;                    /* under the list lock */
+        _Atomic int state;            /* enum conn_state */
+        _Atomic uint64_t deadline_ms; /* UINT64_MAX: none */
+        _Atomic bool later;           /* a request has completed on this connection */
+};
+
+struct conn_guard {
+        char *name;
+        struct conn_guard_opts o;
+
+        pthread_mutex_t lock; /* guards the list, live and every entry's shut */
+        struct conn_entry *head;
+        struct conn_entry *tail;
+        unsigned live; /* entries not yet shut */
+
+        pthread_t thread;
+        pthread_mutex_t stop_lock;
+        pthread_cond_t stop_cond;
+        bool stopping;
+
+        _Atomic uint64_t n_open;
+        _Atomic uint64_t n_deadline;
+        _Atomic uint64_t n_evicted;
+        _Atomic uint64_t n_refused;
+        _Atomic uint64_t n_per_addr;
+};
+
+static void addr_key(const struct sockaddr *sa, socklen_t len, unsigned char out[16])
+{
+        memset(out, 0, 16);
+        if (sa && sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+                memcpy(out, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+        } else if (sa && sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+                out[10] = 0xff;
+                out[11] = 0xff;
+                memcpy(out + 12, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+        }
+}
+
+/* Under the lock. */
+static void shut_entry(struct conn_guard *g, struct conn_entry *e)
+{
+        e->shut = true;
+        g->live--;
+        (void)shutdown(e->fd, SHUT_RDWR);
+}
+
+/* The oldest entry, other than skip, of that address (NULL: any) that is not busy: one still
+ * receiving if there is one, else an idle one. Under the lock. */
+static struct conn_entry *oldest_unfinished(struct conn_guard *g,
+                                            const unsigned char *addr,
+                                            const struct conn_entry *skip)
+{
+        struct conn_entry *idle = NULL;
+
+        for (struct conn_entry *e = g->head; e; e = e->next) {
+                int st;
+
+                if (e == skip || e->shut || (addr && memcmp(e->addr, addr, 16) != 0))
+                        continue;
+                st = atomic_load_explicit(&e->state, memory_order_relaxed);
+                if (st == CONN_RECEIVING)
+                        return e;
+                if (st == CONN_IDLE && !idle)
+                        idle = e;
+        }
+        return idle;
+}
+
+static unsigned count_address(const struct conn_guard *g, const unsigned char *addr)
+{
+        unsigned n = 0;
+
+        for (const struct conn_entry *e = g->head; e; e = e->next)
+                if (!e->shut && memcmp(e->addr, addr, 16) == 0)
+                        n++;
+        return n;
+}
+
+/* Makes room for e (already counted in live): closes the oldest unfinished connection, or e
+ * itself when there is none. Under the lock. Returns false when e was closed. */
+static bool make_room(struct conn_guard *g, struct conn_entry *e, bool per_address)
+{
+        struct conn_entry *victim = oldest_unfinished(g, per_address ? e->addr : NULL, e);
+
+        if (per_address)
+                atomic_fetch_add_explicit(&g->n_per_addr, 1, memory_order_relaxed);
+        if (victim) {
+                shut_entry(g, victim);
+                atomic_fetch_add_explicit(&g->n_evicted, 1, memory_order_relaxed);
+                return true;
+        }
+        shut_entry(g, e);
+        atomic_fetch_add_explicit(&g->n_refused, 1, memory_order_relaxed);
+        return false;
+}
+
+struct conn_entry *conn_guard_open(struct conn_guard *g,
+                                   int fd,
+                                   const struct sockaddr *addr,
+                                   socklen_t addr_len)
+{
+        struct conn_entry *e = xcalloc(1, sizeof(*e));
+        bool ok = true;
+
+        e->fd = fd;
+        addr_key(addr, addr_len, e->addr);
+        e->accepted_ms = clock_now_ms(NULL);
+        atomic_init(&e->state, CONN_RECEIVING);
+        atomic_init(&e->deadline_ms, e->accepted_ms + g->o.header_ms);
+        atomic_init(&e->later, false);
+
+        pthread_mutex_lock(&g->lock);
+        e->prev = g->tail;
+        if (g->tail)
+                g->tail->next = e;
+        else
+                g->head = e;
+        g->tail = e;
+        g->live++;
+        if (count_address(g, e->addr) > g->o.per_address)
+                ok = make_room(g, e, true);
+        if (ok && g->live > g->o.max_connections)
+                (void)make_room(g, e, false);
+        pthread_mutex_unlock(&g->lock);
+        atomic_fetch_add_explicit(&g->n_open, 1, memory_order_relaxed);
+        return e;
+}
+
+void conn_guard_close(struct conn_guard *g, struct conn_entry *e)
+{
+        if (!e)
+                return;
+        pthread_mutex_lock(&g->lock);
+        if (e->prev)
+                e->prev->next = e->next;
+        else
+                g->head = e->next;
+        if (e->next)
+                e->next->prev = e->prev;
+        else
+                g->tail = e->prev;
+        if (!e->shut)
+                g->live--;
+        pthread_mutex_unlock(&g->lock);
+        atomic_fetch_sub_explicit(&g->n_open, 1, memory_order_relaxed);
+        free(e);
+}
+
+void conn_guard_headers_done(struct conn_guard *g, struct conn_entry *e)
+{
+        uint64_t from = atomic_load_explicit(&e->later, memory_order_relaxed) ? clock_now_ms(NULL)
+                                                                              : e->accepted_ms;
+
+        atomic_store_explicit(&e->deadline_ms, from + g->o.request_ms, memory_order_relaxed);
+}
+
+void conn_guard_busy(struct conn_entry *e)
+{
+        atomic_store_explicit(&e->state, CONN_BUSY, memory_order_relaxed);
+        atomic_store_explicit(&e->deadline_ms, UINT64_MAX, memory_order_relaxed);
+}
+
+void conn_guard_idle(struct conn_guard *g, struct conn_entry *e)
+{
+        atomic_store_explicit(&e->later, true, memory_order_relaxed);
+        atomic_store_explicit(&e->deadline_ms, clock_now_ms(NULL) + g->o.idle_ms + g->o.header_ms,
+                              memory_order_relaxed);
+        atomic_store_explicit(&e->state, CONN_IDLE, memory_order_relaxed);
+}
+
+/* Closes every connection past its deadline. */
+static void sweep(struct conn_guard *g)
+{
+        uint64_t now = clock_now_ms(NULL);
+        unsigned closed = 0;
+
+        pthread_mutex_lock(&g->lock);
+        for (struct conn_entry *e = g->head; e; e = e->next) {
+                if (e->shut || atomic_load_explicit(&e->deadline_ms, memory_order_relaxed) > now)
+                        continue;
+                shut_entry(g, e);
+                closed++;
+        }
+        pthread_mutex_unlock(&g->lock);
+        if (closed) {
+                atomic_fetch_add_explicit(&g->n_deadline, closed, memory_order_relaxed);
+                log_debug("http", "connections closed at their deadline", "server=%s count=%u",
+                          g->name, closed);
+        }
+}
+
+static uint64_t tick_ms(const struct conn_guard *g)
+{
+        uint64_t t = g->o.header_ms / 10;
+
+        if (t < 5)
+                return 5;
+        return t > 100 ? 100 : t;
+}
+
+static void *sweeper_main(void *arg)
+{
+        struct conn_guard *g = arg;
+        struct timespec deadline;
+
+        pthread_mutex_lock(&g->stop_lock);
+        while (!g->stopping) {
+                clock_deadline_ts(tick_ms(g), &deadline);
+                (void)pthread_cond_timedwait(&g->stop_cond, &g->stop_lock, &deadline);
+                if (g->stopping)
+                        break;
+                pthread_mutex_unlock(&g->stop_lock);
+                sweep(g);
+                pthread_mutex_lock(&g->stop_lock);
+        }
+        pthread_mutex_unlock(&g->stop_lock);
+        return NULL;
+}
+
+int conn_guard_new(const struct conn_guard_opts *opts, struct conn_guard **ret)
+{
+        struct conn_guard *g = xcalloc(1, sizeof(*g));
+        pthread_condattr_t attr;
+
+        g->name = xstrdup(opts->name ? opts->name : "http");
+        g->o = *opts;
+        g->o.name = g->name;
+        pthread_mutex_init(&g->lock, NULL);
+        pthread_mutex_init(&g->stop_lock, NULL);
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&g->stop_cond, &attr);
+        pthread_condattr_destroy(&attr);
+        if (pthread_create(&g->thread, NULL, sweeper_main, g) != 0) {
+                g->stopping = true; /* nothing to join */
+                g->thread = pthread_self();
+                conn_guard_free(g);
+                return CM_EIO;
+        }
+        (void)pthread_setname_np(g->thread, "connsweep");
+        *ret = g;
+        return CM_OK;
+}
+
+struct conn_guard *conn_guard_free(struct conn_guard *g)
+{
+        bool join;
+
+        if (!g)
+                return NULL;
+        pthread_mutex_lock(&g->stop_lock);
+        join = !g->stopping;
+        g->stopping = true;
+        pthread_cond_signal(&g->stop_cond);
+        pthread_mutex_unlock(&g->stop_lock);
+        if (join)
+                pthread_join(g->thread, NULL);
+        while (g->head) {
+                struct conn_entry *e = g->head;
+
+                g->head = e->next;
+                free(e);
+        }
+        pthread_cond_destroy(&g->stop_cond);
+        pthread_mutex_destroy(&g->stop_lock);
+        pthread_mutex_destroy(&g->lock);
+        free(g->name);
+        free(g);
+        return NULL;
+}
+
+void conn_guard_stats(struct conn_guard *g, struct conn_guard_stats *ret)
+{
+        *ret = (struct conn_guard_stats){
+                .open = atomic_load(&g->n_open),
+                .deadline = atomic_load(&g->n_deadline),
+                .evicted = atomic_load(&g->n_evicted),
+                .refused = atomic_load(&g->n_refused),
+                .per_addr = atomic_load(&g->n_per_addr),
+        };
+}

@@ -1,0 +1,79 @@
+#pragma once
+/*
+ * conn_guard: the live connections of one listener, with absolute deadlines and limits that
+ * libmicrohttpd 0.9.75 does not have (its timeout counts only idle time, and a full
+ * listener refuses newcomers instead of dropping whoever holds a slot without using it).
+ *
+ * Every connection is entered when libmicrohttpd starts it (before the TLS handshake) and
+ * removed when it closes. A connection is:
+ *   RECEIVING  from accept (or the end of its previous request) until its request has
+ *              been read: TLS handshake, headers, body;
+ *   BUSY       from the end of the upload until the response has been sent;
+ *   IDLE       a keep-alive connection between requests.
+ * Deadlines (absolute, not reset by traffic):
+ *   headers    header_ms from accept; on a keep-alive connection, idle_ms + header_ms from
+ *              the end of the previous request;
+ *   request    request_ms from accept for the first request, from the end of the headers
+ *              for later ones (headers + body, Go's ReadTimeout).
+ * A BUSY connection has no deadline here (the handler runs; libmicrohttpd's idle timeout
+ * covers a client that stops reading the answer).
+ * Limits, applied when a connection starts: at most per_address from one address and
+ * max_connections in all. Over either, the oldest connection that is RECEIVING or IDLE (of
+ * that address, or of all) is closed to make room; when every one is BUSY the newcomer is
+ * closed instead.
+ * "Closed" means shutdown(fd, SHUT_RDWR): libmicrohttpd sees the end of the stream on its
+ * next poll and closes the connection through its usual path (and removes it here). The fd
+ * stays valid while the entry exists, because libmicrohttpd reports the close before it
+ * closes the descriptor.
+ *
+ * A sweeper thread closes connections past their deadline (it wakes every tick_ms).
+ *
+ * Threads: new/free from the owner; conn_guard_open/close from libmicrohttpd's threads
+ * (any); the state functions from the thread serving the connection. One mutex guards the
+ * list; the hot path (state changes) uses atomics only.
+ */
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "compiler.h"
+
+struct conn_guard;
+struct conn_entry;
+
+struct conn_guard_opts {
+        const char *name;         /* for logs; copied */
+        unsigned max_connections; /* >= 1 */
+        unsigned per_address;     /* >= 1 */
+        uint64_t header_ms;       /* >= 1 */
+        uint64_t request_ms;      /* >= 1 */
+        uint64_t idle_ms;         /* keep-alive allowance before the next request's headers */
+};
+
+struct conn_guard_stats {
+        uint64_t open;     /* connections in the table */
+        uint64_t deadline; /* closed at a deadline */
+        uint64_t evicted;  /* closed to make room for a newcomer */
+        uint64_t refused;  /* newcomers closed because every slot was busy */
+        uint64_t per_addr; /* of evicted + refused, because of the per-address limit */
+};
+
+/* Starts the sweeper. */
+MUST_CHECK int conn_guard_new(const struct conn_guard_opts *opts, struct conn_guard **ret);
+/* Stops the sweeper and frees the table (entries still in it are freed too). NULL is fine. */
+struct conn_guard *conn_guard_free(struct conn_guard *g);
+/* A new connection on fd from addr (copied); applies the limits. Returns the entry, owned by
+ * the guard until conn_guard_close. */
+struct conn_entry *conn_guard_open(struct conn_guard *g,
+                                   int fd,
+                                   const struct sockaddr *addr,
+                                   socklen_t addr_len);
+/* The connection closed: removes and frees e. NULL is fine. */
+void conn_guard_close(struct conn_guard *g, struct conn_entry *e);
+/* The headers of the current request are in. */
+void conn_guard_headers_done(struct conn_guard *g, struct conn_entry *e);
+/* The upload is complete; the request is being answered. */
+void conn_guard_busy(struct conn_entry *e);
+/* The answer has been sent; the connection may carry another request. */
+void conn_guard_idle(struct conn_guard *g, struct conn_entry *e);
+void conn_guard_stats(struct conn_guard *g, struct conn_guard_stats *ret);

@@ -3,11 +3,16 @@
  * under a mutex held only for a pointer copy; replaced generations go on a retired list
  * and are freed by the watcher once they have been out of service for retire_ms, which is
  * longer than any handshake can last (the server's read timeout bounds it).
+ *
+ * Every load is logged: success at info with the leaf's subject and expiry, failure at warn
+ * with the reason (once per changed file pair, not at every poll). A key file anyone but its
+ * owner may write, or (outside a Kubernetes Secret volume) read, is warned about.
  */
 #include "certstore.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -19,6 +24,8 @@
 
 #include "clock.h"
 #include "err.h"
+#include "log.h"
+#include "rfc3339.h"
 #include "xalloc.h"
 
 #define CERT_FILE_MAX (1u << 20)
@@ -29,6 +36,7 @@ struct generation {
         unsigned n;
         gnutls_privkey_t key;
         time_t not_after;
+        char *subject; /* the leaf's subject DN, for logs */
         uint64_t retired_at_ms;
         struct generation *next; /* retired list link */
 };
@@ -47,6 +55,8 @@ struct certstore {
         uint64_t retire_ms;
         struct file_id cert_id;
         struct file_id key_id;
+        struct file_id failed_cert_id; /* the pair whose load failed last (logged once) */
+        struct file_id failed_key_id;
 
         pthread_mutex_t lock; /* guards current; held for a pointer copy only */
         struct generation *current;
@@ -69,6 +79,7 @@ static struct generation *generation_free(struct generation *g)
         for (unsigned i = 0; i < g->n; i++)
                 gnutls_pcert_deinit(&g->pcerts[i]);
         gnutls_privkey_deinit(g->key);
+        free(g->subject);
         free(g);
         return NULL;
 }
@@ -129,17 +140,64 @@ out:
         return ok;
 }
 
-static time_t leaf_expiry(const gnutls_pcert_st *leaf)
+/* The leaf's expiry and subject (malloc'd; "" when it cannot be read). */
+static void leaf_describe(const gnutls_pcert_st *leaf, time_t *ret_not_after, char **ret_subject)
 {
         gnutls_x509_crt_t crt;
-        time_t t = 0;
+        gnutls_datum_t dn = { 0 };
 
-        if (gnutls_x509_crt_init(&crt) < 0)
-                return 0;
-        if (gnutls_x509_crt_import(crt, &leaf->cert, GNUTLS_X509_FMT_DER) == 0)
-                t = gnutls_x509_crt_get_expiration_time(crt);
-        gnutls_x509_crt_deinit(crt);
-        return t;
+        *ret_not_after = 0;
+        *ret_subject = NULL;
+        if (gnutls_x509_crt_init(&crt) == 0) {
+                if (gnutls_x509_crt_import(crt, &leaf->cert, GNUTLS_X509_FMT_DER) == 0) {
+                        *ret_not_after = gnutls_x509_crt_get_expiration_time(crt);
+                        if (gnutls_x509_crt_get_dn3(crt, &dn, 0) == 0)
+                                *ret_subject = xstrdup((const char *)dn.data);
+                }
+                gnutls_free(dn.data);
+                gnutls_x509_crt_deinit(crt);
+        }
+        if (!*ret_subject)
+                *ret_subject = xstrdup("");
+}
+
+/* A Kubernetes Secret (or ConfigMap, projected) volume: the kubelet's atomic writer keeps
+ * the files in a timestamped directory behind a "..data" symlink, mode 0644 unless the
+ * volume says otherwise. */
+static bool on_secret_volume(const char *path)
+{
+        char *copy = xstrdup(path);
+        char *data = xasprintf("%s/..data", dirname(copy));
+        struct stat st;
+        bool yes = lstat(data, &st) == 0 && S_ISLNK(st.st_mode);
+
+        free(data);
+        free(copy);
+        return yes;
+}
+
+static void check_key_mode(const char *path)
+{
+        struct stat st;
+
+        if (stat(path, &st) < 0)
+                return;
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+                log_warn("certs", "private key file is writable by group or others",
+                         "path=%s mode=%04o", path, (unsigned)(st.st_mode & 07777));
+        else if ((st.st_mode & (S_IRGRP | S_IROTH)) && !on_secret_volume(path))
+                log_warn("certs", "private key file is readable by group or others",
+                         "path=%s mode=%04o hint=%s", path, (unsigned)(st.st_mode & 07777),
+                         "chmod 600, or mount it from a Kubernetes Secret volume");
+}
+
+static void log_loaded(const struct certstore *cs, const struct generation *g, bool reload)
+{
+        char expiry[RFC3339_LEN];
+
+        rfc3339_format(g->not_after, expiry);
+        log_info("certs", reload ? "serving certificate reloaded" : "serving certificate loaded",
+                 "cert=%s subject=%s not_after=%s", cs->cert_path, g->subject, expiry);
 }
 
 static int import_pair(struct generation *g,
@@ -169,7 +227,7 @@ static int import_pair(struct generation *g,
                                     cs->cert_path);
                 return CM_EINVAL;
         }
-        g->not_after = leaf_expiry(&g->pcerts[0]);
+        leaf_describe(&g->pcerts[0], &g->not_after, &g->subject);
         return CM_OK;
 }
 
@@ -189,6 +247,7 @@ static int load_generation(const struct certstore *cs, struct generation **ret, 
         r = import_pair(g, &cert, &key, cs, reterr);
         if (r < 0)
                 goto out;
+        check_key_mode(cs->key_path);
         *ret = g;
         g = NULL;
 out:
@@ -245,6 +304,7 @@ int certstore_new(const struct certstore_opts *opts, struct certstore **ret, cha
                 return r;
         }
         atomic_fetch_add(&cs->reads, 1);
+        log_loaded(cs, cs->current, false);
         *ret = cs;
         return CM_OK;
 }
@@ -286,13 +346,22 @@ bool certstore_reload_if_changed(struct certstore *cs)
         file_id_get(cs->key_path, &key_id);
         if (file_id_equal(&cert_id, &cs->cert_id) && file_id_equal(&key_id, &cs->key_id))
                 return false;
+        if (file_id_equal(&cert_id, &cs->failed_cert_id) &&
+            file_id_equal(&key_id, &cs->failed_key_id))
+                return false; /* this pair failed already and was logged */
         if (load_generation(cs, &g, &err) < 0) {
                 /* Typically a rotation caught between the two renames: the next poll sees
                  * the finished pair. The old pair stays in service meanwhile. */
                 atomic_fetch_add(&cs->read_errors, 1);
+                log_warn("certs",
+                         "serving certificate reload failed; the previous one stays in service",
+                         "cert=%s reason=%s", cs->cert_path, err ? err : "unknown");
+                cs->failed_cert_id = cert_id;
+                cs->failed_key_id = key_id;
                 free(err);
                 return false;
         }
+        log_loaded(cs, g, true);
         cs->cert_id = cert_id;
         cs->key_id = key_id;
         pthread_mutex_lock(&cs->lock);

@@ -301,7 +301,7 @@ struct conn_guard *conn_guard_free(struct conn_guard *g)
         return NULL;
 }
 
-void conn_guard_stats(struct conn_guard *g, struct conn_guard_stats *ret)
+void conn_guard_stats(const struct conn_guard *g, struct conn_guard_stats *ret)
 {
         *ret = (struct conn_guard_stats){
                 .open = atomic_load(&g->n_open),

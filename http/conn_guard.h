@@ -76,4 +76,4 @@ void conn_guard_headers_done(struct conn_guard *g, struct conn_entry *e);
 void conn_guard_busy(struct conn_entry *e);
 /* The answer has been sent; the connection may carry another request. */
 void conn_guard_idle(struct conn_guard *g, struct conn_entry *e);
-void conn_guard_stats(struct conn_guard *g, struct conn_guard_stats *ret);
+void conn_guard_stats(const struct conn_guard *g, struct conn_guard_stats *ret);

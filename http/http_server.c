@@ -782,6 +782,14 @@ uint16_t http_server_port(const struct http_server *s)
         return s->port;
 }
 
+unsigned http_server_open_connections(const struct http_server *s)
+{
+        struct conn_guard_stats st;
+
+        conn_guard_stats(s->guard, &st);
+        return (unsigned)st.open;
+}
+
 void http_server_quiesce(struct http_server *s)
 {
         MHD_socket fd;

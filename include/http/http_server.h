@@ -85,6 +85,9 @@ MUST_CHECK int http_server_start(const struct http_server_opts *opts,
                                  char **reterr);
 /* The bound port (useful with port 0). */
 uint16_t http_server_port(const struct http_server *s);
+/* Connections open now (including those closed at a deadline that libmicrohttpd has not
+ * finished closing). Any thread. */
+unsigned http_server_open_connections(const struct http_server *s);
 /* Stops accepting new connections; requests in flight continue. */
 void http_server_quiesce(struct http_server *s);
 /* Waits until no request is in flight or timeout_ms passes; true when idle. Idle keep-alive

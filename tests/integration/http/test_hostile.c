@@ -1,0 +1,575 @@
+/*
+ * hostile: http_server against clients that misbehave, over real loopback sockets (TLS for
+ * the webhook-like listener, plain for the health listener and the framing cases). The
+ * deadlines are small (400 ms for the headers, 1200 ms for the request) and the idle timeout
+ * long (10 s), so a test that passes only because of the idle timer would time out first.
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "certstore.h"
+#include "health.h"
+#include "http_server.h"
+#include "log.h"
+#include "router.h"
+#include "testutil.h"
+#include "xalloc.h"
+
+#define HEADER_MS  400
+#define REQUEST_MS 1200
+
+struct fixture {
+        struct router *router;
+        struct health *health;
+        struct certstore *certs;
+        struct http_server *server;
+        char ca[512];
+};
+
+static void serve_ok(void *ud, const struct http_request *req, struct http_response *resp)
+{
+        (void)ud;
+        (void)req;
+        resp->status = 200;
+        resp->body = xstrdup("ok");
+        resp->body_len = 2;
+}
+
+static struct fixture *fixture_new(void)
+{
+        struct fixture *f = xcalloc(1, sizeof(*f));
+
+        assert_int_equal(router_new(&f->router), 0);
+        assert_int_equal(router_add(f->router, &(struct route){ .path = "/ok",
+                                                                .method = "GET",
+                                                                .fn = serve_ok,
+                                                                .flags = ROUTE_PREFIX }),
+                         0);
+        assert_int_equal(
+                router_add(f->router,
+                           &(struct route){ .path = "/ok", .method = "POST", .fn = serve_ok }),
+                0);
+        assert_int_equal(health_new(&f->health), 0);
+        assert_int_equal(health_add_check(f->health, HEALTH_LIVE, "ping", health_check_ping, NULL),
+                         0);
+        assert_int_equal(health_register_routes(f->health, f->router), 0);
+        router_freeze(f->router);
+        return f;
+}
+
+/* Starts the server: TLS when tls, with the given limits; header_ms 0 = HEADER_MS (the
+ * limit tests take longer, so that no connection meets its deadline meanwhile). */
+static void fixture_start(
+        struct fixture *f, bool tls, unsigned max_conn, unsigned per_addr, uint64_t header_ms)
+{
+        struct http_server_opts o = {
+                .name = "test",
+                .host = "127.0.0.1",
+                .router = f->router,
+                .threads = 1,
+                .max_connections = max_conn,
+                .max_connections_per_address = per_addr,
+                .max_body_bytes = 64 * 1024,
+                .read_timeout_s = 10,
+                .read_timeout_ms = header_ms ? 2 * header_ms : REQUEST_MS,
+                .read_header_timeout_ms = header_ms ? header_ms : HEADER_MS,
+        };
+        char *err = NULL;
+
+        if (tls) {
+                const char *dir = test_env("CAPMAAS_TEST_CERTS");
+                char *cert = xasprintf("%s/tls.crt", dir);
+                char *key = xasprintf("%s/tls.key", dir);
+
+                (void)snprintf(f->ca, sizeof(f->ca), "%s/ca.crt", dir);
+                assert_int_equal(certstore_new(&(struct certstore_opts){ .cert_path = cert,
+                                                                         .key_path = key },
+                                               &f->certs, &err),
+                                 0);
+                free(cert);
+                free(key);
+                o.certs = f->certs;
+        }
+        if (http_server_start(&o, &f->server, &err) != 0)
+                fail_msg("start: %s", err);
+}
+
+static void fixture_free(struct fixture *f)
+{
+        http_server_free(f->server);
+        certstore_free(f->certs);
+        health_free(f->health);
+        router_free(f->router);
+        free(f);
+}
+
+/* A plain TCP connection to port from a loopback address ("127.0.0.2" is another client). */
+static int connect_from(const char *from, uint16_t port)
+{
+        struct sockaddr_in src = { .sin_family = AF_INET };
+        struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(port) };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        assert_true(fd >= 0);
+        assert_int_equal(inet_pton(AF_INET, from, &src.sin_addr), 1);
+        dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
+        assert_int_equal(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0);
+        return fd;
+}
+
+static void send_all(int fd, const char *s)
+{
+        assert_int_equal(send(fd, s, strlen(s), MSG_NOSIGNAL), (ssize_t)strlen(s));
+}
+
+/* Reads until the peer closes (true) or timeout_ms passes (false); *ret gets the bytes. */
+static bool read_to_close(int fd, unsigned timeout_ms, char **ret)
+{
+        size_t len = 0;
+        char *out = xcalloc(1, 1);
+        long long end = test_now_ms() + timeout_ms;
+        bool closed = false;
+
+        while (test_now_ms() < end) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                char chunk[4096];
+                ssize_t n;
+
+                if (poll(&p, 1, 50) <= 0)
+                        continue;
+                n = recv(fd, chunk, sizeof(chunk), 0);
+                if (n <= 0) {
+                        closed = true;
+                        break;
+                }
+                out = xrealloc(out, len + (size_t)n + 1);
+                memcpy(out + len, chunk, (size_t)n);
+                len += (size_t)n;
+                out[len] = '\0';
+        }
+        *ret = out;
+        return closed;
+}
+
+static unsigned count_substr(const char *s, const char *needle)
+{
+        unsigned n = 0;
+
+        for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+                n++;
+        return n;
+}
+
+/* Waits until the server counts n connections. */
+static void wait_open(struct fixture *f, unsigned n)
+{
+        long long end = test_now_ms() + 5000;
+
+        while (http_server_open_connections(f->server) != n && test_now_ms() < end)
+                (void)poll(NULL, 0, 5);
+        assert_int_equal(http_server_open_connections(f->server), n);
+}
+
+static void get_ok(uint16_t port)
+{
+        long status = 0;
+        char *body = test_http_get(port, "/ok", &status);
+
+        assert_int_equal(status, 200);
+        free(body);
+}
+
+/* TLS completed, then one header byte every 100 ms: the idle timer (10 s) never fires,
+ * the header deadline does. */
+static void test_slow_headers_closed_at_deadline(void **state)
+{
+        struct fixture *f = fixture_new();
+        struct tls_conn c;
+        long long start;
+        bool closed = false;
+
+        (void)state;
+        fixture_start(f, true, 64, 64, 0);
+        assert_int_equal(tls_conn_open(&c, http_server_port(f->server), NULL, f->ca), 0);
+        start = test_now_ms();
+        assert_int_equal(tls_conn_send(&c, "GET /ok HTTP/1.1\r\nHost: x\r\n", 27), 0);
+        while (!closed && test_now_ms() - start < 4000) {
+                closed = tls_conn_send(&c, "X", 1) != 0;
+                (void)poll(NULL, 0, 100);
+                closed = closed || http_server_open_connections(f->server) == 0;
+        }
+        print_message("slow headers closed after %lld ms (deadline %d ms)\n", test_now_ms() - start,
+                      HEADER_MS);
+        assert_true(closed);
+        assert_true(test_now_ms() - start < 3000);
+        tls_conn_close(&c);
+        /* A prompt client on a new connection is served. */
+        assert_int_equal(tls_conn_open(&c, http_server_port(f->server), NULL, f->ca), 0);
+        {
+                char *got = NULL;
+
+                assert_int_equal(tls_conn_send(&c, "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n", 29), 0);
+                (void)tls_conn_recv_until(&c, "\r\n\r\nok", 3000, &got);
+                assert_non_null(strstr(got, "HTTP/1.1 200"));
+                free(got);
+        }
+        tls_conn_close(&c);
+        fixture_free(f);
+}
+
+/* Headers at once, then the body one byte every 100 ms: closed at the request deadline
+ * without an answer. */
+static void test_slow_body_closed_at_request_deadline(void **state)
+{
+        struct fixture *f = fixture_new();
+        long long start = test_now_ms();
+        bool closed = false;
+        int fd;
+
+        (void)state;
+        fixture_start(f, false, 64, 64, 0);
+        fd = connect_from("127.0.0.1", http_server_port(f->server));
+        send_all(fd, "POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n");
+        while (!closed && test_now_ms() - start < 5000) {
+                char *got = NULL;
+
+                closed = send(fd, "x", 1, MSG_NOSIGNAL) != 1 || read_to_close(fd, 100, &got);
+                if (got)
+                        assert_null(strstr(got, "200 OK"));
+                free(got);
+        }
+        print_message("slow body closed after %lld ms (deadline %d ms)\n", test_now_ms() - start,
+                      REQUEST_MS);
+        assert_true(closed);
+        assert_true(test_now_ms() - start >= REQUEST_MS - 100);
+        assert_true(test_now_ms() - start < 4000);
+        close(fd);
+        fixture_free(f);
+}
+
+/* Past the per-address limit the oldest connection of that address makes room; another
+ * address is not touched. */
+static void test_per_address_limit(void **state)
+{
+        struct fixture *f = fixture_new();
+        uint16_t port;
+        int other;
+        int fds[5];
+        char *got = NULL;
+
+        (void)state;
+        fixture_start(f, false, 64, 4, 10000);
+        port = http_server_port(f->server);
+        other = connect_from("127.0.0.3", port);
+        send_all(other, "GET /ok HTTP/1.1\r\n");
+        wait_open(f, 1);
+        for (int i = 0; i < 5; i++) {
+                fds[i] = connect_from("127.0.0.2", port);
+                send_all(fds[i], "GET /ok HTTP/1.1\r\n");
+                if (i < 4)
+                        wait_open(f, (unsigned)i + 2);
+        }
+        assert_true(read_to_close(fds[0], 2000, &got)); /* the oldest of 127.0.0.2 */
+        free(got);
+        for (int i = 1; i < 5; i++) {
+                assert_false(read_to_close(fds[i], 50, &got));
+                free(got);
+        }
+        send_all(other, "Host: x\r\n\r\n");
+        assert_false(read_to_close(other, 300, &got));
+        assert_non_null(strstr(got, "HTTP/1.1 200"));
+        free(got);
+        for (int i = 0; i < 5; i++)
+                close(fds[i]);
+        close(other);
+        fixture_free(f);
+}
+
+/* The listener is full of connections that never finish their headers: a new client is
+ * served at once, and the oldest of them is the one closed. */
+static void test_oldest_evicted_at_cap(void **state)
+{
+        struct fixture *f = fixture_new();
+        uint16_t port;
+        int fds[4];
+        char *got = NULL;
+
+        (void)state;
+        fixture_start(f, false, 4, 64, 10000);
+        port = http_server_port(f->server);
+        for (int i = 0; i < 4; i++) {
+                fds[i] = connect_from("127.0.0.2", port);
+                send_all(fds[i], "GET /ok HTTP/1.1\r\n");
+                wait_open(f, (unsigned)i + 1);
+        }
+        get_ok(port);
+        assert_true(read_to_close(fds[0], 2000, &got));
+        free(got);
+        for (int i = 1; i < 4; i++) {
+                assert_false(read_to_close(fds[i], 50, &got));
+                free(got);
+        }
+        for (int i = 0; i < 4; i++)
+                close(fds[i]);
+        fixture_free(f);
+}
+
+/* 150 slow clients against the health listener's limits (64, 32 per address): every probe
+ * is answered. */
+static void test_healthz_under_slow_clients(void **state)
+{
+        struct fixture *f = fixture_new();
+        int fds[150];
+        unsigned ok = 0;
+        uint16_t port;
+
+        (void)state;
+        fixture_start(f, false, 64, 32, 10000);
+        port = http_server_port(f->server);
+        for (int i = 0; i < 150; i++) {
+                fds[i] = connect_from(i % 2 ? "127.0.0.2" : "127.0.0.4", port);
+                send_all(fds[i], "GET /healthz HTTP/1.1\r\nHost: x\r\n");
+        }
+        for (int i = 0; i < 10; i++) {
+                long status = 0;
+                char *body = test_http_get(port, "/healthz", &status);
+
+                ok += status == 200;
+                free(body);
+        }
+        print_message("/healthz answered %u of 10 under 150 slow clients\n", ok);
+        assert_int_equal(ok, 10);
+        for (int i = 0; i < 150; i++)
+                close(fds[i]);
+        fixture_free(f);
+}
+
+struct framing_case {
+        const char *name;
+        const char *request;
+        const char *status; /* the one status line expected */
+};
+
+static const struct framing_case framing_cases[] = {
+        { "length and chunked",
+          "POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+          "0\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n",
+          "HTTP/1.1 400" },
+        { "two lengths",
+          "POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 30\r\n\r\n"
+          "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n",
+          "HTTP/1.1 400" },
+        { "two equal lengths",
+          "POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab",
+          "HTTP/1.1 400" },
+        { "unknown coding", "POST /ok HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: foo\r\n\r\n",
+          "HTTP/1.1 501" },
+        { "gzip coding", "POST /ok HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
+          "HTTP/1.1 400" },
+        { "chunked twice",
+          "POST /ok HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+          "HTTP/1.1 400" },
+        { "two coding fields",
+          "POST /ok HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+          "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+          "HTTP/1.1 400" },
+        { "space before colon", "POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length : 3\r\n\r\nabc",
+          "HTTP/1.1 400" },
+        { "no host", "GET /ok HTTP/1.1\r\n\r\n", "HTTP/1.1 400" },
+        { "nul in path", "GET /ok%00/x HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 400" },
+        { "404 with a body", "POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
+          "HTTP/1.1 404" },
+};
+
+static void expect_one_answer(uint16_t port,
+                              const char *name,
+                              const char *request,
+                              const char *want)
+{
+        long long start = test_now_ms();
+        int fd = connect_from("127.0.0.1", port);
+        char *got = NULL;
+        bool closed;
+
+        send_all(fd, request);
+        closed = read_to_close(fd, 3000, &got);
+        print_message("%-20s -> %.12s in %lld ms\n", name, got, test_now_ms() - start);
+        if (strncmp(got, want, strlen(want)) != 0)
+                fail_msg("%s: got \"%s\", want %s", name, got, want);
+        if (count_substr(got, "HTTP/1.") != 1)
+                fail_msg("%s: %u status lines in \"%s\"", name, count_substr(got, "HTTP/1."), got);
+        if (!closed)
+                fail_msg("%s: connection left open", name);
+        close(fd);
+        free(got);
+}
+
+static void test_framing(void **state)
+{
+        struct fixture *f = fixture_new();
+
+        (void)state;
+        fixture_start(f, false, 64, 64, 0);
+        for (size_t i = 0; i < ARRAY_SIZE(framing_cases); i++)
+                expect_one_answer(http_server_port(f->server), framing_cases[i].name,
+                                  framing_cases[i].request, framing_cases[i].status);
+        fixture_free(f);
+}
+
+/* 250 query arguments, or a target over 4 KiB: 414 at once (not at the 10 s idle timeout),
+ * one status line, closed. 32 arguments are fine. */
+static void test_query_limits(void **state)
+{
+        struct fixture *f = fixture_new();
+
+        struct buf_like {
+                char s[16384];
+                size_t n;
+        } *b = xcalloc(1, sizeof(*b));
+
+        uint16_t port;
+        long status = 0;
+        char *body;
+
+        (void)state;
+        fixture_start(f, false, 64, 64, 0);
+        port = http_server_port(f->server);
+        b->n = (size_t)snprintf(b->s, sizeof(b->s), "GET /ok?");
+        for (int i = 0; i < 250; i++)
+                b->n += (size_t)snprintf(b->s + b->n, sizeof(b->s) - b->n, "%sa%d=1", i ? "&" : "",
+                                         i);
+        (void)snprintf(b->s + b->n, sizeof(b->s) - b->n, " HTTP/1.1\r\nHost: x\r\n\r\n");
+        expect_one_answer(port, "250 arguments", b->s, "HTTP/1.1 414");
+        b->n = (size_t)snprintf(b->s, sizeof(b->s), "GET /ok/");
+        memset(b->s + b->n, 'a', 5000);
+        (void)snprintf(b->s + b->n + 5000, sizeof(b->s) - b->n - 5000,
+                       " HTTP/1.1\r\nHost: x\r\n\r\n");
+        expect_one_answer(port, "long target", b->s, "HTTP/1.1 414");
+        b->n = (size_t)snprintf(b->s, sizeof(b->s), "/ok?");
+        for (int i = 0; i < 32; i++)
+                b->n += (size_t)snprintf(b->s + b->n, sizeof(b->s) - b->n, "%sa%d=1", i ? "&" : "",
+                                         i);
+        body = test_http_get(port, b->s, &status);
+        assert_int_equal(status, 200);
+        free(body);
+        free(b);
+        fixture_free(f);
+}
+
+/* Reloads are logged with the new subject and expiry; a failed one at warn, once; a key
+ * anyone may read is warned about unless it sits on a Kubernetes Secret volume. */
+static void test_certificate_logs(void **state)
+{
+        const char *src = test_env("CAPMAAS_TEST_CERTS");
+        char dir[256];
+        char logf[300];
+        char *cert;
+        char *key;
+        char *text = NULL;
+        struct certstore *cs = NULL;
+        char *err = NULL;
+        int fd;
+
+        (void)state;
+        test_mkdtemp(dir, sizeof(dir));
+        (void)snprintf(logf, sizeof(logf), "%s/log", dir);
+        fd = open(logf, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        log_setup(LOG_FORMAT_TEXT, 0, fd);
+        assert_int_equal(test_sh("cp %s/tls.crt %s/tls.crt && cp %s/tls.key %s/tls.key && "
+                                 "chmod 644 %s/tls.key",
+                                 src, dir, src, dir, dir),
+                         0);
+        cert = xasprintf("%s/tls.crt", dir);
+        key = xasprintf("%s/tls.key", dir);
+        assert_int_equal(
+                certstore_new(&(struct certstore_opts){ .cert_path = cert, .key_path = key }, &cs,
+                              &err),
+                0);
+        /* A broken certificate: warned once, however many polls see it. */
+        assert_int_equal(test_sh("echo garbage > %s/tls.crt.new && mv %s/tls.crt.new %s/tls.crt",
+                                 dir, dir, dir),
+                         0);
+        assert_false(certstore_reload_if_changed(cs));
+        assert_false(certstore_reload_if_changed(cs));
+        /* The pair again, group-writable this time. */
+        assert_int_equal(test_sh("cp %s/tls.crt %s/tls.crt.new && mv %s/tls.crt.new %s/tls.crt && "
+                                 "chmod 664 %s/tls.key",
+                                 src, dir, dir, dir, dir),
+                         0);
+        assert_true(certstore_reload_if_changed(cs));
+        cs = certstore_free(cs);
+        /* The kubelet's layout: files behind ..data, 0644 by design. */
+        assert_int_equal(test_sh("mkdir -p %s/vol/..2026_01_01 && cp %s/tls.crt %s/tls.key "
+                                 "%s/vol/..2026_01_01/ && chmod 644 %s/vol/..2026_01_01/tls.key && "
+                                 "ln -s ..2026_01_01 %s/vol/..data && ln -s ..data/tls.crt "
+                                 "%s/vol/tls.crt && ln -s ..data/tls.key %s/vol/tls.key",
+                                 dir, src, src, dir, dir, dir, dir, dir),
+                         0);
+        free(cert);
+        free(key);
+        cert = xasprintf("%s/vol/tls.crt", dir);
+        key = xasprintf("%s/vol/tls.key", dir);
+        assert_int_equal(
+                certstore_new(&(struct certstore_opts){ .cert_path = cert, .key_path = key }, &cs,
+                              &err),
+                0);
+        cs = certstore_free(cs);
+        log_setup(LOG_FORMAT_TEXT, 0, 2);
+        assert_int_equal(test_sh("true"), 0);
+        {
+                FILE *fp = fopen(logf, "r");
+                size_t n;
+
+                assert_non_null(fp);
+                text = xcalloc(1, 65536);
+                n = fread(text, 1, 65535, fp);
+                text[n] = '\0';
+                fclose(fp);
+        }
+        print_message("%s", text);
+        assert_int_equal(count_substr(text, "serving certificate loaded"), 2);
+        assert_int_equal(count_substr(text, "serving certificate reloaded"), 1);
+        assert_non_null(strstr(text, "not_after=20"));
+        assert_non_null(strstr(text, "subject="));
+        assert_int_equal(count_substr(text, "reload failed"), 1);
+        assert_int_equal(count_substr(text, "readable by group or others"), 1);
+        assert_int_equal(count_substr(text, "writable by group or others"), 1);
+        close(fd);
+        free(text);
+        free(cert);
+        free(key);
+        (void)test_sh("rm -rf %s", dir);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_slow_headers_closed_at_deadline),
+                cmocka_unit_test(test_slow_body_closed_at_request_deadline),
+                cmocka_unit_test(test_per_address_limit),
+                cmocka_unit_test(test_oldest_evicted_at_cap),
+                cmocka_unit_test(test_healthz_under_slow_clients),
+                cmocka_unit_test(test_framing),
+                cmocka_unit_test(test_query_limits),
+                cmocka_unit_test(test_certificate_logs),
+        };
+
+        log_setup(LOG_FORMAT_TEXT, 0, 2);
+        return cmocka_run_group_tests_name("hostile", tests, NULL, NULL);
+}

@@ -29,6 +29,7 @@ struct conn_entry {
         int fd;
         unsigned char addr[16]; /* IPv6, or IPv4 mapped; all zero for other families */
         uint64_t accepted_ms;
+        _Atomic uint64_t phase_ms;    /* when it began receiving its current request */
         bool shut;                    /* under the list lock */
         _Atomic int state;            /* enum conn_state */
         _Atomic uint64_t deadline_ms; /* UINT64_MAX: none */
@@ -38,6 +39,7 @@ struct conn_entry {
 struct conn_guard {
         char *name;
         struct conn_guard_opts o;
+        uint64_t evict_ms; /* how long a connection receives before it may be evicted */
 
         pthread_mutex_t lock; /* guards the list, live and every entry's shut */
         struct conn_entry *head;
@@ -76,12 +78,19 @@ static void shut_entry(struct conn_guard *g, struct conn_entry *e)
         (void)shutdown(e->fd, SHUT_RDWR);
 }
 
-/* The oldest entry, other than skip, of that address (NULL: any) that is not busy: one still
- * receiving if there is one, else an idle one. Under the lock. */
+/* The oldest entry other than skip that may make room. For the listener (addr NULL): one
+ * that has been receiving its request for at least evict_ms (a prompt client is past its
+ * headers long before; a young connection is left alone so that a crowd of newcomers
+ * cannot push out each other, or a prompt client, as fast as they connect), else an idle
+ * one. For one address: an idle one only. A crowd from one address then keeps its share
+ * and turns it over at the header deadline; evicting among its own connections would only
+ * buy it TLS handshakes, and a newcomer from a crowded address is refused before any.
+ * Under the lock. */
 static struct conn_entry *oldest_unfinished(struct conn_guard *g,
                                             const unsigned char *addr,
                                             const struct conn_entry *skip)
 {
+        uint64_t now = clock_now_ms(NULL);
         struct conn_entry *idle = NULL;
 
         for (struct conn_entry *e = g->head; e; e = e->next) {
@@ -90,7 +99,8 @@ static struct conn_entry *oldest_unfinished(struct conn_guard *g,
                 if (e == skip || e->shut || (addr && memcmp(e->addr, addr, 16) != 0))
                         continue;
                 st = atomic_load_explicit(&e->state, memory_order_relaxed);
-                if (st == CONN_RECEIVING)
+                if (!addr && st == CONN_RECEIVING &&
+                    now - atomic_load_explicit(&e->phase_ms, memory_order_relaxed) >= g->evict_ms)
                         return e;
                 if (st == CONN_IDLE && !idle)
                         idle = e;
@@ -126,6 +136,23 @@ static bool make_room(struct conn_guard *g, struct conn_entry *e, bool per_addre
         return false;
 }
 
+bool conn_guard_admit(struct conn_guard *g, const struct sockaddr *addr, socklen_t addr_len)
+{
+        unsigned char key[16];
+        bool ok = true;
+
+        addr_key(addr, addr_len, key);
+        pthread_mutex_lock(&g->lock);
+        if (count_address(g, key) >= g->o.per_address && !oldest_unfinished(g, key, NULL))
+                ok = false;
+        else if (g->live >= g->o.max_connections && !oldest_unfinished(g, NULL, NULL))
+                ok = false;
+        pthread_mutex_unlock(&g->lock);
+        if (!ok)
+                atomic_fetch_add_explicit(&g->n_refused, 1, memory_order_relaxed);
+        return ok;
+}
+
 struct conn_entry *conn_guard_open(struct conn_guard *g,
                                    int fd,
                                    const struct sockaddr *addr,
@@ -137,6 +164,7 @@ struct conn_entry *conn_guard_open(struct conn_guard *g,
         e->fd = fd;
         addr_key(addr, addr_len, e->addr);
         e->accepted_ms = clock_now_ms(NULL);
+        atomic_init(&e->phase_ms, e->accepted_ms);
         atomic_init(&e->state, CONN_RECEIVING);
         atomic_init(&e->deadline_ms, e->accepted_ms + g->o.header_ms);
         atomic_init(&e->later, false);
@@ -180,10 +208,11 @@ void conn_guard_close(struct conn_guard *g, struct conn_entry *e)
 
 void conn_guard_headers_done(struct conn_guard *g, struct conn_entry *e)
 {
-        uint64_t from = atomic_load_explicit(&e->later, memory_order_relaxed) ? clock_now_ms(NULL)
-                                                                              : e->accepted_ms;
+        bool later = atomic_load_explicit(&e->later, memory_order_relaxed);
+        uint64_t from = later ? clock_now_ms(NULL) : e->accepted_ms;
 
         atomic_store_explicit(&e->deadline_ms, from + g->o.request_ms, memory_order_relaxed);
+        atomic_store_explicit(&e->state, CONN_RECEIVING, memory_order_relaxed);
 }
 
 void conn_guard_busy(struct conn_entry *e)
@@ -194,9 +223,12 @@ void conn_guard_busy(struct conn_entry *e)
 
 void conn_guard_idle(struct conn_guard *g, struct conn_entry *e)
 {
+        uint64_t now = clock_now_ms(NULL);
+
         atomic_store_explicit(&e->later, true, memory_order_relaxed);
-        atomic_store_explicit(&e->deadline_ms, clock_now_ms(NULL) + g->o.idle_ms + g->o.header_ms,
+        atomic_store_explicit(&e->deadline_ms, now + g->o.idle_ms + g->o.header_ms,
                               memory_order_relaxed);
+        atomic_store_explicit(&e->phase_ms, now, memory_order_relaxed);
         atomic_store_explicit(&e->state, CONN_IDLE, memory_order_relaxed);
 }
 
@@ -257,6 +289,7 @@ int conn_guard_new(const struct conn_guard_opts *opts, struct conn_guard **ret)
         g->name = xstrdup(opts->name ? opts->name : "http");
         g->o = *opts;
         g->o.name = g->name;
+        g->evict_ms = g->o.header_ms / 5 < 1000 ? g->o.header_ms / 5 : 1000;
         pthread_mutex_init(&g->lock, NULL);
         pthread_mutex_init(&g->stop_lock, NULL);
         pthread_condattr_init(&attr);

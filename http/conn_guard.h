@@ -17,10 +17,17 @@
  *              for later ones (headers + body, Go's ReadTimeout).
  * A BUSY connection has no deadline here (the handler runs; libmicrohttpd's idle timeout
  * covers a client that stops reading the answer).
- * Limits, applied when a connection starts: at most per_address from one address and
- * max_connections in all. Over either, the oldest connection that is RECEIVING or IDLE (of
- * that address, or of all) is closed to make room; when every one is BUSY the newcomer is
- * closed instead.
+ * Limits, applied when a connection is accepted (conn_guard_admit, before libmicrohttpd
+ * builds anything) and when it starts:
+ *   per_address  past it, the oldest IDLE connection of that address is closed to make
+ *                room, else the newcomer is refused;
+ *   max_connections  past it, the oldest connection that has been RECEIVING for at least
+ *                min(header_ms / 5, 1 s), else the oldest IDLE one, is closed to make room,
+ *                else the newcomer is refused.
+ * A prompt client is past its headers in milliseconds, so it is never the one evicted, and
+ * newcomers cannot evict each other as fast as they connect. A refusal at accept costs an
+ * accept and a close, no TLS handshake: that is what keeps a crowd of reconnecting clients
+ * cheap.
  * "Closed" means shutdown(fd, SHUT_RDWR): libmicrohttpd sees the end of the stream on its
  * next poll and closes the connection through its usual path (and removes it here). The fd
  * stays valid while the entry exists, because libmicrohttpd reports the close before it
@@ -33,6 +40,7 @@
  * list; the hot path (state changes) uses atomics only.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -62,6 +70,10 @@ struct conn_guard_stats {
 MUST_CHECK int conn_guard_new(const struct conn_guard_opts *opts, struct conn_guard **ret);
 /* Stops the sweeper and frees the table (entries still in it are freed too). NULL is fine. */
 struct conn_guard *conn_guard_free(struct conn_guard *g);
+/* Whether a connection just accepted from addr may start: false when its address, or the
+ * listener, is full and nothing could be evicted for it (the caller closes it at once,
+ * before any TLS work). */
+bool conn_guard_admit(struct conn_guard *g, const struct sockaddr *addr, socklen_t addr_len);
 /* A new connection on fd from addr (copied); applies the limits. Returns the entry, owned by
  * the guard until conn_guard_close. */
 struct conn_entry *conn_guard_open(struct conn_guard *g,

@@ -278,34 +278,43 @@ static bool length_valid(const char *v)
         return n >= 1 && n <= 19 && v[n] == '\0';
 }
 
-/* 0: the one coding is "chunked"; 400: codings we know but do not take alone; 501: one we
- * do not know. */
-static unsigned coding_verdict(const char *v)
+static bool coding_known(const char *t, size_t n)
 {
         static const char *const known[] = { "chunked",  "gzip",    "x-gzip",
                                              "compress", "deflate", "identity" };
-        char *copy = xstrdup(v ? v : "");
-        char *save = NULL;
+
+        for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+                if (strlen(known[i]) == n && strncasecmp(t, known[i], n) == 0)
+                        return true;
+        return false;
+}
+
+/* 0: the one coding is "chunked"; 501: a coding we do not know; 400: anything else (known
+ * codings we do not take, more than one, an empty element). */
+static unsigned coding_verdict(const char *v)
+{
+        const char *p = v ? v : "";
         unsigned tokens = 0;
-        unsigned verdict = 0;
+        bool chunked = false;
 
-        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                bool ok = false;
+        for (;;) {
+                size_t n;
 
-                t += strspn(t, " \t");
-                t[strcspn(t, " \t")] = '\0';
-                for (size_t i = 0; i < ARRAY_SIZE(known); i++)
-                        ok = ok || strcasecmp(t, known[i]) == 0;
-                if (!ok) {
-                        verdict = 501;
-                        break;
-                }
+                p += strspn(p, " \t");
+                n = strcspn(p, ", \t");
+                if (n == 0)
+                        return 400;
+                if (!coding_known(p, n))
+                        return 501;
                 tokens++;
+                chunked = n == 7 && strncasecmp(p, "chunked", 7) == 0;
+                p += n;
+                p += strspn(p, " \t");
+                if (*p != ',')
+                        break;
+                p++;
         }
-        if (!verdict && (tokens != 1 || strcasecmp(v + strspn(v, " \t"), "chunked") != 0))
-                verdict = 400;
-        free(copy);
-        return verdict;
+        return *p == '\0' && tokens == 1 && chunked ? 0 : 400;
 }
 
 /* The checks on the request line and headers; answers and returns true when one fails. */
@@ -485,6 +494,15 @@ static void on_connection(void *cls,
                                                                : sizeof(struct sockaddr_in);
         *socket_ctx =
                 conn_guard_open(s->guard, fd->connect_fd, addr ? addr->client_addr : NULL, len);
+}
+
+/* Before libmicrohttpd builds anything for the connection: a refusal here costs an accept
+ * and a close. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addr_len)
+{
+        struct http_server *s = cls;
+
+        return conn_guard_admit(s->guard, addr, addr_len) ? MHD_YES : MHD_NO;
 }
 
 static enum MHD_Result on_request(void *cls,
@@ -704,12 +722,12 @@ static int start_daemon(struct http_server *s, const struct http_server_opts *o,
         /* The certificate callback goes as a variadic argument: a function pointer may not
          * be stored in the option array's void *. */
         if (o->certs)
-                s->mhd =
-                        MHD_start_daemon(server_flags(o, any_host), o->port, NULL, NULL, on_request,
-                                         s, MHD_OPTION_ARRAY, opts, MHD_OPTION_HTTPS_CERT_CALLBACK,
-                                         retrieve_cert, MHD_OPTION_END);
+                s->mhd = MHD_start_daemon(server_flags(o, any_host), o->port, on_accept, s,
+                                          on_request, s, MHD_OPTION_ARRAY, opts,
+                                          MHD_OPTION_HTTPS_CERT_CALLBACK, retrieve_cert,
+                                          MHD_OPTION_END);
         else
-                s->mhd = MHD_start_daemon(server_flags(o, any_host), o->port, NULL, NULL,
+                s->mhd = MHD_start_daemon(server_flags(o, any_host), o->port, on_accept, s,
                                           on_request, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
         if (!s->mhd) {
                 *reterr = xasprintf("%s server: cannot listen on %s:%u: %s", s->name,

@@ -29,8 +29,11 @@
 #include "testutil.h"
 #include "xalloc.h"
 
-#define HEADER_MS  400
-#define REQUEST_MS 1200
+#define HEADER_MS       400
+#define REQUEST_MS      1200
+/* The limit tests: long enough for a test's connections to stay, and a connection may be
+ * evicted once it has been receiving for a fifth of it (400 ms). */
+#define LIMIT_HEADER_MS 2000
 
 struct fixture {
         struct router *router;
@@ -262,8 +265,18 @@ static void test_slow_body_closed_at_request_deadline(void **state)
         fixture_free(f);
 }
 
-/* Past the per-address limit the oldest connection of that address makes room; another
- * address is not touched. */
+/* A slow connection from `from`: the request line, never the end of the headers. */
+static int slow_conn(const char *from, uint16_t port)
+{
+        int fd = connect_from(from, port);
+
+        send_all(fd, "GET /ok HTTP/1.1\r\n");
+        return fd;
+}
+
+/* Past the per-address limit a newcomer from that address is refused before anything is
+ * read, and the connections it already has stay, unless one of them is idle: that one makes
+ * room. Another address is not touched. */
 static void test_per_address_limit(void **state)
 {
         struct fixture *f = fixture_new();
@@ -273,23 +286,33 @@ static void test_per_address_limit(void **state)
         char *got = NULL;
 
         (void)state;
-        fixture_start(f, false, 64, 4, 10000);
+        fixture_start(f, false, 64, 4, LIMIT_HEADER_MS);
         port = http_server_port(f->server);
-        other = connect_from("127.0.0.3", port);
-        send_all(other, "GET /ok HTTP/1.1\r\n");
+        other = slow_conn("127.0.0.3", port);
         wait_open(f, 1);
-        for (int i = 0; i < 5; i++) {
-                fds[i] = connect_from("127.0.0.2", port);
-                send_all(fds[i], "GET /ok HTTP/1.1\r\n");
-                if (i < 4)
-                        wait_open(f, (unsigned)i + 2);
+        for (int i = 0; i < 4; i++) {
+                fds[i] = slow_conn("127.0.0.2", port);
+                wait_open(f, (unsigned)i + 2);
         }
-        assert_true(read_to_close(fds[0], 2000, &got)); /* the oldest of 127.0.0.2 */
+        fds[4] = slow_conn("127.0.0.2", port);
+        assert_true(read_to_close(fds[4], 2000, &got)); /* refused */
         free(got);
-        for (int i = 1; i < 5; i++) {
+        close(fds[4]);
+        for (int i = 0; i < 4; i++) {
                 assert_false(read_to_close(fds[i], 50, &got));
                 free(got);
         }
+        /* fds[0] finishes its request and stays open, idle: the next newcomer takes its
+         * place. */
+        send_all(fds[0], "Host: x\r\n\r\n");
+        assert_false(read_to_close(fds[0], 300, &got));
+        assert_non_null(strstr(got, "HTTP/1.1 200"));
+        free(got);
+        fds[4] = slow_conn("127.0.0.2", port);
+        assert_true(read_to_close(fds[0], 2000, &got));
+        free(got);
+        assert_false(read_to_close(fds[4], 50, &got));
+        free(got);
         send_all(other, "Host: x\r\n\r\n");
         assert_false(read_to_close(other, 300, &got));
         assert_non_null(strstr(got, "HTTP/1.1 200"));
@@ -300,8 +323,28 @@ static void test_per_address_limit(void **state)
         fixture_free(f);
 }
 
+/* GET /ok until it is answered 200 or 3 s pass; returns how many attempts failed first. */
+static unsigned get_ok_soon(uint16_t port)
+{
+        long long end = test_now_ms() + 3000;
+        unsigned failed = 0;
+
+        while (test_now_ms() < end) {
+                long status = 0;
+                char *body = test_http_get(port, "/ok", &status);
+
+                free(body);
+                if (status == 200)
+                        return failed;
+                failed++;
+                (void)poll(NULL, 0, 50);
+        }
+        fail_msg("never served");
+        return failed;
+}
+
 /* The listener is full of connections that never finish their headers: a new client is
- * served at once, and the oldest of them is the one closed. */
+ * served, and the oldest of them is the one closed. */
 static void test_oldest_evicted_at_cap(void **state)
 {
         struct fixture *f = fixture_new();
@@ -310,27 +353,29 @@ static void test_oldest_evicted_at_cap(void **state)
         char *got = NULL;
 
         (void)state;
-        fixture_start(f, false, 4, 64, 10000);
+        fixture_start(f, false, 4, 64, LIMIT_HEADER_MS);
         port = http_server_port(f->server);
         for (int i = 0; i < 4; i++) {
-                fds[i] = connect_from("127.0.0.2", port);
-                send_all(fds[i], "GET /ok HTTP/1.1\r\n");
+                fds[i] = slow_conn("127.0.0.2", port);
                 wait_open(f, (unsigned)i + 1);
         }
-        get_ok(port);
+        print_message("served after %u refusals\n", get_ok_soon(port));
         assert_true(read_to_close(fds[0], 2000, &got));
         free(got);
         for (int i = 1; i < 4; i++) {
                 assert_false(read_to_close(fds[i], 50, &got));
                 free(got);
         }
+        get_ok(port); /* the next one at once: the oldest slow one is old enough now */
+        assert_true(read_to_close(fds[1], 2000, &got));
+        free(got);
         for (int i = 0; i < 4; i++)
                 close(fds[i]);
         fixture_free(f);
 }
 
-/* 150 slow clients against the health listener's limits (64, 32 per address): every probe
- * is answered. */
+/* 150 slow clients against the health listener's limits (64, 32 per address): once they
+ * have been at it a while, every probe is answered at once. */
 static void test_healthz_under_slow_clients(void **state)
 {
         struct fixture *f = fixture_new();
@@ -339,12 +384,13 @@ static void test_healthz_under_slow_clients(void **state)
         uint16_t port;
 
         (void)state;
-        fixture_start(f, false, 64, 32, 10000);
+        fixture_start(f, false, 64, 32, LIMIT_HEADER_MS);
         port = http_server_port(f->server);
         for (int i = 0; i < 150; i++) {
                 fds[i] = connect_from(i % 2 ? "127.0.0.2" : "127.0.0.4", port);
                 send_all(fds[i], "GET /healthz HTTP/1.1\r\nHost: x\r\n");
         }
+        (void)get_ok_soon(port);
         for (int i = 0; i < 10; i++) {
                 long status = 0;
                 char *body = test_http_get(port, "/healthz", &status);

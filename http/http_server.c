@@ -22,6 +22,7 @@
 
 #include <microhttpd.h>
 
+#include "acceptor.h"
 #include "buf.h"
 #include "certstore.h"
 #include "conn_guard.h"
@@ -46,6 +47,7 @@ struct http_server {
         const struct http_observer *observer;
         struct certstore *certs;
         struct conn_guard *guard;
+        struct acceptor *acceptor;
         size_t max_body;
         uint16_t port;
         char *priorities;
@@ -496,13 +498,18 @@ static void on_connection(void *cls,
                 conn_guard_open(s->guard, fd->connect_fd, addr ? addr->client_addr : NULL, len);
 }
 
-/* Before libmicrohttpd builds anything for the connection: a refusal here costs an accept
- * and a close. */
-static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addr_len)
+/* The acceptor's thread, for each new socket, before libmicrohttpd builds anything for it:
+ * a refusal costs an accept and a close. */
+static void on_accepted(void *ud, int fd, const struct sockaddr *addr, socklen_t addr_len)
 {
-        struct http_server *s = cls;
+        struct http_server *s = ud;
 
-        return conn_guard_admit(s->guard, addr, addr_len) ? MHD_YES : MHD_NO;
+        if (!conn_guard_admit(s->guard, addr, addr_len)) {
+                close(fd);
+                return;
+        }
+        /* On failure libmicrohttpd has closed the socket (and said why in its log). */
+        (void)MHD_add_connection(s->mhd, fd, addr, addr_len);
 }
 
 static enum MHD_Result on_request(void *cls,
@@ -666,34 +673,51 @@ static char *priorities_for(enum tls_version min, const char *ciphers)
                          ciphers ? ciphers : "");
 }
 
-static unsigned server_flags(const struct http_server_opts *o, bool any_host)
+/* The acceptor owns the listening socket (see acceptor.h); libmicrohttpd gets each
+ * connection through MHD_add_connection, which its ITC makes safe from that thread. */
+static unsigned server_flags(const struct http_server_opts *o)
 {
-        unsigned flags =
-                MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                         MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
 
         if (o->certs)
                 flags |= MHD_USE_TLS;
-        if (any_host)
-                flags |= MHD_USE_DUAL_STACK;
         return flags;
 }
 
-static int start_daemon(struct http_server *s, const struct http_server_opts *o, char **reterr)
+static int open_listener(struct http_server *s, const struct http_server_opts *o, char **reterr)
 {
         bool any_host = !o->host || !*o->host;
         struct sockaddr_storage addr = { 0 };
-        unsigned threads = o->threads ? o->threads : 1;
-        unsigned max_conn = o->max_connections ? o->max_connections : 1024;
-        struct MHD_OptionItem opts[20];
-        size_t n = 0;
+        char *err = NULL;
         int r;
 
         if (!any_host) {
                 r = resolve_host(o->host, o->port, &addr, reterr);
                 if (r < 0)
                         return r;
-                opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &addr };
         }
+        r = acceptor_new(any_host ? NULL : (struct sockaddr *)&addr,
+                         addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                    : sizeof(struct sockaddr_in),
+                         o->port, &s->acceptor, &err);
+        if (r < 0) {
+                *reterr = xasprintf("%s server: cannot listen on %s:%u: %s", s->name,
+                                    any_host ? "*" : o->host, o->port, err ? err : "error");
+                free(err);
+                return r;
+        }
+        s->port = acceptor_port(s->acceptor);
+        return CM_OK;
+}
+
+static int start_daemon(struct http_server *s, const struct http_server_opts *o, char **reterr)
+{
+        unsigned threads = o->threads ? o->threads : 1;
+        unsigned max_conn = o->max_connections ? o->max_connections : 1024;
+        struct MHD_OptionItem opts[20];
+        size_t n = 0;
+
         opts[n++] =
                 (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s };
         opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s };
@@ -722,16 +746,14 @@ static int start_daemon(struct http_server *s, const struct http_server_opts *o,
         /* The certificate callback goes as a variadic argument: a function pointer may not
          * be stored in the option array's void *. */
         if (o->certs)
-                s->mhd = MHD_start_daemon(server_flags(o, any_host), o->port, on_accept, s,
-                                          on_request, s, MHD_OPTION_ARRAY, opts,
-                                          MHD_OPTION_HTTPS_CERT_CALLBACK, retrieve_cert,
-                                          MHD_OPTION_END);
+                s->mhd = MHD_start_daemon(server_flags(o), 0, NULL, NULL, on_request, s,
+                                          MHD_OPTION_ARRAY, opts, MHD_OPTION_HTTPS_CERT_CALLBACK,
+                                          retrieve_cert, MHD_OPTION_END);
         else
-                s->mhd = MHD_start_daemon(server_flags(o, any_host), o->port, on_accept, s,
-                                          on_request, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+                s->mhd = MHD_start_daemon(server_flags(o), 0, NULL, NULL, on_request, s,
+                                          MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
         if (!s->mhd) {
-                *reterr = xasprintf("%s server: cannot listen on %s:%u: %s", s->name,
-                                    any_host ? "*" : o->host, o->port, strerrordesc_np(errno));
+                *reterr = xasprintf("%s server: cannot start: %s", s->name, strerrordesc_np(errno));
                 return CM_EIO;
         }
         return CM_OK;
@@ -760,7 +782,6 @@ static int start_guard(struct http_server *s, const struct http_server_opts *o)
 int http_server_start(const struct http_server_opts *o, struct http_server **ret, char **reterr)
 {
         struct http_server *s = xcalloc(1, sizeof(*s));
-        const union MHD_DaemonInfo *info;
         int r;
 
         s->name = xstrdup(o->name ? o->name : "http");
@@ -773,21 +794,21 @@ int http_server_start(const struct http_server_opts *o, struct http_server **ret
                 *reterr = xasprintf("%s server: cannot start the connection sweeper", s->name);
                 goto fail;
         }
-        if (o->certs && o->port && tls_servers_set(o->port, o->certs) < 0) {
+        r = open_listener(s, o, reterr);
+        if (r < 0)
+                goto fail;
+        if (o->certs && tls_servers_set(s->port, o->certs) < 0) {
                 *reterr = xasprintf("%s server: too many TLS listeners", s->name);
                 r = CM_ETOOBIG;
                 goto fail;
         }
         r = start_daemon(s, o, reterr);
+        if (r == 0 && acceptor_start(s->acceptor, on_accepted, s) < 0) {
+                *reterr = xasprintf("%s server: cannot start the accept thread", s->name);
+                r = CM_EIO;
+        }
         if (r < 0)
                 goto fail;
-        info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
-        s->port = info ? info->port : o->port;
-        if (o->certs && !o->port && tls_servers_set(s->port, o->certs) < 0) {
-                *reterr = xasprintf("%s server: too many TLS listeners", s->name);
-                r = CM_ETOOBIG;
-                goto fail;
-        }
         *ret = s;
         return CM_OK;
 fail:
@@ -810,13 +831,8 @@ unsigned http_server_open_connections(const struct http_server *s)
 
 void http_server_quiesce(struct http_server *s)
 {
-        MHD_socket fd;
-
-        if (!s->mhd)
-                return;
-        fd = MHD_quiesce_daemon(s->mhd);
-        if (fd != MHD_INVALID_SOCKET)
-                close(fd);
+        if (s->acceptor)
+                acceptor_stop(s->acceptor);
 }
 
 bool http_server_wait_idle(struct http_server *s, uint64_t timeout_ms)
@@ -836,6 +852,7 @@ struct http_server *http_server_free(struct http_server *s)
 {
         if (!s)
                 return NULL;
+        s->acceptor = acceptor_free(s->acceptor);
         if (s->mhd)
                 MHD_stop_daemon(s->mhd);
         s->guard = conn_guard_free(s->guard);

@@ -306,8 +306,9 @@ const struct cfg_key config_keys[] = {
           .min = 1,
           .max = 100000,
           .group = GROUP_WEBHOOK,
-          .help = "Most concurrent webhook connections; past it the oldest connection still "
-                  "sending its request (or idle) is closed to make room." },
+          .help = "Most concurrent webhook connections; past it, the oldest connection that "
+                  "has been sending its request for a second (else the oldest idle one) is "
+                  "closed to make room, or the newcomer is refused." },
         { .name = "webhook-connection-memory-limit",
           .type = CFG_SIZE,
           .offset = OFF(webhook_connection_memory_limit),
@@ -346,13 +347,13 @@ const struct cfg_key config_keys[] = {
         { .name = "webhook-max-connections-per-address",
           .type = CFG_UINT,
           .offset = OFF(webhook_max_connections_per_address),
-          .def = "256",
+          .def = "64",
           .min = 1,
           .max = 100000,
           .group = GROUP_WEBHOOK,
-          .help = "Most concurrent webhook connections from one client address; past it (or "
-                  "past webhook-max-connections) the oldest connection still sending its "
-                  "request is closed to make room." },
+          .help = "Most concurrent webhook connections from one client address; past it, "
+                  "that address's oldest idle connection is closed to make room, or the "
+                  "newcomer is refused before its TLS handshake." },
         { .name = "graceful-shutdown-timeout",
           .type = CFG_DURATION,
           .offset = OFF(graceful_shutdown_timeout_ms),

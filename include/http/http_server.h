@@ -14,9 +14,11 @@
  * by traffic: accept to the end of the headers (read_header_timeout_ms) and accept to the end
  * of the body (read_timeout_ms; on a keep-alive connection both count from the end of the
  * previous request, after the idle allowance). At most max_connections_per_address
- * connections from one address and max_connections in all: past either, the oldest
- * connection still reading its request (or idle) is closed so the newcomer is served; when
- * every one is busy answering, the newcomer is closed.
+ * connections from one address (past it, that address's oldest idle connection makes room,
+ * else the newcomer is refused) and max_connections in all (past it, the oldest connection
+ * that has been reading its request for a while, else the oldest idle one, makes room, else
+ * the newcomer is refused). Refusals happen at accept, on our own accept thread, before any
+ * TLS work (http/conn_guard.h, http/acceptor.h).
  *
  * Strict framing, checked before any body is read; each answer closes the connection:
  * Content-Length and Transfer-Encoding together, two Content-Length fields (even equal), a

@@ -112,7 +112,7 @@ struct config {
         size_t webhook_max_body_bytes;              /* --webhook-max-body-bytes, 8Mi */
         unsigned webhook_read_timeout_s; /* --webhook-read-timeout, 10s (whole seconds, >= 1) */
         uint64_t webhook_read_header_timeout_ms;      /* --webhook-read-header-timeout, 5s */
-        unsigned webhook_max_connections_per_address; /* --webhook-max-connections-per-address, 256
+        unsigned webhook_max_connections_per_address; /* --webhook-max-connections-per-address, 64
                                                        */
         uint64_t graceful_shutdown_timeout_ms;        /* --graceful-shutdown-timeout, 30s */
 

@@ -65,7 +65,7 @@ static const struct field_case fields[] = {
         { F(webhook_max_body_bytes, SIZE), NULL, NULL, 8 * 1024 * 1024, 2 * 1024 * 1024 },
         { F(webhook_read_timeout_s, UINT), NULL, NULL, 10, 30 },
         { F(webhook_read_header_timeout_ms, U64), NULL, NULL, 5000, 2000 },
-        { F(webhook_max_connections_per_address, UINT), NULL, NULL, 256, 32 },
+        { F(webhook_max_connections_per_address, UINT), NULL, NULL, 64, 32 },
         { F(graceful_shutdown_timeout_ms, U64), NULL, NULL, 30000, 60000 },
         { F(tls_cipher_suites, SUITES), NULL, NULL, 0, 2 },
         { F(diagnostics_address, STR), ":8443", "127.0.0.1:18443", 0, 0 },

@@ -3,6 +3,7 @@
  * the webhook-like listener, plain for the health listener and the framing cases). The
  * deadlines are small (400 ms for the headers, 1200 ms for the request) and the idle timeout
  * long (10 s), so a test that passes only because of the idle timer would time out first.
+ * ctest: concurrency (the server's accept, event-loop and sweeper threads share the guard).
  */
 #include <arpa/inet.h>
 #include <fcntl.h>

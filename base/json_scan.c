@@ -1,0 +1,748 @@
+/*
+ * json_scan: the strict pre-scan (see json_scan.h). One loop over the text with an explicit
+ * stack of open containers; strings go eight bytes at a time while they hold nothing but
+ * printable ASCII. Paths are rebuilt only when there is an error, from the offsets of the
+ * open members' keys kept in the stack, so the valid case pays nothing for them.
+ *
+ * Duplicate keys: every key of the open objects is in a table of (hash, offset) entries
+ * chained per hash bucket, newest first. The keys of the innermost object are the newest
+ * entries, so a lookup walks its chain only while the entries belong to that object, and
+ * closing the object pops its entries off the top, undoing their chain links in reverse.
+ */
+#include "json_scan.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "xalloc.h"
+
+#define NONE            UINT32_MAX
+#define HEADS_INLINE    256u /* buckets while the keys fit JSON_SCAN_KEYS_INLINE */
+#define PATH_KEY_MAX    128u /* bytes of a key shown in a path */
+#define ITEM_BYTES      80u  /* a cJSON item (64 bytes) in a glibc chunk */
+#define STRING_OVERHEAD 24u  /* a string's NUL, chunk header and rounding, at most */
+
+struct key_ent {
+        uint32_t hash;
+        uint32_t off; /* of the key's opening quote */
+        uint32_t next;
+};
+
+struct keys {
+        struct key_ent *ents; /* inline or heap */
+        uint32_t *heads;
+        uint32_t n, cap, mask;
+        struct key_ent ents_inline[JSON_SCAN_KEYS_INLINE];
+        uint32_t heads_inline[HEADS_INLINE];
+};
+
+struct frame {
+        bool object;
+        uint32_t index;   /* arrays: the element being read */
+        uint32_t key_off; /* objects: the current member's key; NONE before the first */
+        uint32_t keys_base;
+};
+
+struct scan {
+        const unsigned char *s;
+        size_t len, pos;
+        const struct json_scan_limits *lim;
+        unsigned max_depth;
+        struct json_scan_result *res;
+        struct frame stack[JSON_SCAN_DEPTH_MAX];
+        unsigned depth;
+        struct keys keys;
+};
+
+/* ---- errors ---- */
+
+static int hex4(const unsigned char *p, unsigned *ret);
+
+/* Decodes the next character of a string that was already checked; 0 at its closing
+ * quote. *pos moves past it. */
+static size_t decode_char(const unsigned char *s, size_t *pos, unsigned char out[4])
+{
+        static const char esc_from[] = "\"\\/bfnrt";
+        static const char esc_to[] = "\"\\/\b\f\n\r\t";
+        unsigned cp = 0, lo = 0;
+        size_t n;
+
+        if (s[*pos] == '"')
+                return 0;
+        if (s[*pos] != '\\') {
+                n = s[*pos] < 0x80 ? 1 : s[*pos] < 0xE0 ? 2 : s[*pos] < 0xF0 ? 3 : 4;
+                memcpy(out, s + *pos, n);
+                *pos += n;
+                return n;
+        }
+        if (s[*pos + 1] != 'u') {
+                out[0] = (unsigned char)esc_to[strchr(esc_from, s[*pos + 1]) - esc_from];
+                *pos += 2;
+                return 1;
+        }
+        (void)hex4(s + *pos + 2, &cp);
+        *pos += 6;
+        if (cp >= 0xD800 && cp < 0xDC00) {
+                (void)hex4(s + *pos + 2, &lo);
+                *pos += 6;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        }
+        if (cp < 0x80) {
+                out[0] = (unsigned char)cp;
+                return 1;
+        }
+        if (cp < 0x800) {
+                out[0] = (unsigned char)(0xC0 | cp >> 6);
+                out[1] = (unsigned char)(0x80 | (cp & 0x3F));
+                return 2;
+        }
+        if (cp < 0x10000) {
+                out[0] = (unsigned char)(0xE0 | cp >> 12);
+                out[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+                out[2] = (unsigned char)(0x80 | (cp & 0x3F));
+                return 3;
+        }
+        out[0] = (unsigned char)(0xF0 | cp >> 18);
+        out[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+        out[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+        out[3] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 4;
+}
+
+/* The key at off, decoded, cut at a character boundary, control characters as '?'. */
+static void key_text(const unsigned char *s, uint32_t off, char *out, size_t cap)
+{
+        size_t pos = off + 1, n = 0, k;
+        unsigned char c[4];
+
+        while ((k = decode_char(s, &pos, c)) != 0 && n + k < cap) {
+                for (size_t i = 0; i < k; i++)
+                        out[n++] = (char)(c[0] < 0x20 || c[0] == 0x7F ? '?' : c[i]);
+        }
+        out[n] = '\0';
+}
+
+/* The path of the value being read: members by key, elements by index. */
+static void build_path(const struct scan *sc, struct json_path *p)
+{
+        char key[PATH_KEY_MAX];
+
+        json_path_init(p, NULL);
+        for (unsigned i = 0; i < sc->depth; i++) {
+                const struct frame *f = &sc->stack[i];
+
+                if (!f->object) {
+                        (void)json_path_push_index(p, f->index);
+                } else if (f->key_off != NONE) {
+                        key_text(sc->s, f->key_off, key, sizeof(key));
+                        (void)json_path_push_key(p, key);
+                }
+        }
+}
+
+static size_t utf8_seq(const unsigned char *p, size_t avail);
+
+/* Replaces what is not valid UTF-8 (a sequence cut by truncation) with '?'. */
+static void utf8_sanitize(char *msg)
+{
+        unsigned char *p = (unsigned char *)msg;
+        size_t len = strlen(msg), n;
+
+        for (size_t i = 0; i < len; i += n) {
+                n = p[i] < 0x80 ? 1 : utf8_seq(p + i, len - i);
+                if (!n) {
+                        p[i] = '?';
+                        n = 1;
+                }
+        }
+}
+
+static int fail(struct scan *sc, enum json_scan_fault fault, const char *fmt, ...)
+        PRINTF_LIKE(3, 4);
+
+/* Records "<path>: <what> (offset N)" (or "<what> at offset N" at the top). */
+static int fail(struct scan *sc, enum json_scan_fault fault, const char *fmt, ...)
+{
+        struct json_path p;
+        char what[160];
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void)vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        build_path(sc, &p);
+        sc->res->offset = sc->pos;
+        sc->res->fault = fault;
+        if (p.len)
+                (void)snprintf(sc->res->message, sizeof(sc->res->message), "%s: %s (offset %zu)",
+                               json_path_str(&p), what, sc->pos);
+        else
+                (void)snprintf(sc->res->message, sizeof(sc->res->message), "%s at offset %zu", what,
+                               sc->pos);
+        utf8_sanitize(sc->res->message);
+        return CM_EPARSE;
+}
+
+/* Records "<what> at <path>; the limit is N" (no path at the top). */
+static int fail_limit(struct scan *sc, const char *what, unsigned limit)
+{
+        struct json_path p;
+
+        build_path(sc, &p);
+        sc->res->offset = sc->pos;
+        sc->res->fault = JSON_SCAN_LIMIT;
+        if (p.len)
+                (void)snprintf(sc->res->message, sizeof(sc->res->message),
+                               "%s at %s; the limit is %u", what, json_path_str(&p), limit);
+        else
+                (void)snprintf(sc->res->message, sizeof(sc->res->message), "%s; the limit is %u",
+                               what, limit);
+        utf8_sanitize(sc->res->message);
+        return CM_ETOOBIG;
+}
+
+/* ---- strings ---- */
+
+#define ONES  0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* True when the 8 bytes at p are printable ASCII other than '"' and '\\'. */
+static bool plain8(const unsigned char *p)
+{
+        uint64_t w, lt20, q, b;
+
+        memcpy(&w, p, sizeof(w));
+        lt20 = (w - ONES * 0x20) & ~w;
+        q = w ^ (ONES * '"');
+        b = w ^ (ONES * '\\');
+        q = (q - ONES) & ~q;
+        b = (b - ONES) & ~b;
+        return ((w | lt20 | q | b) & HIGHS) == 0;
+}
+
+static int hex4(const unsigned char *p, unsigned *ret)
+{
+        unsigned v = 0;
+
+        for (int i = 0; i < 4; i++) {
+                unsigned c = p[i], d;
+
+                if (c >= '0' && c <= '9')
+                        d = c - '0';
+                else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+                        d = (c | 0x20) - 'a' + 10;
+                else
+                        return -1;
+                v = v << 4 | d;
+        }
+        *ret = v;
+        return 0;
+}
+
+static uint32_t hash_byte(uint32_t h, unsigned char c)
+{
+        return (h ^ c) * 16777619u;
+}
+
+static uint32_t hash_bytes(uint32_t h, const unsigned char *p, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                h = hash_byte(h, p[i]);
+        return h;
+}
+
+/* One \u escape (pos at the backslash); *ret_bytes = its UTF-8 length. */
+static int scan_unicode(struct scan *sc, const char *in, uint32_t *h, size_t *ret_bytes)
+{
+        const unsigned char *s = sc->s;
+        unsigned cp, lo;
+        unsigned char enc[4];
+        size_t pos, n;
+
+        if (sc->len - sc->pos < 6 || hex4(s + sc->pos + 2, &cp) < 0)
+                return fail(sc, JSON_SCAN_SYNTAX, "%s: \\u needs four hex digits", in);
+        if (cp == 0)
+                return fail(sc, JSON_SCAN_NUL, "%s holds \\u0000", in);
+        if (cp >= 0xDC00 && cp < 0xE000)
+                return fail(sc, JSON_SCAN_UTF8, "%s holds a lone UTF-16 surrogate \\u%04x", in, cp);
+        if (cp >= 0xD800 && cp < 0xDC00) {
+                if (sc->len - sc->pos < 12 || s[sc->pos + 6] != '\\' || s[sc->pos + 7] != 'u' ||
+                    hex4(s + sc->pos + 8, &lo) < 0 || lo < 0xDC00 || lo >= 0xE000)
+                        return fail(sc, JSON_SCAN_UTF8, "%s holds a lone UTF-16 surrogate \\u%04x",
+                                    in, cp);
+        }
+        pos = sc->pos;
+        n = decode_char(s, &pos, enc);
+        *h = hash_bytes(*h, enc, n);
+        sc->pos = pos;
+        *ret_bytes = n;
+        return CM_OK;
+}
+
+/* One escape (pos at the backslash). */
+static int scan_escape(struct scan *sc, const char *in, uint32_t *h, size_t *ret_bytes)
+{
+        static const char from[] = "\"\\/bfnrt";
+        static const char to[] = "\"\\/\b\f\n\r\t";
+        const char *e;
+
+        if (sc->pos + 1 >= sc->len)
+                return fail(sc, JSON_SCAN_SYNTAX, "%s does not end", in);
+        if (sc->s[sc->pos + 1] == 'u')
+                return scan_unicode(sc, in, h, ret_bytes);
+        e = sc->s[sc->pos + 1] ? strchr(from, sc->s[sc->pos + 1]) : NULL;
+        if (!e)
+                return fail(sc, JSON_SCAN_SYNTAX, "%s: invalid escape", in);
+        *h = hash_byte(*h, (unsigned char)to[e - from]);
+        sc->pos += 2;
+        *ret_bytes = 1;
+        return CM_OK;
+}
+
+/* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), or 0 (Unicode 15, table
+ * 3-7: no overlong forms, no surrogates, nothing past U+10FFFF). */
+static size_t utf8_seq(const unsigned char *p, size_t avail)
+{
+        unsigned c = p[0];
+        unsigned lo = 0x80, hi = 0xBF;
+        size_t n;
+
+        if (c >= 0xC2 && c <= 0xDF)
+                n = 2;
+        else if (c >= 0xE0 && c <= 0xEF)
+                n = 3;
+        else if (c >= 0xF0 && c <= 0xF4)
+                n = 4;
+        else
+                return 0;
+        if (c == 0xE0)
+                lo = 0xA0;
+        else if (c == 0xED)
+                hi = 0x9F;
+        else if (c == 0xF0)
+                lo = 0x90;
+        else if (c == 0xF4)
+                hi = 0x8F;
+        if (avail < n || p[1] < lo || p[1] > hi)
+                return 0;
+        for (size_t i = 2; i < n; i++)
+                if (p[i] < 0x80 || p[i] > 0xBF)
+                        return 0;
+        return n;
+}
+
+/* The string whose opening quote is at pos; a key's hash goes to *ret_hash (may be NULL).
+ * pos ends past the closing quote. */
+static int scan_string(struct scan *sc, uint32_t *ret_hash)
+{
+        const unsigned char *s = sc->s;
+        const char *in = ret_hash ? "key" : "string";
+        uint32_t h = 2166136261u;
+        size_t bytes = 0, n, start;
+
+        sc->pos++;
+        for (;;) {
+                start = sc->pos;
+                while (sc->len - sc->pos >= 8 && plain8(s + sc->pos))
+                        sc->pos += 8;
+                while (sc->pos < sc->len && s[sc->pos] >= 0x20 && s[sc->pos] < 0x80 &&
+                       s[sc->pos] != '"' && s[sc->pos] != '\\')
+                        sc->pos++;
+                bytes += sc->pos - start;
+                if (ret_hash)
+                        h = hash_bytes(h, s + start, sc->pos - start);
+                if (sc->pos >= sc->len)
+                        return fail(sc, JSON_SCAN_SYNTAX, "%s does not end", in);
+                if (s[sc->pos] == '"')
+                        break;
+                if (s[sc->pos] == '\\') {
+                        int r = scan_escape(sc, in, &h, &n);
+
+                        if (r < 0)
+                                return r;
+                } else if (s[sc->pos] < 0x20) {
+                        return fail(sc, JSON_SCAN_CONTROL, "%s holds control character 0x%02x", in,
+                                    s[sc->pos]);
+                } else {
+                        n = utf8_seq(s + sc->pos, sc->len - sc->pos);
+                        if (!n)
+                                return fail(sc, JSON_SCAN_UTF8,
+                                            "%s holds invalid UTF-8 (byte 0x%02x)", in, s[sc->pos]);
+                        h = hash_bytes(h, s + sc->pos, n);
+                        sc->pos += n;
+                }
+                bytes += n;
+        }
+        sc->pos++;
+        sc->res->stats.strings++;
+        sc->res->stats.string_bytes += bytes;
+        if (ret_hash)
+                *ret_hash = h;
+        return CM_OK;
+}
+
+/* ---- duplicate keys ---- */
+
+static bool keys_equal(const unsigned char *s, uint32_t a, uint32_t b)
+{
+        size_t pa = a + 1, pb = b + 1, na, nb;
+        unsigned char ca[4], cb[4];
+
+        do {
+                na = decode_char(s, &pa, ca);
+                nb = decode_char(s, &pb, cb);
+                if (na != nb || memcmp(ca, cb, na) != 0)
+                        return false;
+        } while (na);
+        return true;
+}
+
+static void keys_init(struct keys *k)
+{
+        k->ents = k->ents_inline;
+        k->heads = k->heads_inline;
+        k->n = 0;
+        k->cap = JSON_SCAN_KEYS_INLINE;
+        k->mask = HEADS_INLINE - 1;
+        memset(k->heads, 0xFF, sizeof(k->heads_inline));
+}
+
+static void keys_release(struct keys *k)
+{
+        if (k->ents != k->ents_inline) {
+                free(k->ents);
+                free(k->heads);
+        }
+}
+
+/* Doubles the table and rebuilds the chains (in index order, so newest stays first). */
+static void keys_grow(struct keys *k)
+{
+        uint32_t cap = k->cap * 2, nheads = cap / 2;
+        struct key_ent *ents = xmalloc(cap * sizeof(*ents));
+        uint32_t *heads = xmalloc(nheads * sizeof(*heads));
+
+        memcpy(ents, k->ents, k->n * sizeof(*ents));
+        memset(heads, 0xFF, nheads * sizeof(*heads));
+        for (uint32_t i = 0; i < k->n; i++) {
+                ents[i].next = heads[ents[i].hash & (nheads - 1)];
+                heads[ents[i].hash & (nheads - 1)] = i;
+        }
+        keys_release(k);
+        k->ents = ents;
+        k->heads = heads;
+        k->cap = cap;
+        k->mask = nheads - 1;
+}
+
+/* Adds the key at off (hash h) to the innermost object; CM_EEXIST when it has it. */
+static int keys_add(struct scan *sc, uint32_t off, uint32_t h)
+{
+        struct keys *k = &sc->keys;
+        uint32_t base = sc->stack[sc->depth - 1].keys_base;
+
+        for (uint32_t i = k->heads[h & k->mask]; i != NONE && i >= base; i = k->ents[i].next)
+                if (k->ents[i].hash == h && keys_equal(sc->s, k->ents[i].off, off))
+                        return CM_EEXIST;
+        if (k->n == k->cap) {
+                if (k->cap >= JSON_SCAN_KEYS_MAX)
+                        return fail_limit(sc, "more than 65536 object members open at once",
+                                          JSON_SCAN_KEYS_MAX);
+                keys_grow(k);
+        }
+        k->ents[k->n] = (struct key_ent){ .hash = h, .off = off, .next = k->heads[h & k->mask] };
+        k->heads[h & k->mask] = k->n++;
+        return CM_OK;
+}
+
+static void keys_pop(struct keys *k, uint32_t base)
+{
+        while (k->n > base) {
+                const struct key_ent *e = &k->ents[--k->n];
+
+                k->heads[e->hash & k->mask] = e->next;
+        }
+}
+
+/* ---- values ---- */
+
+static bool is_ws(unsigned char c)
+{
+        return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+static void skip_ws(struct scan *sc)
+{
+        while (sc->pos < sc->len && is_ws(sc->s[sc->pos]))
+                sc->pos++;
+}
+
+static bool is_digit(unsigned char c)
+{
+        return c >= '0' && c <= '9';
+}
+
+static size_t digits(struct scan *sc)
+{
+        size_t start = sc->pos;
+
+        while (sc->pos < sc->len && is_digit(sc->s[sc->pos]))
+                sc->pos++;
+        return sc->pos - start;
+}
+
+static int scan_number(struct scan *sc)
+{
+        size_t start = sc->pos;
+
+        if (sc->s[sc->pos] == '-')
+                sc->pos++;
+        if (sc->pos < sc->len && sc->s[sc->pos] == '0')
+                sc->pos++;
+        else if (!digits(sc))
+                return fail(sc, JSON_SCAN_SYNTAX, "number without digits");
+        if (sc->pos < sc->len && sc->s[sc->pos] == '.') {
+                sc->pos++;
+                if (!digits(sc))
+                        return fail(sc, JSON_SCAN_SYNTAX, "number without digits after '.'");
+        }
+        if (sc->pos < sc->len && (sc->s[sc->pos] | 0x20) == 'e') {
+                sc->pos++;
+                if (sc->pos < sc->len && (sc->s[sc->pos] == '+' || sc->s[sc->pos] == '-'))
+                        sc->pos++;
+                if (!digits(sc))
+                        return fail(sc, JSON_SCAN_SYNTAX, "number without digits in the exponent");
+        }
+        if (sc->pos < sc->len && is_digit(sc->s[sc->pos]))
+                return fail(sc, JSON_SCAN_SYNTAX, "number with a leading zero");
+        if (sc->pos - start > JSON_SCAN_NUMBER_MAX) {
+                size_t n = sc->pos - start;
+
+                sc->pos = start;
+                return fail(sc, JSON_SCAN_NUMBER, "number of %zu characters; the limit is %d", n,
+                            JSON_SCAN_NUMBER_MAX);
+        }
+        return CM_OK;
+}
+
+static int scan_literal(struct scan *sc)
+{
+        static const char *const words[] = { "true", "false", "null" };
+
+        for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+                size_t n = strlen(words[i]);
+
+                if (sc->len - sc->pos >= n && memcmp(sc->s + sc->pos, words[i], n) == 0) {
+                        sc->pos += n;
+                        return CM_OK;
+                }
+        }
+        return fail(sc, JSON_SCAN_SYNTAX, "expected a JSON value");
+}
+
+static int push(struct scan *sc, bool object)
+{
+        char what[64];
+
+        if (sc->depth == sc->max_depth) {
+                (void)snprintf(what, sizeof(what), "JSON nested more than %u levels deep",
+                               sc->max_depth);
+                return fail_limit(sc, what, sc->max_depth);
+        }
+        sc->stack[sc->depth++] =
+                (struct frame){ .object = object, .key_off = NONE, .keys_base = sc->keys.n };
+        if (sc->depth > sc->res->stats.depth)
+                sc->res->stats.depth = sc->depth;
+        sc->pos++;
+        return CM_OK;
+}
+
+/* A scalar or the opening of a container (pos at its first byte). */
+static int scan_value_start(struct scan *sc)
+{
+        unsigned char c;
+
+        if (sc->pos >= sc->len)
+                return fail(sc, JSON_SCAN_SYNTAX, "expected a JSON value, got the end");
+        c = sc->s[sc->pos];
+        sc->res->stats.values++;
+        if (c == '{' || c == '[')
+                return push(sc, c == '{');
+        if (c == '"')
+                return scan_string(sc, NULL);
+        if (c == '-' || is_digit(c))
+                return scan_number(sc);
+        if (c == 't' || c == 'f' || c == 'n')
+                return scan_literal(sc);
+        if (c >= 0x20 && c < 0x7F)
+                return fail(sc, JSON_SCAN_SYNTAX, "unexpected '%c'", c);
+        return fail(sc, JSON_SCAN_SYNTAX, "unexpected byte 0x%02x", c);
+}
+
+/* A member's key and colon (pos at the key's quote). */
+static int scan_key(struct scan *sc)
+{
+        struct frame *f = &sc->stack[sc->depth - 1];
+        uint32_t off = (uint32_t)sc->pos, h;
+        int r;
+
+        if (sc->pos >= sc->len || sc->s[sc->pos] != '"')
+                return fail(sc, JSON_SCAN_SYNTAX, "expected a key");
+        r = scan_string(sc, &h);
+        if (r < 0)
+                return r;
+        sc->res->stats.members++;
+        f->key_off = off;
+        r = keys_add(sc, off, h);
+        if (r == CM_EEXIST) {
+                sc->pos = off;
+                return fail(sc, JSON_SCAN_DUPLICATE, "duplicate key");
+        }
+        if (r < 0)
+                return r;
+        skip_ws(sc);
+        if (sc->pos >= sc->len || sc->s[sc->pos] != ':')
+                return fail(sc, JSON_SCAN_SYNTAX, "expected ':' after the key");
+        sc->pos++;
+        skip_ws(sc);
+        return CM_OK;
+}
+
+/* After a value: a comma, or the end of the innermost container(s). *ret_more: a value
+ * (after its key, in an object) comes next. */
+static int scan_after_value(struct scan *sc, bool *ret_more)
+{
+        struct frame *f;
+        unsigned char c;
+
+        for (;;) {
+                skip_ws(sc);
+                if (!sc->depth) {
+                        *ret_more = false;
+                        if (sc->pos != sc->len)
+                                return fail(sc, JSON_SCAN_SYNTAX,
+                                            "trailing bytes after the JSON value");
+                        return CM_OK;
+                }
+                f = &sc->stack[sc->depth - 1];
+                if (sc->pos >= sc->len)
+                        return fail(sc, JSON_SCAN_SYNTAX, "%s does not end",
+                                    f->object ? "object" : "array");
+                c = sc->s[sc->pos];
+                if (c == ',') {
+                        sc->pos++;
+                        skip_ws(sc);
+                        *ret_more = true;
+                        if (f->object)
+                                return scan_key(sc);
+                        f->index++;
+                        return CM_OK;
+                }
+                if (c != (f->object ? '}' : ']'))
+                        return fail(sc, JSON_SCAN_SYNTAX, "expected ',' or '%c'",
+                                    f->object ? '}' : ']');
+                if (f->object)
+                        keys_pop(&sc->keys, f->keys_base);
+                sc->depth--;
+                sc->pos++;
+        }
+}
+
+/* Just after an opening bracket: the first member or element, or the close. */
+static int scan_open(struct scan *sc, bool *ret_more)
+{
+        const struct frame *f = &sc->stack[sc->depth - 1];
+
+        skip_ws(sc);
+        if (sc->pos < sc->len && sc->s[sc->pos] == (f->object ? '}' : ']'))
+                return scan_after_value(sc, ret_more);
+        *ret_more = true;
+        return f->object ? scan_key(sc) : CM_OK;
+}
+
+static int scan_document(struct scan *sc)
+{
+        bool more = true;
+        int r;
+
+        skip_ws(sc);
+        while (more) {
+                unsigned depth = sc->depth;
+
+                r = scan_value_start(sc);
+                if (r < 0)
+                        return r;
+                r = sc->depth > depth ? scan_open(sc, &more) : scan_after_value(sc, &more);
+                if (r < 0)
+                        return r;
+        }
+        return CM_OK;
+}
+
+static int check_limits(struct scan *sc)
+{
+        const struct json_scan_stats *st = &sc->res->stats;
+        const struct json_scan_limits *lim = sc->lim;
+
+        if (!lim)
+                return CM_OK;
+        if (lim->max_values && st->values > lim->max_values) {
+                sc->res->fault = JSON_SCAN_LIMIT;
+                (void)snprintf(sc->res->message, sizeof(sc->res->message),
+                               "%zu JSON values; the limit is %zu", st->values, lim->max_values);
+                return CM_ETOOBIG;
+        }
+        if (lim->max_string_bytes && st->string_bytes > lim->max_string_bytes) {
+                sc->res->fault = JSON_SCAN_LIMIT;
+                (void)snprintf(sc->res->message, sizeof(sc->res->message),
+                               "%zu bytes of JSON strings; the limit is %zu", st->string_bytes,
+                               lim->max_string_bytes);
+                return CM_ETOOBIG;
+        }
+        return CM_OK;
+}
+
+int json_scan(const char *text,
+              size_t len,
+              const struct json_scan_limits *lim,
+              struct json_scan_result *ret)
+{
+        struct scan scan, *sc = &scan;
+        int r;
+
+        ret->stats = (struct json_scan_stats){ 0 };
+        ret->fault = JSON_SCAN_NONE;
+        ret->offset = 0;
+        ret->message[0] = '\0';
+        if (len >= NONE) {
+                ret->fault = JSON_SCAN_LIMIT;
+                (void)snprintf(ret->message, sizeof(ret->message),
+                               "%zu bytes of JSON; the limit is %u", len, NONE - 1);
+                return CM_ETOOBIG;
+        }
+        sc->s = (const unsigned char *)text;
+        sc->len = len;
+        sc->pos = 0;
+        sc->lim = lim;
+        sc->res = ret;
+        sc->depth = 0;
+        sc->max_depth = lim && lim->max_depth && lim->max_depth < JSON_SCAN_DEPTH_MAX
+                                ? lim->max_depth
+                                : JSON_SCAN_DEPTH_MAX;
+        keys_init(&sc->keys);
+        r = scan_document(sc);
+        if (r == 0)
+                r = check_limits(sc);
+        keys_release(&sc->keys);
+        return r;
+}
+
+size_t json_scan_tree_bytes(const struct json_scan_stats *st)
+{
+        return st->values * ITEM_BYTES + st->string_bytes + st->strings * STRING_OVERHEAD;
+}

@@ -1,0 +1,87 @@
+#pragma once
+/*
+ * json_scan: one pass over JSON text, before any tree is built, that checks it as strictly
+ * as Go's encoding/json reads it and counts what a cJSON tree of it would cost.
+ *
+ * Strict (each a CM_EPARSE naming the place as a field path, "request.operation"):
+ *  - RFC 8259 grammar only: no leading zeros, no BOM, whitespace is space, tab, CR, LF;
+ *  - a key twice in one object (Go keeps the last, cJSON the first: they would disagree on
+ *    what the object says);
+ *  - \u0000 and raw control characters in strings (a C string would end there);
+ *  - invalid UTF-8: stray continuation bytes, truncated sequences, overlong forms, UTF-16
+ *    surrogates (raw or as a lone \ud800-\udfff escape) and code points past U+10FFFF;
+ *  - numbers longer than JSON_SCAN_NUMBER_MAX characters (cJSON cannot read them).
+ * What json_scan accepts, cJSON parses (tests/fuzz/fuzz_json_scan.c checks it).
+ *
+ * Counted (stats): values, members, strings and their decoded bytes, nesting depth. Over
+ * a limit is CM_ETOOBIG; the message names the figure and the limit ("4194305 JSON
+ * values; the limit is 262144"). Values and string bytes are counted to the end, so the
+ * figure is the body's; nesting stops the scan at the first level past the limit.
+ *
+ * Memory: nothing is allocated unless more than JSON_SCAN_KEYS_INLINE object members are
+ * open at once (then one table of at most JSON_SCAN_KEYS_MAX entries, freed before return).
+ * Reentrant; any thread.
+ */
+
+#include <stddef.h>
+
+#include "compiler.h"
+#include "json.h"
+
+/* Nesting the scanner follows at most (its stack is on the caller's stack). */
+#define JSON_SCAN_DEPTH_MAX   128
+/* Members of the open objects checked for duplicates without allocating. */
+#define JSON_SCAN_KEYS_INLINE 512
+/* Members of the open objects at once, at most. */
+#define JSON_SCAN_KEYS_MAX    65536
+/* Longest number (cJSON reads 63 characters of a number and fails on the rest). */
+#define JSON_SCAN_NUMBER_MAX  63
+
+struct json_scan_limits {
+        size_t max_values;       /* values of any type (members' values included); 0 = none */
+        size_t max_string_bytes; /* decoded bytes of every string and key; 0 = none */
+        unsigned max_depth;      /* nested objects and arrays; 0 = JSON_SCAN_DEPTH_MAX */
+};
+
+struct json_scan_stats {
+        size_t values;       /* objects, arrays, strings, numbers, true, false, null */
+        size_t members;      /* keys */
+        size_t strings;      /* string values and keys */
+        size_t string_bytes; /* their decoded bytes */
+        unsigned depth;      /* deepest nesting: 0 for a scalar, 1 for {} or [] */
+};
+
+enum json_scan_fault {
+        JSON_SCAN_NONE,
+        JSON_SCAN_SYNTAX,    /* not JSON at all */
+        JSON_SCAN_DUPLICATE, /* a key twice in one object */
+        JSON_SCAN_NUL,       /* \u0000 in a string or key */
+        JSON_SCAN_CONTROL,   /* a raw control character in a string or key */
+        JSON_SCAN_UTF8,      /* invalid UTF-8, or a lone surrogate escape */
+        JSON_SCAN_NUMBER,    /* a number longer than JSON_SCAN_NUMBER_MAX */
+        JSON_SCAN_LIMIT,     /* over a limit (CM_ETOOBIG) */
+};
+
+struct json_scan_result {
+        struct json_scan_stats stats; /* complete unless the scan stopped early */
+        enum json_scan_fault fault;
+        size_t offset; /* of the error: the byte where it was found */
+        /* "request.operation: duplicate key (offset 33)"; for a limit "4194305 JSON
+         * values; the limit is 262144" or "JSON nested more than 64 levels deep at
+         * spec.a; the limit is 64", to follow "the body has";
+         * valid UTF-8 whatever the input (a key's control characters are shown as '?').
+         * "" on success. */
+        char message[JSON_PATH_MAX + 160];
+};
+
+/* Scans the len bytes of text (no NUL needed). lim may be NULL (no limits but the depth).
+ * Returns CM_OK, CM_EPARSE (not strict JSON) or CM_ETOOBIG (over a limit); *ret is always
+ * written. */
+MUST_CHECK int json_scan(const char *text,
+                         size_t len,
+                         const struct json_scan_limits *lim,
+                         struct json_scan_result *ret);
+
+/* What cJSON would allocate for a document with these stats, in bytes (an upper-bound
+ * estimate: one item per value, one copy of every string and key, glibc's chunk overhead). */
+size_t json_scan_tree_bytes(const struct json_scan_stats *st);

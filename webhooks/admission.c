@@ -12,6 +12,7 @@
 #include "base64.h"
 #include "err.h"
 #include "json.h"
+#include "json_scan.h"
 #include "xalloc.h"
 
 static const char *const op_names[ADMISSION_OP_COUNT] = {
@@ -184,10 +185,44 @@ static int decode_request(cJSON *request, struct admission_request *req, char **
         return r;
 }
 
+int admission_request_scan(const char *body, size_t len, size_t *ret_tree_bytes, char **reterr)
+{
+        size_t values = ADMISSION_VALUES_MIN + len / ADMISSION_BYTES_PER_VALUE;
+        struct json_scan_limits lim = {
+                .max_values = values < ADMISSION_VALUES_MAX ? values : ADMISSION_VALUES_MAX,
+                .max_depth = ADMISSION_DEPTH_MAX,
+        };
+        struct json_scan_result res;
+        int r = json_scan(body, len, &lim, &res);
+
+        if (r == 0) {
+                if (ret_tree_bytes)
+                        *ret_tree_bytes = json_scan_tree_bytes(&res.stats);
+                return CM_OK;
+        }
+        if (res.fault == JSON_SCAN_LIMIT)
+                *reterr = xasprintf("request body has %s", res.message);
+        else if (res.fault == JSON_SCAN_SYNTAX)
+                *reterr = xasprintf("body is not valid JSON: %s", res.message);
+        else
+                *reterr = xstrdup(res.message);
+        return r;
+}
+
 int admission_request_decode(const char *body,
                              size_t len,
                              struct admission_request *ret,
                              char **reterr)
+{
+        int r = admission_request_scan(body, len, NULL, reterr);
+
+        return r < 0 ? r : admission_request_decode_scanned(body, len, ret, reterr);
+}
+
+int admission_request_decode_scanned(const char *body,
+                                     size_t len,
+                                     struct admission_request *ret,
+                                     char **reterr)
 {
         struct admission_request req = { .op = ADMISSION_OP_INVALID };
         cJSON *root = NULL;

@@ -1,9 +1,12 @@
 /*
- * endpoints: the eight admission routes. Each request runs decode -> kind check -> the
- * kind's defaulting or validation -> encode. Malformed reviews are answered with HTTP 400
- * and a message; a well-formed review always gets 200 with allowed true or false. The cJSON
+ * endpoints: the eight admission routes. Each request runs scan -> budget -> decode -> kind
+ * check -> the kind's defaulting or validation -> encode. Malformed reviews (and reviews over
+ * a budget) are answered with HTTP 400 and a message, reviews the decode budget cannot hold
+ * now with 429; a well-formed review always gets 200 with allowed true or false. The cJSON
  * trees of a request live in the thread's arena scope (arena.h) and die with the request.
  */
+#include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +14,7 @@
 #include "admission.h"
 #include "arena.h"
 #include "compiler.h"
+#include "decode_budget.h"
 #include "err.h"
 #include "router.h"
 #include "webhook_kinds.h"
@@ -70,23 +74,67 @@ static bool kind_matches(const struct webhook_endpoint *ep,
 struct webhook_route {
         const struct webhook_endpoint *ep;
         struct maas_inventory *inv;
+        struct decode_budget *budget;
 };
 
 struct webhooks {
         struct webhook_route routes[ARRAY_SIZE(webhook_endpoints)];
+        struct decode_budget budget;
 };
+
+/* The budget of the routes webhooks_register adds (no struct webhooks to hold one). */
+static struct decode_budget shared_budget;
+static pthread_once_t shared_budget_once = PTHREAD_ONCE_INIT;
+
+static void shared_budget_init(void)
+{
+        decode_budget_init(&shared_budget, WEBHOOKS_DECODE_BUDGET_DEFAULT,
+                           WEBHOOKS_DECODE_WAIT_MS_DEFAULT);
+}
+
+static void too_busy(struct http_response *resp)
+{
+        http_response_error(resp, 429,
+                            "too many large AdmissionReviews are being decoded at once; "
+                            "retry after 1 s");
+        (void)!http_response_add_header(resp, "Retry-After", "1"); /* the first header */
+}
+
+/* Gives back the heap a large request freed: its tree's chunks (and an earlier body's)
+ * would otherwise stay in the allocator's free lists, counted in the process's RSS. */
+static void trim_after(size_t body_len, size_t tree_bytes)
+{
+#ifdef __GLIBC__
+        if (body_len >= WEBHOOKS_TRIM_BYTES || tree_bytes >= WEBHOOKS_TRIM_BYTES)
+                (void)malloc_trim(0);
+#else
+        (void)body_len;
+        (void)tree_bytes;
+#endif
+}
 
 static void serve_one(const struct webhook_endpoint *ep,
                       struct maas_inventory *inv,
+                      struct decode_budget *budget,
                       const struct http_request *hreq,
                       struct http_response *hresp)
 {
         struct admission_request req = { .op = ADMISSION_OP_INVALID };
         struct admission_response resp = { .allowed = true };
+        size_t tree_bytes = 0, taken = 0;
         char *err = NULL;
 
         arena_scope_begin(); /* every cJSON tree of this request is freed before the end */
-        if (admission_request_decode(hreq->body, hreq->body_len, &req, &err) < 0 ||
+        if (admission_request_scan(hreq->body, hreq->body_len, &tree_bytes, &err) < 0) {
+                bad_request(hresp, err);
+                goto out;
+        }
+        if (decode_budget_take(budget, tree_bytes) < 0) {
+                too_busy(hresp);
+                goto out;
+        }
+        taken = tree_bytes;
+        if (admission_request_decode_scanned(hreq->body, hreq->body_len, &req, &err) < 0 ||
             !kind_matches(ep, &req, &err)) {
                 bad_request(hresp, err);
                 goto out;
@@ -107,18 +155,22 @@ out:
         admission_request_release(&req);
         admission_response_release(&resp);
         arena_scope_end();
+        trim_after(hreq->body_len, taken);
+        if (taken)
+                decode_budget_give(budget, taken);
 }
 
 static void serve(void *ud, const struct http_request *hreq, struct http_response *hresp)
 {
-        serve_one(ud, NULL, hreq, hresp);
+        (void)pthread_once(&shared_budget_once, shared_budget_init);
+        serve_one(ud, NULL, &shared_budget, hreq, hresp);
 }
 
 static void serve_routed(void *ud, const struct http_request *hreq, struct http_response *hresp)
 {
         const struct webhook_route *wr = ud;
 
-        serve_one(wr->ep, wr->inv, hreq, hresp);
+        serve_one(wr->ep, wr->inv, wr->budget, hreq, hresp);
 }
 
 static int add_routes(struct router *r,
@@ -157,20 +209,53 @@ int webhooks_register(struct router *r)
         return add_routes(r, serve, endpoint_ud, NULL);
 }
 
-int webhooks_new(struct maas_inventory *inv, struct webhooks **ret)
+int webhooks_new_opts(const struct webhooks_opts *o, struct webhooks **ret)
 {
         struct webhooks *w = xcalloc(1, sizeof(*w));
 
+        decode_budget_init(&w->budget,
+                           o->decode_budget ? o->decode_budget : WEBHOOKS_DECODE_BUDGET_DEFAULT,
+                           o->decode_wait_ms ? o->decode_wait_ms : WEBHOOKS_DECODE_WAIT_MS_DEFAULT);
         for (size_t i = 0; i < webhook_endpoints_n; i++)
-                w->routes[i] = (struct webhook_route){ .ep = &webhook_endpoints[i], .inv = inv };
+                w->routes[i] = (struct webhook_route){ .ep = &webhook_endpoints[i],
+                                                       .inv = o->inv,
+                                                       .budget = &w->budget };
         *ret = w;
         return CM_OK;
 }
 
+int webhooks_new(struct maas_inventory *inv, struct webhooks **ret)
+{
+        return webhooks_new_opts(&(struct webhooks_opts){ .inv = inv }, ret);
+}
+
 struct webhooks *webhooks_free(struct webhooks *w)
 {
+        if (!w)
+                return NULL;
+        decode_budget_destroy(&w->budget);
         free(w);
         return NULL;
+}
+
+int webhooks_budget_take(struct webhooks *w, size_t bytes)
+{
+        return decode_budget_take(&w->budget, bytes);
+}
+
+void webhooks_budget_give(struct webhooks *w, size_t bytes)
+{
+        decode_budget_give(&w->budget, bytes);
+}
+
+unsigned webhooks_budget_waiters(struct webhooks *w)
+{
+        return atomic_load(&w->budget.waiters);
+}
+
+unsigned long webhooks_budget_refused(struct webhooks *w)
+{
+        return atomic_load(&w->budget.refused);
 }
 
 int webhooks_register_with(struct webhooks *w, struct router *r)

@@ -54,13 +54,41 @@ struct admission_response {
         cJSON *patch; /* owned; JSON Patch operations array; NULL or empty = no patch */
 };
 
+/*
+ * Budgets of one review, checked by admission_request_scan before any tree is built:
+ * nesting, and values (of any type) at most ADMISSION_VALUES_MIN plus one per
+ * ADMISSION_BYTES_PER_VALUE bytes of body, never more than ADMISSION_VALUES_MAX. A real
+ * review (object and oldObject as the API server writes them) holds a value per 20 to 40
+ * bytes; one array of small numbers holds one per 2 bytes and would build a tree 40 times
+ * the body. Strings need no budget of their own: their decoded bytes never exceed the body.
+ */
+#define ADMISSION_DEPTH_MAX       64
+#define ADMISSION_VALUES_MIN      4096
+#define ADMISSION_BYTES_PER_VALUE 16
+#define ADMISSION_VALUES_MAX      65536
+
 const char *admission_op_name(enum admission_op op);
-/* Decodes an AdmissionReview body. CM_EPARSE with *reterr (malloc'd) naming what is wrong:
- * not JSON, not an AdmissionReview, missing request or uid, a field of the wrong type. */
+/* Checks a body before it is parsed: strict JSON (json_scan.h: duplicate keys, \u0000,
+ * invalid UTF-8, ...) within the budgets above. CM_EPARSE or CM_ETOOBIG with *reterr
+ * (malloc'd, valid UTF-8) naming the place or the limit: "request.operation: duplicate key
+ * (offset 120)", "request body has 1572865 JSON values; the limit is 65536". On success
+ * *ret_tree_bytes (may be NULL) is what decoding the body will allocate, at most. */
+MUST_CHECK int admission_request_scan(const char *body,
+                                      size_t len,
+                                      size_t *ret_tree_bytes,
+                                      char **reterr);
+/* Decodes an AdmissionReview body (admission_request_scan first). CM_EPARSE or CM_ETOOBIG
+ * with *reterr (malloc'd) naming what is wrong: not strict JSON, over a budget, not an
+ * AdmissionReview, missing request or uid, a field of the wrong type. */
 MUST_CHECK int admission_request_decode(const char *body,
                                         size_t len,
                                         struct admission_request *ret,
                                         char **reterr);
+/* admission_request_decode for a body admission_request_scan accepted. */
+MUST_CHECK int admission_request_decode_scanned(const char *body,
+                                                size_t len,
+                                                struct admission_request *ret,
+                                                char **reterr);
 void admission_request_release(struct admission_request *req);
 /* Encodes the AdmissionReview answering req; *ret_json is freed with free(). */
 MUST_CHECK int admission_response_encode(const struct admission_request *req,

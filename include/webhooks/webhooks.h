@@ -12,6 +12,12 @@
  * only wait is the inventory's bounded refresh (at most 2 s, at most once per 10 s) when a
  * name is missing from the cache, and when the inventory is unusable the object is allowed
  * with a warning.
+ *
+ * Memory: a review is scanned (admission_request_scan: strict JSON within per-request
+ * budgets) before any tree is built, and the tree it will build is counted against a decode
+ * budget shared by every thread (bytes of trees being built at once). A review that does
+ * not fit waits up to decode_wait_ms for others to finish, then gets 429 with Retry-After.
+ * After a large review the freed heap is given back to the system (malloc_trim).
  */
 
 #include <stddef.h>
@@ -37,9 +43,31 @@ extern const size_t webhook_endpoints_n;
 /* Adds a POST route for every endpoint to r. */
 MUST_CHECK int webhooks_register(struct router *r);
 
+/* The decode budget and how long a review waits for it. 16 MiB holds the largest tree a
+ * review within the budgets builds (ADMISSION_VALUES_MAX values and a 4 MiB body). */
+#define WEBHOOKS_DECODE_BUDGET_DEFAULT  (16u << 20)
+#define WEBHOOKS_DECODE_WAIT_MS_DEFAULT 100u
+/* Requests at least this large (body or tree) give freed memory back when they end. */
+#define WEBHOOKS_TRIM_BYTES             (1u << 20)
+
+struct webhooks_opts {
+        struct maas_inventory *inv; /* borrowed; NULL = no MAAS checks */
+        size_t decode_budget;       /* bytes; 0 = WEBHOOKS_DECODE_BUDGET_DEFAULT */
+        unsigned decode_wait_ms;    /* 0 = WEBHOOKS_DECODE_WAIT_MS_DEFAULT */
+};
+
 /* Route data for the endpoints with MAAS checks against inv (borrowed; NULL = none). The
- * struct must outlive the router it is registered with. */
+ * struct must outlive the router it is registered with. webhooks_new uses the defaults. */
 MUST_CHECK int webhooks_new(struct maas_inventory *inv, struct webhooks **ret);
+MUST_CHECK int webhooks_new_opts(const struct webhooks_opts *opts, struct webhooks **ret);
 struct webhooks *webhooks_free(struct webhooks *w);
 /* Adds a POST route for every endpoint to r, bound to w. */
 MUST_CHECK int webhooks_register_with(struct webhooks *w, struct router *r);
+
+/* w's decode budget, as requests take it (for tests: hold it to see a review refused, or
+ * queued). take: CM_OK or CM_ETIMEDOUT after the wait. Any thread. */
+MUST_CHECK int webhooks_budget_take(struct webhooks *w, size_t bytes);
+void webhooks_budget_give(struct webhooks *w, size_t bytes);
+/* Requests waiting for the budget now, and refused since w was made. */
+unsigned webhooks_budget_waiters(struct webhooks *w);
+unsigned long webhooks_budget_refused(struct webhooks *w);

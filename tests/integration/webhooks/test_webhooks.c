@@ -774,8 +774,11 @@ struct bad_case {
 #define KIND_MM "'kind':{'group':'infrastructure.cluster.x-k8s.io','kind':'MaasMachine'}"
 
 static const struct bad_case bad_cases[] = {
-        { "not JSON", "this is not json", "bad AdmissionReview: body is not valid JSON\n" },
-        { "truncated JSON", "{'apiVersion':", "bad AdmissionReview: body is not valid JSON\n" },
+        { "not JSON", "this is not json",
+          "bad AdmissionReview: body is not valid JSON: expected a JSON value at offset 0\n" },
+        { "truncated JSON", "{'apiVersion':",
+          "bad AdmissionReview: body is not valid JSON: apiVersion: expected a JSON value, got "
+          "the end (offset 14)\n" },
         { "not an object", "[1,2]", "bad AdmissionReview: body is not a JSON object\n" },
         { "not an AdmissionReview", "{'apiVersion':'v1','kind':'Pod'}",
           "bad AdmissionReview: kind: expected \"AdmissionReview\"\n" },

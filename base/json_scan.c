@@ -591,6 +591,7 @@ static int scan_key(struct scan *sc)
         uint32_t off = (uint32_t)sc->pos, h;
         int r;
 
+        f->key_off = NONE; /* an error in the key names the object */
         if (sc->pos >= sc->len || sc->s[sc->pos] != '"')
                 return fail(sc, JSON_SCAN_SYNTAX, "expected a key");
         r = scan_string(sc, &h);

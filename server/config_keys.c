@@ -320,11 +320,13 @@ const struct cfg_key config_keys[] = {
         { .name = "webhook-max-body-bytes",
           .type = CFG_SIZE,
           .offset = OFF(webhook_max_body_bytes),
-          .def = "8Mi",
+          .def = "4Mi",
           .min = KI(1),
           .max = MI(64),
           .group = GROUP_WEBHOOK,
-          .help = "Largest AdmissionReview request body accepted; larger ones get 413." },
+          .help = "Largest AdmissionReview request body accepted; larger ones get 413 (the API "
+                  "server sends at most about 3 MiB: object and oldObject, each under etcd's "
+                  "1.5 MiB)." },
         { .name = "webhook-read-timeout",
           .type = CFG_SECONDS,
           .offset = OFF(webhook_read_timeout_s),

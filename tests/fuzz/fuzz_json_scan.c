@@ -1,0 +1,88 @@
+/*
+ * libFuzzer driver for json_scan, differential against cJSON:
+ *  - json_scan never reads outside the input, never crashes, and its message is valid
+ *    UTF-8 whatever the input;
+ *  - whatever json_scan accepts, cJSON parses (json_parse), with as many values as the scan
+ *    counted and no string shorter than the scan decoded (a NUL would cut it);
+ *  - a document cJSON builds without duplicate keys, NUL or invalid UTF-8, printed back by
+ *    cJSON, is accepted by json_scan (the scanner is not stricter than JSON on what it
+ *    prints).
+ * Limits: the scanner's own (depth 128, 65536 open members).
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "json.h"
+#include "json_scan.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static bool utf8_valid(const unsigned char *s)
+{
+        while (*s) {
+                unsigned c = *s, n = c < 0x80 ? 0 : c < 0xC2 ? 9 : c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
+                unsigned cp = n == 1 ? c & 0x1F : n == 2 ? c & 0x0F : c & 0x07;
+
+                if (n == 9 || c > 0xF4)
+                        return false;
+                s++;
+                for (unsigned i = 0; i < n; i++, s++) {
+                        if ((*s & 0xC0) != 0x80)
+                                return false;
+                        cp = cp << 6 | (*s & 0x3F);
+                }
+                if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+                    (cp >= 0xD800 && cp < 0xE000))
+                        return false;
+        }
+        return true;
+}
+
+/* Values in the tree; string bytes (strlen, so a NUL would show as fewer) into *bytes. */
+static size_t count(const cJSON *item, size_t *bytes)
+{
+        size_t n = 1;
+
+        if (item->string)
+                *bytes += strlen(item->string);
+        if (cJSON_IsString(item))
+                *bytes += strlen(item->valuestring);
+        for (const cJSON *c = item->child; c; c = c->next)
+                n += count(c, bytes);
+        return n;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        char *text = malloc(size ? size : 1); /* exact size: ASan catches any read past it */
+        struct json_scan_result res;
+        cJSON *tree = NULL;
+        size_t bytes = 0;
+        char *printed;
+        int r;
+
+        if (!text)
+                return 0;
+        if (size)
+                memcpy(text, data, size);
+        r = json_scan(text, size, NULL, &res);
+        if (!utf8_valid((const unsigned char *)res.message))
+                abort(); /* a message must never carry invalid bytes */
+        if (r == 0) {
+                if (json_parse(text, size, &tree) != 0)
+                        abort(); /* accepted by the scanner, refused by cJSON */
+                if (count(tree, &bytes) != res.stats.values || bytes != res.stats.string_bytes)
+                        abort(); /* cJSON built something else than the scan counted */
+                printed = cJSON_PrintUnformatted(tree);
+                if (printed && json_scan(printed, strlen(printed), NULL, &res) != 0)
+                        abort(); /* cJSON's own rendering of an accepted document refused */
+                cJSON_free(printed);
+                cJSON_Delete(tree);
+        }
+        free(text);
+        return 0;
+}

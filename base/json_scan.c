@@ -11,12 +11,14 @@
  */
 #include "json_scan.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "err.h"
 #include "xalloc.h"
@@ -43,8 +45,9 @@ struct keys {
 
 struct frame {
         bool object;
-        uint32_t index;   /* arrays: the element being read */
-        uint32_t key_off; /* objects: the current member's key; NONE before the first */
+        uint32_t index;     /* arrays: the element being read */
+        uint32_t key_off;   /* objects: the current member's key; NONE before the first */
+        uint32_t value_off; /* objects: where the current member's value starts */
         uint32_t keys_base;
 };
 
@@ -52,6 +55,7 @@ struct scan {
         const unsigned char *s;
         size_t len, pos;
         const struct json_scan_limits *lim;
+        const struct json_scan_members *members; /* may be NULL */
         unsigned max_depth;
         struct json_scan_result *res;
         struct frame stack[JSON_SCAN_DEPTH_MAX];
@@ -65,10 +69,31 @@ static int hex4(const unsigned char *p, unsigned *ret);
 
 /* Decodes the next character of a string that was already checked; 0 at its closing
  * quote. *pos moves past it. */
+/* The byte the escape \c stands for; 0 when \c is not one (\u is handled apart). */
+static unsigned char unescape(unsigned char c)
+{
+        switch (c) {
+        case '"':
+        case '\\':
+        case '/':
+                return c;
+        case 'b':
+                return '\b';
+        case 'f':
+                return '\f';
+        case 'n':
+                return '\n';
+        case 'r':
+                return '\r';
+        case 't':
+                return '\t';
+        default:
+                return 0;
+        }
+}
+
 static size_t decode_char(const unsigned char *s, size_t *pos, unsigned char out[4])
 {
-        static const char esc_from[] = "\"\\/bfnrt";
-        static const char esc_to[] = "\"\\/\b\f\n\r\t";
         unsigned cp = 0, lo = 0;
         size_t n;
 
@@ -81,7 +106,7 @@ static size_t decode_char(const unsigned char *s, size_t *pos, unsigned char out
                 return n;
         }
         if (s[*pos + 1] != 'u') {
-                out[0] = (unsigned char)esc_to[strchr(esc_from, s[*pos + 1]) - esc_from];
+                out[0] = unescape(s[*pos + 1]);
                 *pos += 2;
                 return 1;
         }
@@ -211,6 +236,19 @@ static int fail_limit(struct scan *sc, const char *what, unsigned limit)
 #define ONES  0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL
 
+/* Printable ASCII other than '"' and '\\': what a string holds as it is. */
+static const unsigned char plain_byte[256] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+        1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
 /* True when the 8 bytes at p are printable ASCII other than '"' and '\\'. */
 static bool plain8(const unsigned char *p)
 {
@@ -244,20 +282,85 @@ static int hex4(const unsigned char *p, unsigned *ret)
         return 0;
 }
 
-static uint32_t hash_byte(uint32_t h, unsigned char c)
+/*
+ * Key hashes: 8 bytes at a time over the decoded key, so a key without escapes is hashed
+ * straight from the text and one with escapes, decoded, gets the same hash. Seeded once per
+ * process (from where the loader put this library and the clock), so colliding keys cannot
+ * be prepared in advance.
+ */
+#define HASH_MUL 0x9E3779B97F4A7C15ULL
+
+struct hasher {
+        uint64_t h;
+        uint64_t w; /* bytes not yet mixed, little end first */
+        unsigned n;
+};
+
+static uint64_t hash_seed;
+static pthread_once_t hash_seed_once = PTHREAD_ONCE_INIT;
+
+static void hash_seed_init(void)
 {
-        return (h ^ c) * 16777619u;
+        struct timespec t;
+
+        (void)clock_gettime(CLOCK_MONOTONIC, &t);
+        hash_seed =
+                ((uint64_t)(uintptr_t)&hash_seed ^ (uint64_t)t.tv_nsec ^ (uint64_t)t.tv_sec << 32) *
+                        HASH_MUL |
+                1;
 }
 
-static uint32_t hash_bytes(uint32_t h, const unsigned char *p, size_t n)
+static void hash_mix(struct hasher *hs, uint64_t w)
 {
-        for (size_t i = 0; i < n; i++)
-                h = hash_byte(h, p[i]);
-        return h;
+        hs->h = (hs->h ^ w) * HASH_MUL;
+        hs->h ^= hs->h >> 29;
+}
+
+static void hash_feed(struct hasher *hs, const unsigned char *p, size_t len)
+{
+        uint64_t w;
+
+        for (; len && hs->n; p++, len--) {
+                hs->w |= (uint64_t)*p << (8 * hs->n);
+                if (++hs->n == 8) {
+                        hash_mix(hs, hs->w);
+                        hs->w = 0;
+                        hs->n = 0;
+                }
+        }
+        for (; len >= 8; p += 8, len -= 8) {
+                memcpy(&w, p, sizeof(w));
+                hash_mix(hs, w);
+        }
+        for (; len; p++, len--)
+                hs->w |= (uint64_t)*p << (8 * hs->n++);
+}
+
+static uint32_t hash_end(struct hasher *hs)
+{
+        hash_mix(hs, hs->w ^ (uint64_t)hs->n << 56);
+        hs->h *= HASH_MUL;
+        return (uint32_t)(hs->h >> 32);
+}
+
+/* The hash of the decoded key whose opening quote is at off and closing quote at end. */
+static uint32_t key_hash(const unsigned char *s, size_t off, size_t end, bool escaped)
+{
+        struct hasher hs = { .h = hash_seed };
+        unsigned char c[4];
+        size_t pos = off + 1, k;
+
+        if (!escaped) {
+                hash_feed(&hs, s + off + 1, end - off - 1);
+                return hash_end(&hs);
+        }
+        while ((k = decode_char(s, &pos, c)) != 0)
+                hash_feed(&hs, c, k);
+        return hash_end(&hs);
 }
 
 /* One \u escape (pos at the backslash); *ret_bytes = its UTF-8 length. */
-static int scan_unicode(struct scan *sc, const char *in, uint32_t *h, size_t *ret_bytes)
+static int scan_unicode(struct scan *sc, const char *in, size_t *ret_bytes)
 {
         const unsigned char *s = sc->s;
         unsigned cp, lo;
@@ -278,27 +381,20 @@ static int scan_unicode(struct scan *sc, const char *in, uint32_t *h, size_t *re
         }
         pos = sc->pos;
         n = decode_char(s, &pos, enc);
-        *h = hash_bytes(*h, enc, n);
         sc->pos = pos;
         *ret_bytes = n;
         return CM_OK;
 }
 
 /* One escape (pos at the backslash). */
-static int scan_escape(struct scan *sc, const char *in, uint32_t *h, size_t *ret_bytes)
+static int scan_escape(struct scan *sc, const char *in, size_t *ret_bytes)
 {
-        static const char from[] = "\"\\/bfnrt";
-        static const char to[] = "\"\\/\b\f\n\r\t";
-        const char *e;
-
         if (sc->pos + 1 >= sc->len)
                 return fail(sc, JSON_SCAN_SYNTAX, "%s does not end", in);
         if (sc->s[sc->pos + 1] == 'u')
-                return scan_unicode(sc, in, h, ret_bytes);
-        e = sc->s[sc->pos + 1] ? strchr(from, sc->s[sc->pos + 1]) : NULL;
-        if (!e)
+                return scan_unicode(sc, in, ret_bytes);
+        if (!unescape(sc->s[sc->pos + 1]))
                 return fail(sc, JSON_SCAN_SYNTAX, "%s: invalid escape", in);
-        *h = hash_byte(*h, (unsigned char)to[e - from]);
         sc->pos += 2;
         *ret_bytes = 1;
         return CM_OK;
@@ -336,53 +432,55 @@ static size_t utf8_seq(const unsigned char *p, size_t avail)
         return n;
 }
 
-/* The string whose opening quote is at pos; a key's hash goes to *ret_hash (may be NULL).
- * pos ends past the closing quote. */
-static int scan_string(struct scan *sc, uint32_t *ret_hash)
+/* The string whose opening quote is at pos; pos ends past the closing quote. *ret_escaped
+ * (may be NULL; a key's) says whether it held an escape. */
+static int scan_string(struct scan *sc, bool *ret_escaped)
 {
         const unsigned char *s = sc->s;
-        const char *in = ret_hash ? "key" : "string";
-        uint32_t h = 2166136261u;
-        size_t bytes = 0, n, start;
+        const char *in = ret_escaped ? "key" : "string";
+        size_t pos = sc->pos + 1, len = sc->len, bytes = 0, n = 0, start;
+        bool escaped = false;
+        unsigned char c;
+        int r;
 
-        sc->pos++;
+        /* pos is kept in a local: a store to sc->pos could alias the text (a char load), so
+         * the loops would write it back on every byte */
         for (;;) {
-                start = sc->pos;
-                while (sc->len - sc->pos >= 8 && plain8(s + sc->pos))
-                        sc->pos += 8;
-                while (sc->pos < sc->len && s[sc->pos] >= 0x20 && s[sc->pos] < 0x80 &&
-                       s[sc->pos] != '"' && s[sc->pos] != '\\')
-                        sc->pos++;
-                bytes += sc->pos - start;
-                if (ret_hash)
-                        h = hash_bytes(h, s + start, sc->pos - start);
-                if (sc->pos >= sc->len)
+                start = pos;
+                while (len - pos >= 8 && plain8(s + pos))
+                        pos += 8;
+                while (pos < len && plain_byte[s[pos]])
+                        pos++;
+                bytes += pos - start;
+                sc->pos = pos;
+                if (pos >= len)
                         return fail(sc, JSON_SCAN_SYNTAX, "%s does not end", in);
-                if (s[sc->pos] == '"')
+                c = s[pos];
+                if (c == '"')
                         break;
-                if (s[sc->pos] == '\\') {
-                        int r = scan_escape(sc, in, &h, &n);
-
+                if (c == '\\') {
+                        r = scan_escape(sc, in, &n);
                         if (r < 0)
                                 return r;
-                } else if (s[sc->pos] < 0x20) {
+                        escaped = true;
+                        pos = sc->pos;
+                } else if (c < 0x20) {
                         return fail(sc, JSON_SCAN_CONTROL, "%s holds control character 0x%02x", in,
-                                    s[sc->pos]);
+                                    c);
                 } else {
-                        n = utf8_seq(s + sc->pos, sc->len - sc->pos);
+                        n = utf8_seq(s + pos, len - pos);
                         if (!n)
                                 return fail(sc, JSON_SCAN_UTF8,
-                                            "%s holds invalid UTF-8 (byte 0x%02x)", in, s[sc->pos]);
-                        h = hash_bytes(h, s + sc->pos, n);
-                        sc->pos += n;
+                                            "%s holds invalid UTF-8 (byte 0x%02x)", in, c);
+                        pos += n;
                 }
                 bytes += n;
         }
-        sc->pos++;
+        sc->pos = pos + 1;
         sc->res->stats.strings++;
         sc->res->stats.string_bytes += bytes;
-        if (ret_hash)
-                *ret_hash = h;
+        if (ret_escaped)
+                *ret_escaped = escaped;
         return CM_OK;
 }
 
@@ -589,14 +687,16 @@ static int scan_key(struct scan *sc)
 {
         struct frame *f = &sc->stack[sc->depth - 1];
         uint32_t off = (uint32_t)sc->pos, h;
+        bool escaped;
         int r;
 
         f->key_off = NONE; /* an error in the key names the object */
         if (sc->pos >= sc->len || sc->s[sc->pos] != '"')
                 return fail(sc, JSON_SCAN_SYNTAX, "expected a key");
-        r = scan_string(sc, &h);
+        r = scan_string(sc, &escaped);
         if (r < 0)
                 return r;
+        h = key_hash(sc->s, off, sc->pos - 1, escaped);
         sc->res->stats.members++;
         f->key_off = off;
         r = keys_add(sc, off, h);
@@ -611,7 +711,27 @@ static int scan_key(struct scan *sc)
                 return fail(sc, JSON_SCAN_SYNTAX, "expected ':' after the key");
         sc->pos++;
         skip_ws(sc);
+        f->value_off = (uint32_t)sc->pos;
         return CM_OK;
+}
+
+/* Hands the member of the innermost object whose value just ended to the caller. */
+static void report_member(struct scan *sc)
+{
+        const struct frame *f = &sc->stack[sc->depth - 1];
+        const struct frame *parent = sc->depth > 1 ? &sc->stack[sc->depth - 2] : NULL;
+
+        if (!f->object || f->key_off == NONE || sc->depth > sc->members->depth)
+                return;
+        sc->members->fn(
+                sc->members->ud,
+                &(struct json_scan_member){
+                        .depth = sc->depth,
+                        .key_off = f->key_off,
+                        .parent_key_off = parent && parent->object ? parent->key_off : SIZE_MAX,
+                        .value_off = f->value_off,
+                        .value_end = sc->pos,
+                });
 }
 
 /* After a value: a comma, or the end of the innermost container(s). *ret_more: a value
@@ -622,6 +742,8 @@ static int scan_after_value(struct scan *sc, bool *ret_more)
         unsigned char c;
 
         for (;;) {
+                if (sc->members && sc->depth)
+                        report_member(sc);
                 skip_ws(sc);
                 if (!sc->depth) {
                         *ret_more = false;
@@ -713,6 +835,15 @@ int json_scan(const char *text,
               const struct json_scan_limits *lim,
               struct json_scan_result *ret)
 {
+        return json_scan_members(text, len, lim, NULL, ret);
+}
+
+int json_scan_members(const char *text,
+                      size_t len,
+                      const struct json_scan_limits *lim,
+                      const struct json_scan_members *members,
+                      struct json_scan_result *ret)
+{
         struct scan scan, *sc = &scan;
         int r;
 
@@ -730,17 +861,33 @@ int json_scan(const char *text,
         sc->len = len;
         sc->pos = 0;
         sc->lim = lim;
+        sc->members = members;
         sc->res = ret;
         sc->depth = 0;
         sc->max_depth = lim && lim->max_depth && lim->max_depth < JSON_SCAN_DEPTH_MAX
                                 ? lim->max_depth
                                 : JSON_SCAN_DEPTH_MAX;
+        (void)pthread_once(&hash_seed_once, hash_seed_init);
         keys_init(&sc->keys);
         r = scan_document(sc);
         if (r == 0)
                 r = check_limits(sc);
         keys_release(&sc->keys);
         return r;
+}
+
+bool json_scan_key_is(const char *text, size_t key_off, const char *name)
+{
+        const unsigned char *s = (const unsigned char *)text;
+        size_t pos = key_off + 1, k, i = 0, n = strlen(name);
+        unsigned char c[4];
+
+        while ((k = decode_char(s, &pos, c)) != 0) {
+                if (k > n - i || memcmp(c, name + i, k) != 0)
+                        return false;
+                i += k;
+        }
+        return i == n;
 }
 
 size_t json_scan_tree_bytes(const struct json_scan_stats *st)

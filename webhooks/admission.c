@@ -6,6 +6,7 @@
 #include "admission.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,19 +186,78 @@ static int decode_request(cJSON *request, struct admission_request *req, char **
         return r;
 }
 
-int admission_request_scan(const char *body, size_t len, size_t *ret_tree_bytes, char **reterr)
+enum {
+        M_API_VERSION,
+        M_KIND,
+        M_REQUEST,
+        M_FIRST_OF_REQUEST,
+        M_LAST = ADMISSION_MEMBERS - 1,
+};
+
+static const char *const member_names[ADMISSION_MEMBERS] = {
+        "apiVersion", "kind",      "request",  "uid",    "operation", "kind",
+        "name",       "namespace", "userInfo", "dryRun", "object",    "oldObject",
+};
+
+struct finder {
+        const char *text;
+        struct admission_scan *scan;
+        size_t request_key; /* key_off of the root's "request" member, once seen */
+        size_t other_key;   /* key_off of the last root member known not to be it */
+};
+
+/* Is the root member whose key is at key_off "request"? (asked once per member of it) */
+static bool is_request(struct finder *f, size_t key_off)
+{
+        if (key_off == f->request_key)
+                return true;
+        if (key_off == f->other_key)
+                return false;
+        if (json_scan_key_is(f->text, key_off, "request")) {
+                f->request_key = key_off;
+                return true;
+        }
+        f->other_key = key_off;
+        return false;
+}
+
+static void find_member(void *ud, const struct json_scan_member *m)
+{
+        struct finder *f = ud;
+        int first = m->depth == 1 ? M_API_VERSION : M_FIRST_OF_REQUEST;
+        int last = m->depth == 1 ? M_REQUEST : M_LAST;
+
+        if (m->depth == 2 && !is_request(f, m->parent_key_off))
+                return;
+        for (int i = first; i <= last; i++) {
+                if (json_scan_key_is(f->text, m->key_off, member_names[i])) {
+                        f->scan->member[i].off = m->value_off;
+                        f->scan->member[i].end = m->value_end;
+                        return;
+                }
+        }
+}
+
+int admission_request_scan(const char *body, size_t len, struct admission_scan *ret, char **reterr)
 {
         size_t values = ADMISSION_VALUES_MIN + len / ADMISSION_BYTES_PER_VALUE;
         struct json_scan_limits lim = {
                 .max_values = values < ADMISSION_VALUES_MAX ? values : ADMISSION_VALUES_MAX,
                 .max_depth = ADMISSION_DEPTH_MAX,
         };
+        struct admission_scan scan = { 0 };
+        struct finder f = {
+                .text = body, .scan = &scan, .request_key = SIZE_MAX, .other_key = SIZE_MAX
+        };
         struct json_scan_result res;
-        int r = json_scan(body, len, &lim, &res);
+        int r = json_scan_members(
+                body, len, &lim,
+                &(struct json_scan_members){ .depth = 2, .fn = find_member, .ud = &f }, &res);
 
         if (r == 0) {
-                if (ret_tree_bytes)
-                        *ret_tree_bytes = json_scan_tree_bytes(&res.stats);
+                scan.tree_bytes = json_scan_tree_bytes(&res.stats);
+                scan.object = body[strspn(body, " \t\r\n")] == '{'; /* valid JSON: not all space */
+                *ret = scan;
                 return CM_OK;
         }
         if (res.fault == JSON_SCAN_LIMIT)
@@ -214,13 +274,52 @@ int admission_request_decode(const char *body,
                              struct admission_request *ret,
                              char **reterr)
 {
-        int r = admission_request_scan(body, len, NULL, reterr);
+        struct admission_scan scan;
+        int r = admission_request_scan(body, len, &scan, reterr);
 
-        return r < 0 ? r : admission_request_decode_scanned(body, len, ret, reterr);
+        return r < 0 ? r : admission_request_decode_scanned(body, &scan, ret, reterr);
+}
+
+/* Parses member i of the scan into obj under its name (nothing when absent). */
+static int add_member(const char *body, const struct admission_scan *scan, int i, cJSON *obj)
+{
+        cJSON *item = NULL;
+        int r;
+
+        if (!scan->member[i].end)
+                return CM_OK;
+        r = json_parse(body + scan->member[i].off, scan->member[i].end - scan->member[i].off,
+                       &item);
+        if (r == 0)
+                cJSON_AddItemToObject(obj, member_names[i], item);
+        return r;
+}
+
+/* The review as the decoder reads it: only the members it needs, each parsed from its span. */
+static int build_review(const char *body, const struct admission_scan *scan, cJSON **ret)
+{
+        cJSON *root = cJSON_CreateObject(), *request;
+        int r = 0;
+
+        for (int i = M_API_VERSION; r == 0 && i < M_REQUEST; i++)
+                r = add_member(body, scan, i, root);
+        if (r == 0 && scan->member[M_REQUEST].end && body[scan->member[M_REQUEST].off] != '{') {
+                r = add_member(body, scan, M_REQUEST, root); /* not an object: for the error */
+        } else if (r == 0 && scan->member[M_REQUEST].end) {
+                request = cJSON_AddObjectToObject(root, "request");
+                for (int i = M_FIRST_OF_REQUEST; r == 0 && i <= M_LAST; i++)
+                        r = add_member(body, scan, i, request);
+        }
+        if (r < 0) {
+                cJSON_Delete(root);
+                return r;
+        }
+        *ret = root;
+        return CM_OK;
 }
 
 int admission_request_decode_scanned(const char *body,
-                                     size_t len,
+                                     const struct admission_scan *scan,
                                      struct admission_request *ret,
                                      char **reterr)
 {
@@ -229,10 +328,14 @@ int admission_request_decode_scanned(const char *body,
         cJSON *request;
         int r;
 
-        r = json_parse(body, len, &root);
-        if (r < 0 || !cJSON_IsObject(root)) {
-                *reterr = xstrdup(r < 0 ? "body is not valid JSON" : "body is not a JSON object");
+        if (!scan->object) {
+                *reterr = xstrdup("body is not a JSON object");
                 r = CM_EPARSE;
+                goto out;
+        }
+        r = build_review(body, scan, &root);
+        if (r < 0) {
+                *reterr = xstrdup("body is not valid JSON");
                 goto out;
         }
         r = decode_envelope(root, &req.version, reterr);

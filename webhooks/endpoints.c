@@ -121,20 +121,21 @@ static void serve_one(const struct webhook_endpoint *ep,
 {
         struct admission_request req = { .op = ADMISSION_OP_INVALID };
         struct admission_response resp = { .allowed = true };
-        size_t tree_bytes = 0, taken = 0;
+        struct admission_scan scan;
+        size_t taken = 0;
         char *err = NULL;
 
         arena_scope_begin(); /* every cJSON tree of this request is freed before the end */
-        if (admission_request_scan(hreq->body, hreq->body_len, &tree_bytes, &err) < 0) {
+        if (admission_request_scan(hreq->body, hreq->body_len, &scan, &err) < 0) {
                 bad_request(hresp, err);
                 goto out;
         }
-        if (decode_budget_take(budget, tree_bytes) < 0) {
+        if (decode_budget_take(budget, scan.tree_bytes) < 0) {
                 too_busy(hresp);
                 goto out;
         }
-        taken = tree_bytes;
-        if (admission_request_decode_scanned(hreq->body, hreq->body_len, &req, &err) < 0 ||
+        taken = scan.tree_bytes;
+        if (admission_request_decode_scanned(hreq->body, &scan, &req, &err) < 0 ||
             !kind_matches(ep, &req, &err)) {
                 bad_request(hresp, err);
                 goto out;

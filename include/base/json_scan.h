@@ -23,6 +23,7 @@
  * Reentrant; any thread.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "compiler.h"
@@ -81,6 +82,39 @@ MUST_CHECK int json_scan(const char *text,
                          size_t len,
                          const struct json_scan_limits *lim,
                          struct json_scan_result *ret);
+
+/* A member of an object, handed over once its value has been scanned (and found valid). */
+struct json_scan_member {
+        unsigned depth;        /* 1 for the root object's members */
+        size_t key_off;        /* the key's opening quote (json_scan_key_is) */
+        size_t parent_key_off; /* the key of the member this object is the value of;
+                                * SIZE_MAX at the root or for an object in an array */
+        size_t value_off;      /* the value is text[value_off, value_end) */
+        size_t value_end;
+};
+
+typedef void json_scan_member_fn(void *ud, const struct json_scan_member *m);
+
+/* Members of the objects at most depth levels deep go to fn, in the order their values
+ * end (an object's members before the member that holds it). Only a scan that succeeds
+ * has handed over a complete set. */
+struct json_scan_members {
+        unsigned depth;
+        json_scan_member_fn *fn;
+        void *ud;
+};
+
+/* json_scan, also handing the members of the top levels to members->fn (a caller can then
+ * parse only the members it needs). */
+MUST_CHECK int json_scan_members(const char *text,
+                                 size_t len,
+                                 const struct json_scan_limits *lim,
+                                 const struct json_scan_members *members,
+                                 struct json_scan_result *ret);
+
+/* True when the key whose opening quote is at key_off (in text json_scan accepted) decodes
+ * to name. */
+bool json_scan_key_is(const char *text, size_t key_off, const char *name);
 
 /* What cJSON would allocate for a document with these stats, in bytes (an upper-bound
  * estimate: one item per value, one copy of every string and key, glibc's chunk overhead). */

@@ -68,14 +68,29 @@ struct admission_response {
 #define ADMISSION_VALUES_MAX      65536
 
 const char *admission_op_name(enum admission_op op);
+/* The members of a review the decoder reads: apiVersion, kind, request and, in request,
+ * uid, operation, kind, name, namespace, userInfo, dryRun, object and oldObject. */
+#define ADMISSION_MEMBERS 12
+
+/* What admission_request_scan found. */
+struct admission_scan {
+        size_t tree_bytes; /* what decoding the whole body would allocate, at most */
+        bool object;       /* the body is a JSON object */
+
+        struct {
+                size_t off, end; /* the member's value; end 0 = absent */
+        } member[ADMISSION_MEMBERS];
+};
+
 /* Checks a body before it is parsed: strict JSON (json_scan.h: duplicate keys, \u0000,
- * invalid UTF-8, ...) within the budgets above. CM_EPARSE or CM_ETOOBIG with *reterr
- * (malloc'd, valid UTF-8) naming the place or the limit: "request.operation: duplicate key
- * (offset 120)", "request body has 1572865 JSON values; the limit is 65536". On success
- * *ret_tree_bytes (may be NULL) is what decoding the body will allocate, at most. */
+ * invalid UTF-8, ...) within the budgets above, and finds the members the decoder reads
+ * (the rest, resource, requestKind, userInfo's groups, options, are never built). CM_EPARSE
+ * or CM_ETOOBIG with *reterr (malloc'd, valid UTF-8) naming the place or the limit:
+ * "request.operation: duplicate key (offset 120)", "request body has 1572865 JSON values;
+ * the limit is 65536". *ret is written on success. */
 MUST_CHECK int admission_request_scan(const char *body,
                                       size_t len,
-                                      size_t *ret_tree_bytes,
+                                      struct admission_scan *ret,
                                       char **reterr);
 /* Decodes an AdmissionReview body (admission_request_scan first). CM_EPARSE or CM_ETOOBIG
  * with *reterr (malloc'd) naming what is wrong: not strict JSON, over a budget, not an
@@ -84,9 +99,9 @@ MUST_CHECK int admission_request_decode(const char *body,
                                         size_t len,
                                         struct admission_request *ret,
                                         char **reterr);
-/* admission_request_decode for a body admission_request_scan accepted. */
+/* admission_request_decode for a body admission_request_scan accepted (with scan). */
 MUST_CHECK int admission_request_decode_scanned(const char *body,
-                                                size_t len,
+                                                const struct admission_scan *scan,
                                                 struct admission_request *ret,
                                                 char **reterr);
 void admission_request_release(struct admission_request *req);

@@ -20,6 +20,10 @@
 #include <string.h>
 #include <time.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "err.h"
 #include "xalloc.h"
 
@@ -263,6 +267,33 @@ static bool plain8(const unsigned char *p)
         return ((w | lt20 | q | b) & HIGHS) == 0;
 }
 
+/* Where the run of plain bytes starting at pos ends (at len at most): 16 bytes at a time
+ * with SSE2 (a signed compare below 0x20 also catches every byte from 0x80), else 8. */
+static size_t plain_run(const unsigned char *s, size_t pos, size_t len)
+{
+#ifdef __SSE2__
+        const __m128i space = _mm_set1_epi8(0x20), quote = _mm_set1_epi8('"');
+        const __m128i backslash = _mm_set1_epi8('\\');
+
+        while (len - pos >= 16) {
+                __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + pos));
+                __m128i special = _mm_or_si128(
+                        _mm_cmplt_epi8(v, space),
+                        _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+                unsigned mask = (unsigned)_mm_movemask_epi8(special);
+
+                if (mask)
+                        return pos + (size_t)__builtin_ctz(mask);
+                pos += 16;
+        }
+#endif
+        while (len - pos >= 8 && plain8(s + pos))
+                pos += 8;
+        while (pos < len && plain_byte[s[pos]])
+                pos++;
+        return pos;
+}
+
 static int hex4(const unsigned char *p, unsigned *ret)
 {
         unsigned v = 0;
@@ -316,10 +347,20 @@ static void hash_mix(struct hasher *hs, uint64_t w)
         hs->h ^= hs->h >> 29;
 }
 
-static void hash_feed(struct hasher *hs, const unsigned char *p, size_t len)
+/* 8 bytes as a little-endian word (the order hash_feed gathers a partial word in). */
+static uint64_t load64le(const unsigned char *p)
 {
         uint64_t w;
 
+        memcpy(&w, p, sizeof(w));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        w = __builtin_bswap64(w);
+#endif
+        return w;
+}
+
+static void hash_feed(struct hasher *hs, const unsigned char *p, size_t len)
+{
         for (; len && hs->n; p++, len--) {
                 hs->w |= (uint64_t)*p << (8 * hs->n);
                 if (++hs->n == 8) {
@@ -328,10 +369,8 @@ static void hash_feed(struct hasher *hs, const unsigned char *p, size_t len)
                         hs->n = 0;
                 }
         }
-        for (; len >= 8; p += 8, len -= 8) {
-                memcpy(&w, p, sizeof(w));
-                hash_mix(hs, w);
-        }
+        for (; len >= 8; p += 8, len -= 8)
+                hash_mix(hs, load64le(p));
         for (; len; p++, len--)
                 hs->w |= (uint64_t)*p << (8 * hs->n++);
 }
@@ -343,15 +382,28 @@ static uint32_t hash_end(struct hasher *hs)
         return (uint32_t)(hs->h >> 32);
 }
 
-/* The hash of the decoded key whose opening quote is at off and closing quote at end. */
-static uint32_t key_hash(const unsigned char *s, size_t off, size_t end, bool escaped)
+/* The hash of the decoded key whose opening quote is at off and closing quote at end, in
+ * text of avail bytes. */
+static uint32_t key_hash(const unsigned char *s, size_t avail, size_t off, size_t end, bool escaped)
 {
         struct hasher hs = { .h = hash_seed };
         unsigned char c[4];
         size_t pos = off + 1, k;
 
         if (!escaped) {
-                hash_feed(&hs, s + off + 1, end - off - 1);
+                const unsigned char *p = s + off + 1;
+                size_t n = end - off - 1;
+
+                for (; n >= 8; p += 8, n -= 8)
+                        hash_mix(&hs, load64le(p));
+                /* the tail in one load: a key is followed by at least '"', ':', a value and
+                 * '}', 8 bytes from its last word are readable when len says so */
+                if (n && avail >= (size_t)(p - s) + 8) {
+                        hs.w = load64le(p) & ((1ULL << (8 * n)) - 1);
+                        hs.n = (unsigned)n;
+                } else {
+                        hash_feed(&hs, p, n);
+                }
                 return hash_end(&hs);
         }
         while ((k = decode_char(s, &pos, c)) != 0)
@@ -447,10 +499,7 @@ static int scan_string(struct scan *sc, bool *ret_escaped)
          * the loops would write it back on every byte */
         for (;;) {
                 start = pos;
-                while (len - pos >= 8 && plain8(s + pos))
-                        pos += 8;
-                while (pos < len && plain_byte[s[pos]])
-                        pos++;
+                pos = plain_run(s, pos, len);
                 bytes += pos - start;
                 sc->pos = pos;
                 if (pos >= len)
@@ -458,7 +507,11 @@ static int scan_string(struct scan *sc, bool *ret_escaped)
                 c = s[pos];
                 if (c == '"')
                         break;
-                if (c == '\\') {
+                if (c == '\\' && len - pos > 2 && s[pos + 1] != 'u' && unescape(s[pos + 1])) {
+                        pos += 2; /* \" \\ \n ...: one byte, nothing more to check */
+                        n = 1;
+                        escaped = true;
+                } else if (c == '\\') {
                         r = scan_escape(sc, in, &n);
                         if (r < 0)
                                 return r;
@@ -696,7 +749,7 @@ static int scan_key(struct scan *sc)
         r = scan_string(sc, &escaped);
         if (r < 0)
                 return r;
-        h = key_hash(sc->s, off, sc->pos - 1, escaped);
+        h = key_hash(sc->s, sc->len, off, sc->pos - 1, escaped);
         sc->res->stats.members++;
         f->key_off = off;
         r = keys_add(sc, off, h);
@@ -882,12 +935,43 @@ bool json_scan_key_is(const char *text, size_t key_off, const char *name)
         size_t pos = key_off + 1, k, i = 0, n = strlen(name);
         unsigned char c[4];
 
+        /* the raw bytes decide unless the key holds an escape before they differ */
+        while (i < n && s[pos] == (unsigned char)name[i]) {
+                pos++;
+                i++;
+        }
+        if (s[pos] != '\\')
+                return i == n && s[pos] == '"';
         while ((k = decode_char(s, &pos, c)) != 0) {
                 if (k > n - i || memcmp(c, name + i, k) != 0)
                         return false;
                 i += k;
         }
         return i == n;
+}
+
+char *json_scan_string_dup(const char *text, size_t off)
+{
+        const unsigned char *s = (const unsigned char *)text;
+        size_t pos = off + 1, end = pos, n = 0, k;
+        unsigned char c[4];
+        char *out;
+
+        while (s[end] != '"' && s[end] != '\\')
+                end++;
+        if (s[end] == '"')
+                return xstrndup(text + pos, end - pos);
+        while ((k = decode_char(s, &pos, c)) != 0)
+                n += k;
+        out = xmalloc(n + 1);
+        pos = off + 1;
+        n = 0;
+        while ((k = decode_char(s, &pos, c)) != 0) {
+                memcpy(out + n, c, k);
+                n += k;
+        }
+        out[n] = '\0';
+        return out;
 }
 
 size_t json_scan_tree_bytes(const struct json_scan_stats *st)

@@ -41,157 +41,19 @@ static enum admission_op op_parse(const char *s)
         return ADMISSION_OP_INVALID;
 }
 
-/* A string member: absent (or null) gives dflt; present but not a string is an error. */
-static int get_str(const cJSON *obj,
-                   const char *key,
-                   const char *path,
-                   const char *dflt,
-                   char **ret,
-                   char **reterr)
-{
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-        if (!item || cJSON_IsNull(item)) {
-                if (!dflt) {
-                        *reterr = xasprintf("%s%s: required field missing", path, key);
-                        return CM_EPARSE;
-                }
-                *ret = xstrdup(dflt);
-                return CM_OK;
-        }
-        if (!cJSON_IsString(item)) {
-                *reterr =
-                        xasprintf("%s%s: expected string, got %s", path, key, json_type_name(item));
-                return CM_EPARSE;
-        }
-        *ret = xstrdup(item->valuestring);
-        return CM_OK;
-}
-
-/* Detaches an optional object member; a non-object is an error. */
-static int take_object(cJSON *obj, const char *key, cJSON **ret, char **reterr)
-{
-        cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-        if (!item || cJSON_IsNull(item))
-                return CM_OK;
-        if (!cJSON_IsObject(item)) {
-                *reterr =
-                        xasprintf("request.%s: expected object, got %s", key, json_type_name(item));
-                return CM_EPARSE;
-        }
-        *ret = cJSON_DetachItemViaPointer(obj, item);
-        return CM_OK;
-}
-
-static int decode_envelope(const cJSON *root, enum admission_version *ret_version, char **reterr)
-{
-        const cJSON *api = cJSON_GetObjectItemCaseSensitive(root, "apiVersion");
-        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
-
-        if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "AdmissionReview") != 0) {
-                *reterr = xstrdup("kind: expected \"AdmissionReview\"");
-                return CM_EPARSE;
-        }
-        if (!cJSON_IsString(api)) {
-                *reterr = xstrdup("apiVersion: expected admission.k8s.io/v1 or v1beta1");
-                return CM_EPARSE;
-        }
-        for (size_t i = 0; i < ARRAY_SIZE(api_versions); i++) {
-                if (strcmp(api->valuestring, api_versions[i]) == 0) {
-                        *ret_version = (enum admission_version)i;
-                        return CM_OK;
-                }
-        }
-        *reterr = xasprintf("apiVersion: unsupported \"%s\" (expected admission.k8s.io/v1 or "
-                            "admission.k8s.io/v1beta1)",
-                            api->valuestring);
-        return CM_EPARSE;
-}
-
-static int decode_operation(const cJSON *request, struct admission_request *req, char **reterr)
-{
-        char *op = NULL;
-        int r = get_str(request, "operation", "request.", NULL, &op, reterr);
-
-        if (r < 0)
-                return r;
-        req->op = op_parse(op);
-        if (req->op == ADMISSION_OP_INVALID) {
-                *reterr = xasprintf("request.operation: unknown operation \"%s\"", op);
-                r = CM_EPARSE;
-        }
-        free(op);
-        return r;
-}
-
-static int decode_kind(const cJSON *request, struct admission_request *req, char **reterr)
-{
-        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(request, "kind");
-        int r;
-
-        if (!cJSON_IsObject(kind)) {
-                *reterr = xasprintf("request.kind: expected object, got %s", json_type_name(kind));
-                return CM_EPARSE;
-        }
-        r = get_str(kind, "kind", "request.kind.", NULL, &req->kind, reterr);
-        if (r == 0)
-                r = get_str(kind, "group", "request.kind.", "", &req->group, reterr);
-        return r;
-}
-
-static int decode_user_and_flags(const cJSON *request, struct admission_request *req, char **reterr)
-{
-        const cJSON *user = cJSON_GetObjectItemCaseSensitive(request, "userInfo");
-        const cJSON *dry = cJSON_GetObjectItemCaseSensitive(request, "dryRun");
-
-        if (dry && !cJSON_IsNull(dry) && !cJSON_IsBool(dry)) {
-                *reterr =
-                        xasprintf("request.dryRun: expected boolean, got %s", json_type_name(dry));
-                return CM_EPARSE;
-        }
-        req->dry_run = cJSON_IsTrue(dry);
-        if (user && !cJSON_IsNull(user) && !cJSON_IsObject(user)) {
-                *reterr = xasprintf("request.userInfo: expected object, got %s",
-                                    json_type_name(user));
-                return CM_EPARSE;
-        }
-        return get_str(cJSON_IsObject(user) ? user : NULL, "username", "request.userInfo.", "",
-                       &req->username, reterr);
-}
-
-static int decode_request(cJSON *request, struct admission_request *req, char **reterr)
-{
-        int r;
-
-        r = get_str(request, "uid", "request.", NULL, &req->uid, reterr);
-        if (r == 0 && !*req->uid) {
-                *reterr = xstrdup("request.uid: must not be empty");
-                r = CM_EPARSE;
-        }
-        if (r == 0)
-                r = decode_operation(request, req, reterr);
-        if (r == 0)
-                r = decode_kind(request, req, reterr);
-        if (r == 0)
-                r = get_str(request, "name", "request.", "", &req->name, reterr);
-        if (r == 0)
-                r = get_str(request, "namespace", "request.", "", &req->namespace, reterr);
-        if (r == 0)
-                r = decode_user_and_flags(request, req, reterr);
-        if (r == 0)
-                r = take_object(request, "object", &req->object, reterr);
-        if (r == 0)
-                r = take_object(request, "oldObject", &req->old_object, reterr);
-        return r;
-}
-
 enum {
         M_API_VERSION,
         M_KIND,
         M_REQUEST,
-        M_FIRST_OF_REQUEST,
-        M_LAST = ADMISSION_MEMBERS - 1,
+        M_UID, /* the first of request's */
+        M_OPERATION,
+        M_REQUEST_KIND,
+        M_NAME,
+        M_NAMESPACE,
+        M_USER_INFO,
+        M_DRY_RUN,
+        M_OBJECT,
+        M_OLD_OBJECT, /* the last */
 };
 
 static const char *const member_names[ADMISSION_MEMBERS] = {
@@ -224,18 +86,295 @@ static bool is_request(struct finder *f, size_t key_off)
 static void find_member(void *ud, const struct json_scan_member *m)
 {
         struct finder *f = ud;
-        int first = m->depth == 1 ? M_API_VERSION : M_FIRST_OF_REQUEST;
-        int last = m->depth == 1 ? M_REQUEST : M_LAST;
+        int first = m->depth == 1 ? M_API_VERSION : M_UID;
+        int last = m->depth == 1 ? M_REQUEST : M_OLD_OBJECT;
+
+        char c = f->text[m->key_off + 1]; /* the key's first byte, or the '\\' of an escape */
 
         if (m->depth == 2 && !is_request(f, m->parent_key_off))
                 return;
         for (int i = first; i <= last; i++) {
+                if (c != '\\' && c != member_names[i][0])
+                        continue;
                 if (json_scan_key_is(f->text, m->key_off, member_names[i])) {
                         f->scan->member[i].off = m->value_off;
                         f->scan->member[i].end = m->value_end;
                         return;
                 }
         }
+}
+
+/* A value json_scan accepted: text[at.off, at.end); at.end 0 = absent. */
+struct value {
+        const char *text;
+
+        struct {
+                size_t off, end;
+        } at;
+};
+
+static char first_byte(const struct value *v)
+{
+        return v->at.end ? v->text[v->at.off] : '\0';
+}
+
+/* Absent or null (Kubernetes treats null as unset). */
+static bool unset(const struct value *v)
+{
+        return !v->at.end || first_byte(v) == 'n';
+}
+
+/* json_type_name of the value (a number is parsed to tell an integer). */
+static const char *type_of(const struct value *v)
+{
+        const char *t = "invalid";
+        cJSON *item = NULL;
+
+        switch (first_byte(v)) {
+        case '\0':
+                return "missing";
+        case '"':
+                return "string";
+        case '{':
+                return "object";
+        case '[':
+                return "array";
+        case 't':
+        case 'f':
+                return "boolean";
+        case 'n':
+                return "null";
+        default:
+                break;
+        }
+        if (json_parse(v->text + v->at.off, v->at.end - v->at.off, &item) == 0)
+                t = json_type_name(item);
+        cJSON_Delete(item);
+        return t;
+}
+
+/* A string member at path: unset gives dflt; present but not a string is an error. */
+static int get_str(
+        const struct value *v, const char *path, const char *dflt, char **ret, char **reterr)
+{
+        if (unset(v)) {
+                if (!dflt) {
+                        *reterr = xasprintf("%s: required field missing", path);
+                        return CM_EPARSE;
+                }
+                *ret = xstrdup(dflt);
+                return CM_OK;
+        }
+        if (first_byte(v) != '"') {
+                *reterr = xasprintf("%s: expected string, got %s", path, type_of(v));
+                return CM_EPARSE;
+        }
+        *ret = json_scan_string_dup(v->text, v->at.off);
+        return CM_OK;
+}
+
+struct named {
+        const char *text; /* the object's own text */
+        const char *const *names;
+        size_t n;
+        struct value *found;
+};
+
+static void find_named(void *ud, const struct json_scan_member *m)
+{
+        struct named *f = ud;
+
+        for (size_t i = 0; i < f->n; i++) {
+                if (json_scan_key_is(f->text, m->key_off, f->names[i])) {
+                        f->found[i].at.off = m->value_off;
+                        f->found[i].at.end = m->value_end;
+                        return;
+                }
+        }
+}
+
+/* The members named in names (n of them) of the object obj, without building it. */
+static void object_members(const struct value *obj,
+                           const char *const *names,
+                           size_t n,
+                           struct value *found)
+{
+        struct named f = { obj->text + obj->at.off, names, n, found };
+        struct json_scan_result res;
+
+        for (size_t i = 0; i < n; i++)
+                found[i] = (struct value){ .text = f.text };
+        /* valid already (the whole body was scanned): this only finds the members */
+        (void)!json_scan_members(
+                f.text, obj->at.end - obj->at.off, NULL,
+                &(struct json_scan_members){ .depth = 1, .fn = find_named, .ud = &f }, &res);
+}
+
+/* An optional object member, parsed; a non-object is an error. */
+static int take_object(const struct value *v, const char *key, cJSON **ret, char **reterr)
+{
+        if (unset(v))
+                return CM_OK;
+        if (first_byte(v) != '{') {
+                *reterr = xasprintf("request.%s: expected object, got %s", key, type_of(v));
+                return CM_EPARSE;
+        }
+        if (json_parse(v->text + v->at.off, v->at.end - v->at.off, ret) < 0) {
+                *reterr = xasprintf("request.%s: not valid JSON", key);
+                return CM_EPARSE;
+        }
+        return CM_OK;
+}
+
+static int decode_envelope(const struct value *m,
+                           enum admission_version *ret_version,
+                           char **reterr)
+{
+        char *kind = NULL, *api = NULL;
+        int r = CM_EPARSE;
+
+        if (first_byte(&m[M_KIND]) == '"')
+                kind = json_scan_string_dup(m[M_KIND].text, m[M_KIND].at.off);
+        if (!kind || strcmp(kind, "AdmissionReview") != 0) {
+                *reterr = xstrdup("kind: expected \"AdmissionReview\"");
+                goto out;
+        }
+        if (first_byte(&m[M_API_VERSION]) != '"') {
+                *reterr = xstrdup("apiVersion: expected admission.k8s.io/v1 or v1beta1");
+                goto out;
+        }
+        api = json_scan_string_dup(m[M_API_VERSION].text, m[M_API_VERSION].at.off);
+        for (size_t i = 0; i < ARRAY_SIZE(api_versions); i++) {
+                if (strcmp(api, api_versions[i]) == 0) {
+                        *ret_version = (enum admission_version)i;
+                        r = CM_OK;
+                        goto out;
+                }
+        }
+        *reterr = xasprintf("apiVersion: unsupported \"%s\" (expected admission.k8s.io/v1 or "
+                            "admission.k8s.io/v1beta1)",
+                            api);
+out:
+        free(kind);
+        free(api);
+        return r;
+}
+
+static int decode_operation(const struct value *m, struct admission_request *req, char **reterr)
+{
+        char *op = NULL;
+        int r = get_str(&m[M_OPERATION], "request.operation", NULL, &op, reterr);
+
+        if (r < 0)
+                return r;
+        req->op = op_parse(op);
+        if (req->op == ADMISSION_OP_INVALID) {
+                *reterr = xasprintf("request.operation: unknown operation \"%s\"", op);
+                r = CM_EPARSE;
+        }
+        free(op);
+        return r;
+}
+
+static int decode_kind(const struct value *m, struct admission_request *req, char **reterr)
+{
+        static const char *const names[] = { "kind", "group" };
+        struct value found[2];
+        int r;
+
+        if (first_byte(&m[M_REQUEST_KIND]) != '{') {
+                *reterr = xasprintf("request.kind: expected object, got %s",
+                                    type_of(&m[M_REQUEST_KIND]));
+                return CM_EPARSE;
+        }
+        object_members(&m[M_REQUEST_KIND], names, 2, found);
+        r = get_str(&found[0], "request.kind.kind", NULL, &req->kind, reterr);
+        if (r == 0)
+                r = get_str(&found[1], "request.kind.group", "", &req->group, reterr);
+        return r;
+}
+
+static int decode_user_and_flags(const struct value *m,
+                                 struct admission_request *req,
+                                 char **reterr)
+{
+        static const char *const names[] = { "username" };
+        const struct value *user = &m[M_USER_INFO], *dry = &m[M_DRY_RUN];
+        struct value found = { 0 };
+
+        if (!unset(dry) && first_byte(dry) != 't' && first_byte(dry) != 'f') {
+                *reterr = xasprintf("request.dryRun: expected boolean, got %s", type_of(dry));
+                return CM_EPARSE;
+        }
+        req->dry_run = first_byte(dry) == 't';
+        if (!unset(user) && first_byte(user) != '{') {
+                *reterr = xasprintf("request.userInfo: expected object, got %s", type_of(user));
+                return CM_EPARSE;
+        }
+        if (!unset(user))
+                object_members(user, names, 1, &found);
+        return get_str(&found, "request.userInfo.username", "", &req->username, reterr);
+}
+
+static int decode_request(const struct value *m, struct admission_request *req, char **reterr)
+{
+        int r;
+
+        r = get_str(&m[M_UID], "request.uid", NULL, &req->uid, reterr);
+        if (r == 0 && !*req->uid) {
+                *reterr = xstrdup("request.uid: must not be empty");
+                r = CM_EPARSE;
+        }
+        if (r == 0)
+                r = decode_operation(m, req, reterr);
+        if (r == 0)
+                r = decode_kind(m, req, reterr);
+        if (r == 0)
+                r = get_str(&m[M_NAME], "request.name", "", &req->name, reterr);
+        if (r == 0)
+                r = get_str(&m[M_NAMESPACE], "request.namespace", "", &req->namespace, reterr);
+        if (r == 0)
+                r = decode_user_and_flags(m, req, reterr);
+        if (r == 0)
+                r = take_object(&m[M_OBJECT], "object", &req->object, reterr);
+        if (r == 0)
+                r = take_object(&m[M_OLD_OBJECT], "oldObject", &req->old_object, reterr);
+        return r;
+}
+
+int admission_request_decode_scanned(const char *body,
+                                     const struct admission_scan *scan,
+                                     struct admission_request *ret,
+                                     char **reterr)
+{
+        struct admission_request req = { .op = ADMISSION_OP_INVALID };
+        struct value m[ADMISSION_MEMBERS];
+        int r;
+
+        for (size_t i = 0; i < ADMISSION_MEMBERS; i++)
+                m[i] = (struct value){ .text = body,
+                                       .at = { scan->member[i].off, scan->member[i].end } };
+        if (!scan->object) {
+                *reterr = xstrdup("body is not a JSON object");
+                r = CM_EPARSE;
+                goto out;
+        }
+        r = decode_envelope(m, &req.version, reterr);
+        if (r < 0)
+                goto out;
+        if (first_byte(&m[M_REQUEST]) != '{') {
+                *reterr = xstrdup("request: missing or not an object");
+                r = CM_EPARSE;
+                goto out;
+        }
+        r = decode_request(m, &req, reterr);
+        if (r < 0)
+                goto out;
+        *ret = req;
+        req = (struct admission_request){ .op = ADMISSION_OP_INVALID };
+out:
+        admission_request_release(&req);
+        return r;
 }
 
 int admission_request_scan(const char *body, size_t len, struct admission_scan *ret, char **reterr)
@@ -278,84 +417,6 @@ int admission_request_decode(const char *body,
         int r = admission_request_scan(body, len, &scan, reterr);
 
         return r < 0 ? r : admission_request_decode_scanned(body, &scan, ret, reterr);
-}
-
-/* Parses member i of the scan into obj under its name (nothing when absent). */
-static int add_member(const char *body, const struct admission_scan *scan, int i, cJSON *obj)
-{
-        cJSON *item = NULL;
-        int r;
-
-        if (!scan->member[i].end)
-                return CM_OK;
-        r = json_parse(body + scan->member[i].off, scan->member[i].end - scan->member[i].off,
-                       &item);
-        if (r == 0)
-                cJSON_AddItemToObject(obj, member_names[i], item);
-        return r;
-}
-
-/* The review as the decoder reads it: only the members it needs, each parsed from its span. */
-static int build_review(const char *body, const struct admission_scan *scan, cJSON **ret)
-{
-        cJSON *root = cJSON_CreateObject(), *request;
-        int r = 0;
-
-        for (int i = M_API_VERSION; r == 0 && i < M_REQUEST; i++)
-                r = add_member(body, scan, i, root);
-        if (r == 0 && scan->member[M_REQUEST].end && body[scan->member[M_REQUEST].off] != '{') {
-                r = add_member(body, scan, M_REQUEST, root); /* not an object: for the error */
-        } else if (r == 0 && scan->member[M_REQUEST].end) {
-                request = cJSON_AddObjectToObject(root, "request");
-                for (int i = M_FIRST_OF_REQUEST; r == 0 && i <= M_LAST; i++)
-                        r = add_member(body, scan, i, request);
-        }
-        if (r < 0) {
-                cJSON_Delete(root);
-                return r;
-        }
-        *ret = root;
-        return CM_OK;
-}
-
-int admission_request_decode_scanned(const char *body,
-                                     const struct admission_scan *scan,
-                                     struct admission_request *ret,
-                                     char **reterr)
-{
-        struct admission_request req = { .op = ADMISSION_OP_INVALID };
-        cJSON *root = NULL;
-        cJSON *request;
-        int r;
-
-        if (!scan->object) {
-                *reterr = xstrdup("body is not a JSON object");
-                r = CM_EPARSE;
-                goto out;
-        }
-        r = build_review(body, scan, &root);
-        if (r < 0) {
-                *reterr = xstrdup("body is not valid JSON");
-                goto out;
-        }
-        r = decode_envelope(root, &req.version, reterr);
-        if (r < 0)
-                goto out;
-        request = cJSON_GetObjectItemCaseSensitive(root, "request");
-        if (!cJSON_IsObject(request)) {
-                *reterr = xstrdup("request: missing or not an object");
-                r = CM_EPARSE;
-                goto out;
-        }
-        r = decode_request(request, &req, reterr);
-        if (r < 0)
-                goto out;
-        *ret = req;
-        req = (struct admission_request){ .op = ADMISSION_OP_INVALID };
-out:
-        admission_request_release(&req);
-        cJSON_Delete(root);
-        return r;
 }
 
 void admission_request_release(struct admission_request *req)

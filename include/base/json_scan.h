@@ -116,6 +116,10 @@ MUST_CHECK int json_scan_members(const char *text,
  * to name. */
 bool json_scan_key_is(const char *text, size_t key_off, const char *name);
 
+/* The string whose opening quote is at off (in text json_scan accepted), decoded (malloc'd;
+ * it holds no NUL: the scan refused \u0000). */
+char *json_scan_string_dup(const char *text, size_t off);
+
 /* What cJSON would allocate for a document with these stats, in bytes (an upper-bound
  * estimate: one item per value, one copy of every string and key, glibc's chunk overhead). */
 size_t json_scan_tree_bytes(const struct json_scan_stats *st);

@@ -347,6 +347,67 @@ static void test_json_scan__messages_stay_valid_utf8(void **state)
         assert_string_equal(res.message, "[a?b]: string holds \\u0000 (offset 9)");
 }
 
+struct seen_members {
+        const char *text;
+        char log[512];
+};
+
+static void log_member(void *ud, const struct json_scan_member *m)
+{
+        struct seen_members *sm = ud;
+        size_t n = strlen(sm->log);
+        const char *key = sm->text + m->key_off + 1;
+
+        (void)snprintf(sm->log + n, sizeof(sm->log) - n, "%u:%.*s%s=%.*s;", m->depth,
+                       (int)(strchr(key, '"') - key), key,
+                       m->parent_key_off == SIZE_MAX                        ? ""
+                       : json_scan_key_is(sm->text, m->parent_key_off, "r") ? "(in r)"
+                                                                            : "(in ?)",
+                       (int)(m->value_end - m->value_off), sm->text + m->value_off);
+}
+
+/* Members of the top levels are handed over as their values end, with their spans. */
+static void test_json_scan__members_of_the_top_levels(void **state)
+{
+        static const char text[] = "{\"a\":1, \"r\":{\"x\":[1,{\"deep\":2}],\"y\":{} },"
+                                   "\"l\":[{\"z\":3}],\"s\":\"v\"}";
+        struct seen_members sm = { .text = text };
+        struct json_scan_result res;
+
+        (void)state;
+        assert_int_equal(json_scan_members(text, strlen(text), NULL,
+                                           &(struct json_scan_members){
+                                                   .depth = 2, .fn = log_member, .ud = &sm },
+                                           &res),
+                         CM_OK);
+        /* deep and z (objects at depth 3) are not handed over */
+        assert_string_equal(sm.log, "1:a=1;2:x(in r)=[1,{\"deep\":2}];2:y(in r)={};"
+                                    "1:r={\"x\":[1,{\"deep\":2}],\"y\":{} };"
+                                    "1:l=[{\"z\":3}];1:s=\"v\";");
+}
+
+static void test_json_scan__key_is_compares_decoded_keys(void **state)
+{
+        static const char text[] = "{\"request\":1,\"\\u0072equest\":2,\"req\\u0075est\":3,"
+                                   "\"requests\":4,\"requ\":5,\"\":6}";
+        size_t offs[6], n = 0;
+
+        (void)state;
+        for (size_t i = 1; text[i] && n < 6; i++) {
+                if (text[i] == '"' && (text[i - 1] == '{' || text[i - 1] == ',')) /* a key */
+                        offs[n++] = i;
+        }
+        assert_int_equal(n, 6);
+        assert_true(json_scan_key_is(text, offs[0], "request"));
+        assert_true(json_scan_key_is(text, offs[1], "request"));
+        assert_true(json_scan_key_is(text, offs[2], "request"));
+        assert_false(json_scan_key_is(text, offs[3], "request"));
+        assert_false(json_scan_key_is(text, offs[4], "request"));
+        assert_false(json_scan_key_is(text, offs[0], "requests"));
+        assert_true(json_scan_key_is(text, offs[5], ""));
+        assert_false(json_scan_key_is(text, offs[5], "r"));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -359,6 +420,8 @@ int main(void)
                 cmocka_unit_test(test_json_scan__duplicates_found_past_the_inline_table),
                 cmocka_unit_test(test_json_scan__open_members_are_capped),
                 cmocka_unit_test(test_json_scan__messages_stay_valid_utf8),
+                cmocka_unit_test(test_json_scan__members_of_the_top_levels),
+                cmocka_unit_test(test_json_scan__key_is_compares_decoded_keys),
         };
 
         return cmocka_run_group_tests_name("json_scan", tests, NULL, NULL);

@@ -210,10 +210,24 @@ int webhooks_register(struct router *r)
         return add_routes(r, serve, endpoint_ud, NULL);
 }
 
+static pthread_once_t mmap_threshold_once = PTHREAD_ONCE_INIT;
+
+/* Allocations of WEBHOOKS_TRIM_BYTES or more (request bodies, large trees' strings) are
+ * mapped and unmapped by malloc, so they go back to the system the moment they are freed.
+ * Without a fixed threshold glibc raises it to the largest block freed so far (up to
+ * 32 MiB), and every later body of that size stays in the heap after its request. */
+static void mmap_threshold_init(void)
+{
+#ifdef __GLIBC__
+        (void)mallopt(M_MMAP_THRESHOLD, (int)WEBHOOKS_TRIM_BYTES);
+#endif
+}
+
 int webhooks_new_opts(const struct webhooks_opts *o, struct webhooks **ret)
 {
         struct webhooks *w = xcalloc(1, sizeof(*w));
 
+        (void)pthread_once(&mmap_threshold_once, mmap_threshold_init);
         decode_budget_init(&w->budget,
                            o->decode_budget ? o->decode_budget : WEBHOOKS_DECODE_BUDGET_DEFAULT,
                            o->decode_wait_ms ? o->decode_wait_ms : WEBHOOKS_DECODE_WAIT_MS_DEFAULT);

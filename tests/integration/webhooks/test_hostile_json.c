@@ -296,8 +296,7 @@ static void test_hostile_json__budgets_get_400_naming_the_limit(void **state)
         free(b);
         /* 65 levels: the root, the request and 63 arrays */
         deep = xcalloc(1, 200);
-        for (int i = 0; i < 63; i++)
-                strcat(deep, "[");
+        memset(deep, '[', 63);
         b = review("", "m1", ",\"deep\":");
         want = xasprintf("%.*s%s}}", (int)(strlen(b) - 2), b, deep);
         post(f->proc.webhook_port, f->ca, want, 0, &r);

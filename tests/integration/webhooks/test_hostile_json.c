@@ -275,6 +275,25 @@ static void test_hostile_json__valid_edge_cases_still_allowed(void **state)
         free(body);
 }
 
+/* Keys are read decoded, as Go reads them: "\u0072equest" is request, "\u0075id" its uid
+ * (echoed), and the escaped uid's value is decoded once. */
+static void test_hostile_json__escaped_keys_are_the_members_they_name(void **state)
+{
+        struct proc_fixture *f = *state;
+        const char *body = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                           "\"\\u0072equest\":{\"\\u0075id\":\"u-\\u0065sc\",\"kind\":{\"group\":"
+                           "\"infrastructure.cluster.x-k8s.io\",\"version\":\"v1beta1\",\"kind\":"
+                           "\"MaasMachine\"},\"op\\u0065ration\":\"CREATE\",\"object\":{\"kind\":"
+                           "\"MaasMachine\",\"metadata\":{\"name\":\"m1\"},\"spec\":{\"image\":"
+                           "\"ubuntu/jammy\",\"minCPU\":2,\"minMemory\":4096}}}}";
+        struct reply r;
+
+        post(f->proc.webhook_port, f->ca, body, 0, &r);
+        assert_int_equal(r.status, 200);
+        assert_non_null(strstr(r.body, "\"uid\":\"u-esc\",\"allowed\":true"));
+        reply_release(&r);
+}
+
 static void test_hostile_json__budgets_get_400_naming_the_limit(void **state)
 {
         struct proc_fixture *f = *state;
@@ -527,6 +546,7 @@ int main(void)
         const struct CMUnitTest proc_tests[] = {
                 cmocka_unit_test(test_hostile_json__strict_json_gets_400_naming_the_place),
                 cmocka_unit_test(test_hostile_json__valid_edge_cases_still_allowed),
+                cmocka_unit_test(test_hostile_json__escaped_keys_are_the_members_they_name),
                 cmocka_unit_test(test_hostile_json__budgets_get_400_naming_the_limit),
                 cmocka_unit_test(
                         test_hostile_json__eight_bombs_in_flight_stay_within_idle_plus_48_mib),

@@ -62,6 +62,7 @@ struct scan {
         const struct json_scan_members *members; /* may be NULL */
         unsigned max_depth;
         struct json_scan_result *res;
+        struct json_scan_stats stats; /* copied to res at the end */
         struct frame stack[JSON_SCAN_DEPTH_MAX];
         unsigned depth;
         struct keys keys;
@@ -484,13 +485,16 @@ static size_t utf8_seq(const unsigned char *p, size_t avail)
         return n;
 }
 
-/* The string whose opening quote is at pos; pos ends past the closing quote. *ret_escaped
- * (may be NULL; a key's) says whether it held an escape. */
-static int scan_string(struct scan *sc, bool *ret_escaped)
+/* The rest of a string from pos, its first byte that is not plain (bytes: the plain ones
+ * before it): escapes, UTF-8, errors. */
+static __attribute__((noinline)) int scan_string_slow(struct scan *sc,
+                                                      size_t pos,
+                                                      size_t bytes,
+                                                      bool *ret_escaped)
 {
         const unsigned char *s = sc->s;
         const char *in = ret_escaped ? "key" : "string";
-        size_t pos = sc->pos + 1, len = sc->len, bytes = 0, n = 0, start;
+        size_t len = sc->len, n = 0, start;
         bool escaped = false;
         unsigned char c;
         int r;
@@ -498,9 +502,6 @@ static int scan_string(struct scan *sc, bool *ret_escaped)
         /* pos is kept in a local: a store to sc->pos could alias the text (a char load), so
          * the loops would write it back on every byte */
         for (;;) {
-                start = pos;
-                pos = plain_run(s, pos, len);
-                bytes += pos - start;
                 sc->pos = pos;
                 if (pos >= len)
                         return fail(sc, JSON_SCAN_SYNTAX, "%s does not end", in);
@@ -528,13 +529,34 @@ static int scan_string(struct scan *sc, bool *ret_escaped)
                         pos += n;
                 }
                 bytes += n;
+                start = pos;
+                pos = plain_run(s, pos, len);
+                bytes += pos - start;
         }
         sc->pos = pos + 1;
-        sc->res->stats.strings++;
-        sc->res->stats.string_bytes += bytes;
+        sc->stats.strings++;
+        sc->stats.string_bytes += bytes;
         if (ret_escaped)
                 *ret_escaped = escaped;
         return CM_OK;
+}
+
+/* The string whose opening quote is at pos; pos ends past the closing quote. *ret_escaped
+ * (may be NULL; a key's) says whether it held an escape. Plain strings (most of them)
+ * take the short way. */
+static inline int scan_string(struct scan *sc, bool *ret_escaped)
+{
+        size_t pos = plain_run(sc->s, sc->pos + 1, sc->len);
+
+        if (pos < sc->len && sc->s[pos] == '"') {
+                sc->stats.strings++;
+                sc->stats.string_bytes += pos - sc->pos - 1;
+                sc->pos = pos + 1;
+                if (ret_escaped)
+                        *ret_escaped = false;
+                return CM_OK;
+        }
+        return scan_string_slow(sc, pos, pos - sc->pos - 1, ret_escaped);
 }
 
 /* ---- duplicate keys ---- */
@@ -707,8 +729,8 @@ static int push(struct scan *sc, bool object)
         }
         sc->stack[sc->depth++] =
                 (struct frame){ .object = object, .key_off = NONE, .keys_base = sc->keys.n };
-        if (sc->depth > sc->res->stats.depth)
-                sc->res->stats.depth = sc->depth;
+        if (sc->depth > sc->stats.depth)
+                sc->stats.depth = sc->depth;
         sc->pos++;
         return CM_OK;
 }
@@ -721,7 +743,7 @@ static int scan_value_start(struct scan *sc)
         if (sc->pos >= sc->len)
                 return fail(sc, JSON_SCAN_SYNTAX, "expected a JSON value, got the end");
         c = sc->s[sc->pos];
-        sc->res->stats.values++;
+        sc->stats.values++;
         if (c == '{' || c == '[')
                 return push(sc, c == '{');
         if (c == '"')
@@ -750,7 +772,7 @@ static int scan_key(struct scan *sc)
         if (r < 0)
                 return r;
         h = key_hash(sc->s, sc->len, off, sc->pos - 1, escaped);
-        sc->res->stats.members++;
+        sc->stats.members++;
         f->key_off = off;
         r = keys_add(sc, off, h);
         if (r == CM_EEXIST) {
@@ -862,7 +884,7 @@ static int scan_document(struct scan *sc)
 
 static int check_limits(struct scan *sc)
 {
-        const struct json_scan_stats *st = &sc->res->stats;
+        const struct json_scan_stats *st = &sc->stats;
         const struct json_scan_limits *lim = sc->lim;
 
         if (!lim)
@@ -916,6 +938,7 @@ int json_scan_members(const char *text,
         sc->lim = lim;
         sc->members = members;
         sc->res = ret;
+        sc->stats = (struct json_scan_stats){ 0 };
         sc->depth = 0;
         sc->max_depth = lim && lim->max_depth && lim->max_depth < JSON_SCAN_DEPTH_MAX
                                 ? lim->max_depth
@@ -925,6 +948,7 @@ int json_scan_members(const char *text,
         r = scan_document(sc);
         if (r == 0)
                 r = check_limits(sc);
+        ret->stats = sc->stats;
         keys_release(&sc->keys);
         return r;
 }

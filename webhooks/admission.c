@@ -54,6 +54,10 @@ enum {
         M_DRY_RUN,
         M_OBJECT,
         M_OLD_OBJECT, /* the last */
+        M_KIND_KIND,  /* the sub-members: request.kind.kind */
+        M_KIND_GROUP,
+        M_USERNAME,
+        M_ALL,
 };
 
 static const char *const member_names[ADMISSION_MEMBERS] = {
@@ -61,11 +65,20 @@ static const char *const member_names[ADMISSION_MEMBERS] = {
         "name",       "namespace", "userInfo", "dryRun", "object",    "oldObject",
 };
 
+/* Members of request.kind and request.userInfo: the object they are in, their name. */
+static const char *const sub_parents[ADMISSION_SUBMEMBERS] = { "kind", "kind", "userInfo" };
+static const char *const sub_names[ADMISSION_SUBMEMBERS] = { "kind", "group", "username" };
+
 struct finder {
         const char *text;
         struct admission_scan *scan;
         size_t request_key; /* key_off of the root's "request" member, once seen */
         size_t other_key;   /* key_off of the last root member known not to be it */
+
+        struct {
+                size_t parent; /* key_off of the member whose object holds it */
+                size_t off, end;
+        } cand[ADMISSION_SUBMEMBERS]; /* the last seen: request's, once its member ends */
 };
 
 /* Is the root member whose key is at key_off "request"? (asked once per member of it) */
@@ -83,24 +96,63 @@ static bool is_request(struct finder *f, size_t key_off)
         return false;
 }
 
+/* The key at off may be name: its first byte is name's or starts an escape. */
+static bool may_be(const char *text, size_t off, const char *name)
+{
+        return text[off + 1] == name[0] || text[off + 1] == '\\';
+}
+
+/* A member three levels down: a candidate for request.kind's or request.userInfo's, kept
+ * until the member holding its object ends (members end before the one holding them). */
+static void find_sub_member(struct finder *f, const struct json_scan_member *m)
+{
+        if (m->parent_key_off == SIZE_MAX)
+                return;
+        for (int i = 0; i < ADMISSION_SUBMEMBERS; i++) {
+                if (!may_be(f->text, m->key_off, sub_names[i]) ||
+                    !may_be(f->text, m->parent_key_off, sub_parents[i]) ||
+                    !json_scan_key_is(f->text, m->parent_key_off, sub_parents[i]) ||
+                    !json_scan_key_is(f->text, m->key_off, sub_names[i]))
+                        continue;
+                f->cand[i].parent = m->parent_key_off;
+                f->cand[i].off = m->value_off;
+                f->cand[i].end = m->value_end;
+                return;
+        }
+}
+
+/* request's member i just ended at key_off: its own sub-members are the candidates. */
+static void settle_sub_members(struct finder *f, int i, size_t key_off)
+{
+        for (int j = 0; j < ADMISSION_SUBMEMBERS; j++) {
+                if (strcmp(sub_parents[j], member_names[i]) != 0 || f->cand[j].parent != key_off)
+                        continue;
+                f->scan->sub[j].off = f->cand[j].off;
+                f->scan->sub[j].end = f->cand[j].end;
+        }
+}
+
 static void find_member(void *ud, const struct json_scan_member *m)
 {
         struct finder *f = ud;
         int first = m->depth == 1 ? M_API_VERSION : M_UID;
         int last = m->depth == 1 ? M_REQUEST : M_OLD_OBJECT;
 
-        char c = f->text[m->key_off + 1]; /* the key's first byte, or the '\\' of an escape */
-
+        if (m->depth == 3) {
+                find_sub_member(f, m);
+                return;
+        }
         if (m->depth == 2 && !is_request(f, m->parent_key_off))
                 return;
         for (int i = first; i <= last; i++) {
-                if (c != '\\' && c != member_names[i][0])
+                if (!may_be(f->text, m->key_off, member_names[i]) ||
+                    !json_scan_key_is(f->text, m->key_off, member_names[i]))
                         continue;
-                if (json_scan_key_is(f->text, m->key_off, member_names[i])) {
-                        f->scan->member[i].off = m->value_off;
-                        f->scan->member[i].end = m->value_end;
-                        return;
-                }
+                f->scan->member[i].off = m->value_off;
+                f->scan->member[i].end = m->value_end;
+                if (i == M_REQUEST_KIND || i == M_USER_INFO)
+                        settle_sub_members(f, i, m->key_off);
+                return;
         }
 }
 
@@ -173,43 +225,6 @@ static int get_str(
         return CM_OK;
 }
 
-struct named {
-        const char *text; /* the object's own text */
-        const char *const *names;
-        size_t n;
-        struct value *found;
-};
-
-static void find_named(void *ud, const struct json_scan_member *m)
-{
-        struct named *f = ud;
-
-        for (size_t i = 0; i < f->n; i++) {
-                if (json_scan_key_is(f->text, m->key_off, f->names[i])) {
-                        f->found[i].at.off = m->value_off;
-                        f->found[i].at.end = m->value_end;
-                        return;
-                }
-        }
-}
-
-/* The members named in names (n of them) of the object obj, without building it. */
-static void object_members(const struct value *obj,
-                           const char *const *names,
-                           size_t n,
-                           struct value *found)
-{
-        struct named f = { obj->text + obj->at.off, names, n, found };
-        struct json_scan_result res;
-
-        for (size_t i = 0; i < n; i++)
-                found[i] = (struct value){ .text = f.text };
-        /* valid already (the whole body was scanned): this only finds the members */
-        (void)!json_scan_members(
-                f.text, obj->at.end - obj->at.off, NULL,
-                &(struct json_scan_members){ .depth = 1, .fn = find_named, .ud = &f }, &res);
-}
-
 /* An optional object member, parsed; a non-object is an error. */
 static int take_object(const struct value *v, const char *key, cJSON **ret, char **reterr)
 {
@@ -278,8 +293,6 @@ static int decode_operation(const struct value *m, struct admission_request *req
 
 static int decode_kind(const struct value *m, struct admission_request *req, char **reterr)
 {
-        static const char *const names[] = { "kind", "group" };
-        struct value found[2];
         int r;
 
         if (first_byte(&m[M_REQUEST_KIND]) != '{') {
@@ -287,10 +300,9 @@ static int decode_kind(const struct value *m, struct admission_request *req, cha
                                     type_of(&m[M_REQUEST_KIND]));
                 return CM_EPARSE;
         }
-        object_members(&m[M_REQUEST_KIND], names, 2, found);
-        r = get_str(&found[0], "request.kind.kind", NULL, &req->kind, reterr);
+        r = get_str(&m[M_KIND_KIND], "request.kind.kind", NULL, &req->kind, reterr);
         if (r == 0)
-                r = get_str(&found[1], "request.kind.group", "", &req->group, reterr);
+                r = get_str(&m[M_KIND_GROUP], "request.kind.group", "", &req->group, reterr);
         return r;
 }
 
@@ -298,9 +310,7 @@ static int decode_user_and_flags(const struct value *m,
                                  struct admission_request *req,
                                  char **reterr)
 {
-        static const char *const names[] = { "username" };
         const struct value *user = &m[M_USER_INFO], *dry = &m[M_DRY_RUN];
-        struct value found = { 0 };
 
         if (!unset(dry) && first_byte(dry) != 't' && first_byte(dry) != 'f') {
                 *reterr = xasprintf("request.dryRun: expected boolean, got %s", type_of(dry));
@@ -311,9 +321,7 @@ static int decode_user_and_flags(const struct value *m,
                 *reterr = xasprintf("request.userInfo: expected object, got %s", type_of(user));
                 return CM_EPARSE;
         }
-        if (!unset(user))
-                object_members(user, names, 1, &found);
-        return get_str(&found, "request.userInfo.username", "", &req->username, reterr);
+        return get_str(&m[M_USERNAME], "request.userInfo.username", "", &req->username, reterr);
 }
 
 static int decode_request(const struct value *m, struct admission_request *req, char **reterr)
@@ -348,12 +356,15 @@ int admission_request_decode_scanned(const char *body,
                                      char **reterr)
 {
         struct admission_request req = { .op = ADMISSION_OP_INVALID };
-        struct value m[ADMISSION_MEMBERS];
+        struct value m[M_ALL];
         int r;
 
         for (size_t i = 0; i < ADMISSION_MEMBERS; i++)
                 m[i] = (struct value){ .text = body,
                                        .at = { scan->member[i].off, scan->member[i].end } };
+        for (size_t i = 0; i < ADMISSION_SUBMEMBERS; i++)
+                m[M_KIND_KIND + i] = (struct value){ .text = body,
+                                                     .at = { scan->sub[i].off, scan->sub[i].end } };
         if (!scan->object) {
                 *reterr = xstrdup("body is not a JSON object");
                 r = CM_EPARSE;
@@ -391,7 +402,7 @@ int admission_request_scan(const char *body, size_t len, struct admission_scan *
         struct json_scan_result res;
         int r = json_scan_members(
                 body, len, &lim,
-                &(struct json_scan_members){ .depth = 2, .fn = find_member, .ud = &f }, &res);
+                &(struct json_scan_members){ .depth = 3, .fn = find_member, .ud = &f }, &res);
 
         if (r == 0) {
                 scan.tree_bytes = json_scan_tree_bytes(&res.stats);

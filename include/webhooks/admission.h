@@ -70,7 +70,9 @@ struct admission_response {
 const char *admission_op_name(enum admission_op op);
 /* The members of a review the decoder reads: apiVersion, kind, request and, in request,
  * uid, operation, kind, name, namespace, userInfo, dryRun, object and oldObject. */
-#define ADMISSION_MEMBERS 12
+#define ADMISSION_MEMBERS    12
+/* ... and in request.kind, kind and group; in request.userInfo, username. */
+#define ADMISSION_SUBMEMBERS 3
 
 /* What admission_request_scan found. */
 struct admission_scan {
@@ -79,7 +81,7 @@ struct admission_scan {
 
         struct {
                 size_t off, end; /* the member's value; end 0 = absent */
-        } member[ADMISSION_MEMBERS];
+        } member[ADMISSION_MEMBERS], sub[ADMISSION_SUBMEMBERS];
 };
 
 /* Checks a body before it is parsed: strict JSON (json_scan.h: duplicate keys, \u0000,

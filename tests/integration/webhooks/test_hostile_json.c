@@ -294,6 +294,24 @@ static void test_hostile_json__escaped_keys_are_the_members_they_name(void **sta
         reply_release(&r);
 }
 
+/* request.kind.kind is request's own even when a later member elsewhere has the same shape
+ * (the decoder picks members out of the text without building the review). */
+static void test_hostile_json__members_are_taken_from_request_only(void **state)
+{
+        struct proc_fixture *f = *state;
+        char *r1 = review("", "m1", "");
+        char *body = xasprintf("%.*s,\"response\":{\"kind\":{\"kind\":\"Pod\"},\"uid\":\"x\"}}",
+                               (int)(strlen(r1) - 1), r1);
+        struct reply r;
+
+        post(f->proc.webhook_port, f->ca, body, 0, &r);
+        assert_int_equal(r.status, 200);
+        assert_non_null(strstr(r.body, "\"uid\":\"u-1\",\"allowed\":true"));
+        reply_release(&r);
+        free(body);
+        free(r1);
+}
+
 static void test_hostile_json__budgets_get_400_naming_the_limit(void **state)
 {
         struct proc_fixture *f = *state;
@@ -547,6 +565,7 @@ int main(void)
                 cmocka_unit_test(test_hostile_json__strict_json_gets_400_naming_the_place),
                 cmocka_unit_test(test_hostile_json__valid_edge_cases_still_allowed),
                 cmocka_unit_test(test_hostile_json__escaped_keys_are_the_members_they_name),
+                cmocka_unit_test(test_hostile_json__members_are_taken_from_request_only),
                 cmocka_unit_test(test_hostile_json__budgets_get_400_naming_the_limit),
                 cmocka_unit_test(
                         test_hostile_json__eight_bombs_in_flight_stay_within_idle_plus_48_mib),

@@ -17,7 +17,7 @@
  * budgets) before any tree is built, and the tree it will build is counted against a decode
  * budget shared by every thread (bytes of trees being built at once). A review that does
  * not fit waits up to decode_wait_ms for others to finish, then gets 429 with Retry-After.
- * After a large review the freed heap is given back to the system (malloc_trim).
+ * After a large review the freed heap is given back to the system.
  */
 
 #include <stddef.h>
@@ -47,7 +47,9 @@ MUST_CHECK int webhooks_register(struct router *r);
  * review within the budgets builds (ADMISSION_VALUES_MAX values and a 4 MiB body). */
 #define WEBHOOKS_DECODE_BUDGET_DEFAULT  (16u << 20)
 #define WEBHOOKS_DECODE_WAIT_MS_DEFAULT 100u
-/* Requests at least this large (body or tree) give freed memory back when they end. */
+/* Requests at least this large (body or tree) give freed memory back when they end
+ * (malloc_trim); blocks this large are mapped by malloc (webhooks_new sets glibc's
+ * M_MMAP_THRESHOLD, process-wide) so they go back the moment they are freed. */
 #define WEBHOOKS_TRIM_BYTES             (1u << 20)
 
 struct webhooks_opts {

@@ -563,94 +563,94 @@ static void budget_sleep(void *ud, uint64_t ms)
         clock_fake_advance(&f->clk, ms);
 }
 
-static struct maas_client *budget_client(struct fx *f,
-                                         struct token_bucket *tb,
-                                         unsigned max_attempts,
-                                         struct http_transport **ret_t,
-                                         struct maas_config *cfg)
+/* Two clients of their own (a gives up after a_attempts tries) sharing one bucket of
+ * `burst` tokens at `qps` on the fixture's fake clock, which budget_sleep moves. */
+struct budget_pair {
+        struct token_bucket *tb;
+        struct http_transport *t[2];
+        struct maas_config cfg[2];
+        struct maas_client *a, *b;
+};
+
+static void budget_pair_init(
+        struct fx *f, struct budget_pair *bp, double qps, unsigned burst, unsigned a_attempts)
 {
-        struct maas_client *mc = NULL;
         char *err = NULL;
 
-        assert_int_equal(maas_config_parse(f->sim.proc.url, ADMIN_KEY, cfg, &err), 0);
-        assert_int_equal(http_transport_curl_new(&(struct http_transport_opts){ 0 }, ret_t), 0);
-        assert_int_equal(maas_client_new(&(struct maas_client_opts){ .cfg = cfg,
-                                                                     .transport = *ret_t,
-                                                                     .max_attempts = max_attempts,
-                                                                     .budget = tb,
-                                                                     .sleep_ms = budget_sleep,
-                                                                     .sleep_ud = f },
-                                         &mc),
-                         0);
-        return mc;
+        *bp = (struct budget_pair){ 0 };
+        clock_fake_init(&f->clk, 1000, 1700000000);
+        assert_int_equal(token_bucket_new(qps, burst, &f->clk.ops, &bp->tb), 0);
+        for (int i = 0; i < 2; i++) {
+                assert_int_equal(maas_config_parse(f->sim.proc.url, ADMIN_KEY, &bp->cfg[i], &err),
+                                 0);
+                assert_int_equal(
+                        http_transport_curl_new(&(struct http_transport_opts){ 0 }, &bp->t[i]), 0);
+                assert_int_equal(
+                        maas_client_new(
+                                &(struct maas_client_opts){ .cfg = &bp->cfg[i],
+                                                            .transport = bp->t[i],
+                                                            .max_attempts = i ? 0 : a_attempts,
+                                                            .budget = bp->tb,
+                                                            .sleep_ms = budget_sleep,
+                                                            .sleep_ud = f },
+                                i ? &bp->b : &bp->a),
+                        0);
+        }
+}
+
+static void budget_pair_release(struct budget_pair *bp)
+{
+        maas_client_free(bp->a);
+        maas_client_free(bp->b);
+        for (int i = 0; i < 2; i++) {
+                http_transport_free(bp->t[i]);
+                maas_config_release(&bp->cfg[i]);
+        }
+        token_bucket_free(bp->tb);
 }
 
 static void test_maas_client__budget_spaces_requests_of_every_client(void **state)
 {
         struct fx *f = *state;
-        struct token_bucket *tb = NULL;
-        struct http_transport *t1 = NULL, *t2 = NULL;
-        struct maas_config c1 = { 0 }, c2 = { 0 };
-        struct maas_client *a, *b;
+        struct budget_pair bp;
         struct maas_named_list l = { 0 };
 
-        clock_fake_init(&f->clk, 1000, 1700000000);
-        assert_int_equal(token_bucket_new(10, 2, &f->clk.ops, &tb), 0);
-        a = budget_client(f, tb, 0, &t1, &c1);
-        b = budget_client(f, tb, 0, &t2, &c2);
+        budget_pair_init(f, &bp, 10, 2, 0);
         /* two clients, six calls, one bucket of 2 at 10/s: the burst goes at once, then one
          * call every 100 ms whichever client makes it */
         for (int i = 0; i < 6; i++) {
-                assert_int_equal(maas_list_zones(i % 2 ? b : a, &l, NULL), 0);
+                assert_int_equal(maas_list_zones(i % 2 ? bp.b : bp.a, &l, NULL), 0);
                 maas_named_list_release(&l);
         }
         assert_int_equal(f->n_slept, 4);
         for (size_t i = 0; i < f->n_slept; i++)
                 assert_int_equal(f->slept[i], 100);
         assert_int_equal(count_requests(f, "", 200), 6); /* zones lists carry no op */
-        maas_client_free(a);
-        maas_client_free(b);
-        http_transport_free(t1);
-        http_transport_free(t2);
-        maas_config_release(&c1);
-        maas_config_release(&c2);
-        token_bucket_free(tb);
+        budget_pair_release(&bp);
 }
 
 static void test_maas_client__retry_after_holds_every_client(void **state)
 {
         struct fx *f = *state;
-        struct token_bucket *tb = NULL;
+        struct budget_pair bp;
         struct token_bucket_stats st;
-        struct http_transport *t1 = NULL, *t2 = NULL;
-        struct maas_config c1 = { 0 }, c2 = { 0 };
-        struct maas_client *a, *b;
         struct maas_named_list l = { 0 };
 
-        clock_fake_init(&f->clk, 1000, 1700000000);
-        assert_int_equal(token_bucket_new(100, 10, &f->clk.ops, &tb), 0);
-        a = budget_client(f, tb, 1, &t1, &c1); /* gives up at once */
-        b = budget_client(f, tb, 0, &t2, &c2);
+        budget_pair_init(f, &bp, 100, 10, 1); /* a gives up at once */
         faults(f, "{\"unavailable\": {\"count\": 1, \"retry_after\": 3, \"op\": \"zones.read\"}}");
-        assert_int_equal(maas_list_zones(a, &l, NULL), CM_ESERVER);
+        assert_int_equal(maas_list_zones(bp.a, &l, NULL), CM_ESERVER);
         assert_int_equal(f->n_slept, 0);
         /* b never saw the 503, yet waits it out before its first request */
-        assert_int_equal(maas_list_zones(b, &l, NULL), 0);
+        assert_int_equal(maas_list_zones(bp.b, &l, NULL), 0);
         maas_named_list_release(&l);
         assert_int_equal(f->n_slept, 1);
         assert_int_equal(f->slept[0], 3000);
-        token_bucket_stats(tb, &st);
+        token_bucket_stats(bp.tb, &st);
         assert_int_equal(st.reservations, 2);
         assert_int_equal(st.delayed, 1);
         assert_int_equal(st.wait_ms, 3000);
         assert_int_equal(st.holds, 1);
-        maas_client_free(a);
-        maas_client_free(b);
-        http_transport_free(t1);
-        http_transport_free(t2);
-        maas_config_release(&c1);
-        maas_config_release(&c2);
-        token_bucket_free(tb);
+        budget_pair_release(&bp);
 }
 
 static void test_maas_client__500_on_get_is_retried_with_backoff(void **state)

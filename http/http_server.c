@@ -319,6 +319,49 @@ static unsigned coding_verdict(const char *v)
         return *p == '\0' && tokens == 1 && chunked ? 0 : 400;
 }
 
+static unsigned fault(const char **msg, const char *why, unsigned status)
+{
+        *msg = why;
+        return status;
+}
+
+/* What is wrong with the request line or headers: the status to answer with (0 when
+ * nothing is) and *msg, its reason. */
+static unsigned framing_fault(struct MHD_Connection *conn,
+                              const void *mark,
+                              const char *version,
+                              const char **msg)
+{
+        struct framing f = { 0 };
+        unsigned coding;
+
+        if (mark == &target_bad)
+                return fault(msg, "bad request: malformed request target", 400);
+        if (mark == &target_too_long)
+                return fault(msg, "request target too long", 414);
+        if (mark == &target_too_many)
+                return fault(msg, "too many query arguments", 414);
+        (void)MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_framing, &f);
+        if (f.bad_name)
+                return fault(msg, "bad request: malformed header name", 400);
+        if (!f.has_host && version && strcmp(version, MHD_HTTP_VERSION_1_1) == 0)
+                return fault(msg, "bad request: missing Host header", 400);
+        if (f.n_coding && f.n_length)
+                return fault(msg, "bad request: both Content-Length and Transfer-Encoding", 400);
+        if (f.n_length > 1)
+                return fault(msg, "bad request: more than one Content-Length", 400);
+        if (f.n_length && !length_valid(f.length))
+                return fault(msg, "bad request: malformed Content-Length", 400);
+        if (f.n_coding > 1)
+                return fault(msg, "bad request: more than one Transfer-Encoding", 400);
+        coding = f.n_coding ? coding_verdict(f.coding) : 0;
+        if (coding == 501)
+                return fault(msg, "unsupported transfer coding", 501);
+        if (coding)
+                return fault(msg, "bad request: Transfer-Encoding must be chunked", 400);
+        return 0;
+}
+
 /* The checks on the request line and headers; answers and returns true when one fails. */
 static bool reject_framing(struct MHD_Connection *conn,
                            struct req_ctx *ctx,
@@ -326,46 +369,13 @@ static bool reject_framing(struct MHD_Connection *conn,
                            const char *version,
                            enum MHD_Result *ret)
 {
-        struct framing f = { 0 };
-        unsigned coding;
+        const char *msg = NULL;
+        unsigned status = framing_fault(conn, mark, version, &msg);
 
-        if (mark == &target_bad)
-                return *ret = queue_fatal(conn, ctx, 400, "bad request: malformed request target"),
-                       true;
-        if (mark == &target_too_long)
-                return *ret = queue_fatal(conn, ctx, 414, "request target too long"), true;
-        if (mark == &target_too_many)
-                return *ret = queue_fatal(conn, ctx, 414, "too many query arguments"), true;
-        (void)MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_framing, &f);
-        if (f.bad_name)
-                return *ret = queue_fatal(conn, ctx, 400, "bad request: malformed header name"),
-                       true;
-        if (!f.has_host && version && strcmp(version, MHD_HTTP_VERSION_1_1) == 0)
-                return *ret = queue_fatal(conn, ctx, 400, "bad request: missing Host header"), true;
-        if (f.n_coding && f.n_length)
-                return *ret = queue_fatal(conn, ctx, 400,
-                                          "bad request: both Content-Length and "
-                                          "Transfer-Encoding"),
-                       true;
-        if (f.n_length > 1)
-                return *ret = queue_fatal(conn, ctx, 400,
-                                          "bad request: more than one Content-Length"),
-                       true;
-        if (f.n_length && !length_valid(f.length))
-                return *ret = queue_fatal(conn, ctx, 400, "bad request: malformed Content-Length"),
-                       true;
-        if (f.n_coding > 1)
-                return *ret = queue_fatal(conn, ctx, 400,
-                                          "bad request: more than one Transfer-Encoding"),
-                       true;
-        coding = f.n_coding ? coding_verdict(f.coding) : 0;
-        if (coding == 501)
-                return *ret = queue_fatal(conn, ctx, 501, "unsupported transfer coding"), true;
-        if (coding)
-                return *ret = queue_fatal(conn, ctx, 400,
-                                          "bad request: Transfer-Encoding must be chunked"),
-                       true;
-        return false;
+        if (!status)
+                return false;
+        *ret = queue_fatal(conn, ctx, status, msg);
+        return true;
 }
 
 /* The declared body size: 0 without Content-Length, SIZE_MAX when it is not a number. */

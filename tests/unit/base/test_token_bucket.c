@@ -49,7 +49,7 @@ static void test_token_bucket__unlimited_and_null_are_free(void **state)
         assert_int_equal(token_bucket_reserve(NULL), 0);
         assert_int_equal(token_bucket_wait(NULL), 0);
         token_bucket_hold(NULL, 5000);
-        assert_int_equal(token_bucket_new(NAN, 1, NULL, &tb), CM_EINVAL);
+        assert_int_equal(token_bucket_new((double)NAN, 1, NULL, &tb), CM_EINVAL);
         token_bucket_free(tb);
 }
 

@@ -62,8 +62,10 @@ static int start_with(void **state, const char *cert_dir, const char *const *arg
 
 static int setup(void **state)
 {
+        /* a 3 s request deadline: short enough for the half-open test, long enough for a
+         * TLS handshake and a request under ASan on a loaded machine */
         static const char *const args[] = { "--webhook-max-body-bytes", "64Ki",
-                                            "--webhook-read-timeout", "1s", NULL };
+                                            "--webhook-read-timeout", "3s", NULL };
 
         return start_with(state, NULL, args);
 }
@@ -207,10 +209,10 @@ static void test_server__idle_half_open_connection_dropped(void **state)
         struct fixture *f = *state;
         int fd = tcp_connect(f->proc.webhook_port);
 
-        /* Half a TLS record header, then silence: the 1 s read timeout must close it. */
+        /* Half a TLS record header, then silence: the 3 s request deadline must close it. */
         assert_true(fd >= 0);
         assert_int_equal(write(fd, "\x16\x03", 2), 2);
-        assert_true(tcp_wait_closed(fd, 5000));
+        assert_true(tcp_wait_closed(fd, 8000));
         close(fd);
 }
 
@@ -506,13 +508,19 @@ static void threads_of(const char *const *args, unsigned *logged, unsigned *work
         char *log, *at;
 
         assert_int_equal(capmaas_start(&p, NULL, args, NULL), 0);
-        *workers = threads_named(p.pid, "MHD-worker");
-        assert_int_equal(capmaas_stop(&p, 10000), 0);
         log = capmaas_log(&p);
         at = strstr(log, "\"webhook_threads\":\"");
         assert_non_null(at);
         *logged = (unsigned)strtoul(at + strlen("\"webhook_threads\":\""), NULL, 10);
         free(log);
+        /* A pool thread names itself once it runs, which may be just after "listening":
+         * wait (bounded) for the count the log announces before taking it. */
+        for (long long t0 = test_now_ms(); test_now_ms() - t0 < 5000; usleep(20 * 1000)) {
+                *workers = threads_named(p.pid, "MHD-worker");
+                if (*workers == (*logged > 1 ? *logged : 0))
+                        break;
+        }
+        assert_int_equal(capmaas_stop(&p, 10000), 0);
 }
 
 /* By default the webhook server runs one event loop per CPU capmaas may use: pinned to one

@@ -49,6 +49,8 @@ struct http_server {
         struct conn_guard *guard;
         struct acceptor *acceptor;
         size_t max_body;
+        size_t max_in_flight;    /* the bodies' budget */
+        atomic_size_t in_flight; /* bytes of bodies held against it */
         uint16_t port;
         char *priorities;
         atomic_uint active; /* requests between their first handler call and completion */
@@ -62,6 +64,8 @@ struct req_ctx {
         bool responded;   /* a response is queued; discard whatever else arrives */
         bool observed;    /* observer->begin was called */
         size_t discarded; /* bytes of an over-cap chunked body thrown away */
+        size_t held;      /* bytes of s->in_flight this request holds */
+        bool busy;        /* a chunked body found the budget spent: 503 at its end */
         unsigned status;
 };
 
@@ -177,6 +181,37 @@ static enum MHD_Result queue(struct MHD_Connection *conn,
         ctx->status = resp->status;
         http_response_release(resp);
         return ok;
+}
+
+/* Counts n more bytes of ctx's body against the server's budget; false, counting nothing,
+ * when they do not fit. */
+static bool hold_body(struct http_server *s, struct req_ctx *ctx, size_t n)
+{
+        size_t was = atomic_fetch_add_explicit(&s->in_flight, n, memory_order_relaxed);
+
+        if (was + n > s->max_in_flight) {
+                atomic_fetch_sub_explicit(&s->in_flight, n, memory_order_relaxed);
+                return false;
+        }
+        ctx->held += n;
+        return true;
+}
+
+static void release_body(struct http_server *s, struct req_ctx *ctx)
+{
+        atomic_fetch_sub_explicit(&s->in_flight, ctx->held, memory_order_relaxed);
+        ctx->held = 0;
+        buf_release(&ctx->body);
+}
+
+static enum MHD_Result queue_busy(struct MHD_Connection *conn, struct req_ctx *ctx)
+{
+        struct http_response resp = { 0 };
+
+        http_response_error(&resp, 503,
+                            "server busy: too many request bodies in flight; try again");
+        (void)!http_response_add_header(&resp, "Retry-After", "1");
+        return queue(conn, ctx, &resp, false);
 }
 
 static enum MHD_Result queue_error(struct MHD_Connection *conn,
@@ -425,6 +460,8 @@ static enum MHD_Result begin_request(struct http_server *s,
                 return queue_error(conn, ctx, 415,
                                    "unsupported media type: Content-Type must be "
                                    "application/json");
+        if (declared && !hold_body(s, ctx, declared))
+                return queue_busy(conn, ctx);
         buf_init(&ctx->body, s->max_body);
         if (declared)
                 (void)!buf_reserve(&ctx->body, declared); /* cannot fail: declared <= max */
@@ -457,7 +494,8 @@ static enum MHD_Result finish_request(struct MHD_Connection *conn,
  * A body without Content-Length (chunked) that passes the cap cannot be answered at once:
  * libmicrohttpd accepts a response only before or after the body. The rest is read and
  * thrown away, never stored, and 413 goes out when the body ends; a client that keeps
- * sending past a second cap's worth is disconnected.
+ * sending past a second cap's worth is disconnected. A chunked body that finds the budget of
+ * bodies in flight spent is thrown away the same way and answered 503 at its end.
  */
 static enum MHD_Result take_upload(struct http_server *s,
                                    struct req_ctx *ctx,
@@ -467,9 +505,12 @@ static enum MHD_Result take_upload(struct http_server *s,
         size_t n = *size;
 
         *size = 0;
-        if (!ctx->discarded && buf_append(&ctx->body, data, n) == 0)
+        if (!ctx->discarded && ctx->body.len + n > ctx->held &&
+            !hold_body(s, ctx, ctx->body.len + n - ctx->held))
+                ctx->busy = true;
+        else if (!ctx->discarded && buf_append(&ctx->body, data, n) == 0)
                 return MHD_YES;
-        buf_release(&ctx->body);
+        release_body(s, ctx);
         ctx->discarded += n;
         return ctx->discarded > s->max_body ? MHD_NO : MHD_YES;
 }
@@ -555,6 +596,8 @@ static enum MHD_Result on_request(void *cls,
         }
         if (*upload_data_size)
                 return take_upload(s, ctx, upload_data, upload_data_size);
+        if (ctx->busy)
+                return queue_busy(conn, ctx);
         if (ctx->discarded)
                 return queue_error(conn, ctx, 413, "request body too large");
         return finish_request(conn, ctx, url, method);
@@ -579,7 +622,7 @@ static void on_completed(void *cls,
         if (ctx->observed && s->observer->end)
                 s->observer->end(s->observer->ud, ctx->route->path,
                                  ctx->responded ? ctx->status : 499, seconds_since(&ctx->start));
-        buf_release(&ctx->body);
+        release_body(s, ctx);
         free(ctx);
         *req_cls = NULL;
         atomic_fetch_sub_explicit(&s->active, 1, memory_order_release);
@@ -799,6 +842,8 @@ int http_server_start(const struct http_server_opts *o, struct http_server **ret
         s->observer = o->observer;
         s->certs = o->certs;
         s->max_body = o->max_body_bytes ? o->max_body_bytes : 8u << 20;
+        s->max_in_flight =
+                o->max_body_bytes_in_flight ? o->max_body_bytes_in_flight : 16 * s->max_body;
         r = start_guard(s, o);
         if (r < 0) {
                 *reterr = xasprintf("%s server: cannot start the connection sweeper", s->name);

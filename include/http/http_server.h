@@ -73,6 +73,7 @@ struct http_server_opts {
         unsigned max_connections;             /* 0 = 1024 */
         size_t connection_memory_limit;       /* 0 = 16 KiB */
         size_t max_body_bytes;                /* 0 = 8 MiB */
+        size_t max_body_bytes_in_flight;      /* 0 = 16 x max_body_bytes: see below */
         unsigned read_timeout_s;              /* 0 = 10: idle limit, and read_timeout_ms' default */
         uint64_t read_timeout_ms;             /* 0 = read_timeout_s: accept to end of body */
         uint64_t read_header_timeout_ms;      /* 0 = 5000 (at most read_timeout_ms) */
@@ -80,6 +81,15 @@ struct http_server_opts {
         const struct router *router;          /* borrowed, frozen, outlives the server */
         const struct http_observer *observer; /* borrowed; may be NULL */
 };
+
+/*
+ * Bodies in flight: every body being received counts against one budget of the server, its
+ * declared Content-Length from the end of its headers (a chunked body: the bytes stored so
+ * far) until its request completes. A request that would take the budget past
+ * max_body_bytes_in_flight is answered 503 with Retry-After: 1 before its body is read (a
+ * chunked one when it ends; its bytes are not stored), so the bodies held at once never
+ * pass the budget however many connections send them.
+ */
 
 /* Binds and starts serving. *reterr (malloc'd) says why it failed: bind error, bad host. */
 MUST_CHECK int http_server_start(const struct http_server_opts *opts,

@@ -41,6 +41,7 @@ struct fixture {
         struct health *health;
         struct certstore *certs;
         struct http_server *server;
+        size_t bodies_in_flight; /* the server's budget of bodies; 0 = its default */
         char ca[512];
 };
 
@@ -88,6 +89,7 @@ static void fixture_start(
                 .max_connections = max_conn,
                 .max_connections_per_address = per_addr,
                 .max_body_bytes = 64 * 1024,
+                .max_body_bytes_in_flight = f->bodies_in_flight,
                 .read_timeout_s = 10,
                 .read_timeout_ms = header_ms ? 2 * header_ms : REQUEST_MS,
                 .read_header_timeout_ms = header_ms ? header_ms : HEADER_MS,
@@ -604,6 +606,79 @@ static void test_certificate_logs(void **state)
         (void)test_sh("rm -rf %s", dir);
 }
 
+/* What arrives on fd within timeout_ms, the connection staying open or not. */
+static char *read_some(int fd, unsigned timeout_ms)
+{
+        char *out = NULL;
+
+        (void)read_to_close(fd, timeout_ms, &out);
+        return out;
+}
+
+static int post_headers(uint16_t port, const char *framing)
+{
+        int fd = connect_from("127.0.0.1", port);
+        char *h = xasprintf("POST /ok HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", framing);
+
+        send_all(fd, h);
+        free(h);
+        return fd;
+}
+
+static void send_bytes(int fd, size_t n)
+{
+        char *b = xcalloc(1, n + 1);
+
+        memset(b, 'a', n);
+        send_all(fd, b);
+        free(b);
+}
+
+/* Two 60 000-byte bodies do not fit a 100 000-byte budget: while one is being received the
+ * other is answered 503 with Retry-After before its body is sent, a chunked one at its
+ * end; once the first completes, its bytes are free again. */
+static void test_bodies_in_flight_budget(void **state)
+{
+        struct fixture *f = fixture_new();
+        uint16_t port;
+        int a, b, c;
+        char *got;
+
+        (void)state;
+        f->bodies_in_flight = 100000;
+        fixture_start(f, false, 64, 64, LIMIT_HEADER_MS);
+        port = http_server_port(f->server);
+        a = post_headers(port, "Content-Length: 60000");
+        send_bytes(a, 1000); /* a is receiving: its 60 000 bytes are held */
+        b = post_headers(port, "Content-Length: 60000");
+        got = read_some(b, 1000);
+        assert_non_null(strstr(got, "HTTP/1.1 503"));
+        assert_non_null(strstr(got, "Retry-After: 1"));
+        assert_non_null(strstr(got, "too many request bodies in flight"));
+        free(got);
+        close(b);
+        c = post_headers(port, "Transfer-Encoding: chunked");
+        send_all(c, "c350\r\n"); /* one chunk of 50 000 bytes */
+        send_bytes(c, 50000);
+        send_all(c, "\r\n0\r\n\r\n");
+        got = read_some(c, 1000);
+        assert_non_null(strstr(got, "HTTP/1.1 503"));
+        free(got);
+        close(c);
+        send_bytes(a, 59000);
+        got = read_some(a, 1000);
+        assert_non_null(strstr(got, "HTTP/1.1 200"));
+        free(got);
+        close(a);
+        b = post_headers(port, "Content-Length: 60000"); /* the budget is free again */
+        send_bytes(b, 60000);
+        got = read_some(b, 1000);
+        assert_non_null(strstr(got, "HTTP/1.1 200"));
+        free(got);
+        close(b);
+        fixture_free(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -615,6 +690,7 @@ int main(void)
                 cmocka_unit_test(test_framing),
                 cmocka_unit_test(test_query_limits),
                 cmocka_unit_test(test_certificate_logs),
+                cmocka_unit_test(test_bodies_in_flight_budget),
         };
 
         log_setup(LOG_FORMAT_TEXT, 0, 2);

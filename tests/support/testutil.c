@@ -474,6 +474,51 @@ void tls_conn_close(struct tls_conn *c)
         c->fd = -1;
 }
 
+cJSON *test_fixture_json(const char *fmt, ...)
+{
+        va_list ap;
+        char *path, *file;
+        struct buf b;
+        char chunk[4096];
+        ssize_t n;
+        cJSON *root;
+        int fd;
+
+        va_start(ap, fmt);
+        path = xvasprintf(fmt, ap);
+        va_end(ap);
+        file = xasprintf("%s/tests/fixtures/%s", test_env("CAPMAAS_SOURCE_DIR"), path);
+        free(path);
+        fd = open(file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                fail_msg("cannot open %s", file);
+        buf_init(&b, 16u << 20);
+        while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+                if (buf_append(&b, chunk, (size_t)n) < 0)
+                        fail_msg("%s is over 16 MiB", file);
+        close(fd);
+        root = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
+        if (!root)
+                fail_msg("%s is not JSON", file);
+        buf_release(&b);
+        free(file);
+        return root;
+}
+
+void test_assert_same_json(const cJSON *a, const cJSON *b)
+{
+        char *ta, *tb;
+
+        if (cJSON_Compare(a, b, true))
+                return;
+        ta = cJSON_Print(a);
+        tb = cJSON_Print(b);
+        print_error("expected:\n%s\ngot:\n%s\n", ta, tb);
+        cJSON_free(ta);
+        cJSON_free(tb);
+        fail();
+}
+
 cJSON *test_json(const char *fmt, ...)
 {
         va_list ap;

@@ -114,3 +114,9 @@ struct cJSON;
 /* The JSON text made from fmt (printf-style), parsed; fails the running test when it does
  * not parse. The caller owns the tree (cJSON_Delete). */
 struct cJSON *test_json(const char *fmt, ...) PRINTF_LIKE(1, 2);
+/* The JSON file tests/fixtures/<path> of the source tree (CAPMAAS_SOURCE_DIR), the path
+ * made from fmt (printf-style), parsed; fails the running test when it is missing or does
+ * not parse. The caller owns the tree. */
+struct cJSON *test_fixture_json(const char *fmt, ...) PRINTF_LIKE(1, 2);
+/* Fails the running test, printing both, unless a and b are the same JSON. */
+void test_assert_same_json(const struct cJSON *a, const struct cJSON *b);

@@ -21,53 +21,11 @@
 #include "testutil.h"
 #include "xalloc.h"
 
-static cJSON *load_fixture(const char *name)
-{
-        const char *dir = getenv("CAPMAAS_SOURCE_DIR");
-        char *path;
-        char *text;
-        FILE *f;
-        long n;
-        cJSON *root;
-
-        assert_non_null(dir);
-        path = xasprintf("%s/tests/fixtures/schema/%s", dir, name);
-        f = fopen(path, "rb");
-        assert_non_null(f);
-        assert_int_equal(fseek(f, 0, SEEK_END), 0);
-        n = ftell(f);
-        assert_true(n > 0);
-        rewind(f);
-        text = xmalloc((size_t)n);
-        assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-        fclose(f);
-        assert_int_equal(json_parse(text, (size_t)n, &root), CM_OK);
-        free(text);
-        free(path);
-        return root;
-}
-
-/* Value at a dotted path of object members ("spec.lxd.vmConfig.gpu"), or NULL. */
-static void assert_same_json(const cJSON *a, const cJSON *b)
-{
-        char *ta;
-        char *tb;
-
-        if (cJSON_Compare(a, b, true))
-                return;
-        ta = cJSON_Print(a);
-        tb = cJSON_Print(b);
-        print_error("expected:\n%s\ngot:\n%s\n", ta, tb);
-        cJSON_free(ta);
-        cJSON_free(tb);
-        fail();
-}
-
 /* ---- round trips ---- */
 
 static void test_schema__machine_round_trip_keeps_unknown_fields(void **state)
 {
-        cJSON *in = load_fixture("maasmachine.json");
+        cJSON *in = test_fixture_json("schema/maasmachine.json");
         struct maas_machine m;
         struct json_errors e;
         cJSON *out = NULL;
@@ -98,7 +56,7 @@ static void test_schema__machine_round_trip_keeps_unknown_fields(void **state)
         assert_null(m.spec.parent);
 
         assert_int_equal(maas_machine_encode(&m, &out), CM_OK);
-        assert_same_json(in, out);
+        test_assert_same_json(in, out);
         /* The fixture really has unknown fields at several depths, and they came back. */
         assert_non_null(json_at(out, "futureTopLevel"));
         assert_non_null(json_at(out, "metadata.managedFields"));
@@ -113,7 +71,7 @@ static void test_schema__machine_round_trip_keeps_unknown_fields(void **state)
 
 static void test_schema__decode_view_reads_the_same_without_a_copy(void **state)
 {
-        cJSON *in = load_fixture("maasmachine.json");
+        cJSON *in = test_fixture_json("schema/maasmachine.json");
         struct maas_machine full;
         struct maas_machine view;
         struct json_errors e;
@@ -133,7 +91,7 @@ static void test_schema__decode_view_reads_the_same_without_a_copy(void **state)
         full.raw = NULL;
         assert_int_equal(maas_machine_encode(&full, &a), CM_OK);
         assert_int_equal(maas_machine_encode(&view, &b), CM_OK);
-        assert_same_json(a, b);
+        test_assert_same_json(a, b);
         assert_null(json_at(b, "futureTopLevel"));
         cJSON_Delete(a);
         cJSON_Delete(b);
@@ -145,7 +103,7 @@ static void test_schema__decode_view_reads_the_same_without_a_copy(void **state)
 
 static void test_schema__cluster_round_trip_keeps_unknown_fields(void **state)
 {
-        cJSON *in = load_fixture("maascluster.json");
+        cJSON *in = test_fixture_json("schema/maascluster.json");
         struct maas_cluster c;
         cJSON *out = NULL;
 
@@ -166,7 +124,7 @@ static void test_schema__cluster_round_trip_keeps_unknown_fields(void **state)
         assert_non_null(schema_meta_owner(&c.meta, "cluster.x-k8s.io", "Cluster"));
         assert_null(schema_meta_owner(&c.meta, "infrastructure.cluster.x-k8s.io", "Cluster"));
         assert_int_equal(maas_cluster_encode(&c, &out), CM_OK);
-        assert_same_json(in, out);
+        test_assert_same_json(in, out);
         assert_non_null(json_at(out, "spec.lxdConfig.futureLXD"));
         assert_non_null(json_at(out, "status.network.futureNet"));
         cJSON_Delete(out);
@@ -176,7 +134,7 @@ static void test_schema__cluster_round_trip_keeps_unknown_fields(void **state)
 
 static void test_schema__machine_template_round_trip(void **state)
 {
-        cJSON *in = load_fixture("maasmachinetemplate.json");
+        cJSON *in = test_fixture_json("schema/maasmachinetemplate.json");
         struct maas_machine_template t;
         cJSON *out = NULL;
 
@@ -188,7 +146,7 @@ static void test_schema__machine_template_round_trip(void **state)
         assert_int_equal(t.spec.tags.n, 0);
         assert_null(t.meta.creation_timestamp); /* null is absent ... */
         assert_int_equal(maas_machine_template_encode(&t, &out), CM_OK);
-        assert_same_json(in, out); /* ... and survives as null */
+        test_assert_same_json(in, out); /* ... and survives as null */
         assert_true(cJSON_IsNull(json_at(out, "metadata.creationTimestamp")));
         assert_non_null(json_at(out, "spec.template.metadata.labels"));
         assert_non_null(json_at(out, "spec.template.futureTemplate"));
@@ -201,7 +159,7 @@ static void test_schema__machine_template_round_trip(void **state)
 
 static void test_schema__cluster_template_round_trip(void **state)
 {
-        cJSON *in = load_fixture("maasclustertemplate.json");
+        cJSON *in = test_fixture_json("schema/maasclustertemplate.json");
         struct maas_cluster_template t;
         cJSON *out = NULL;
 
@@ -213,7 +171,7 @@ static void test_schema__cluster_template_round_trip(void **state)
         assert_int_equal(t.spec.control_plane_endpoint->port, 0);
         assert_true(t.spec.lxd_config->has_enabled && !t.spec.lxd_config->enabled);
         assert_int_equal(maas_cluster_template_encode(&t, &out), CM_OK);
-        assert_same_json(in, out);
+        test_assert_same_json(in, out);
         cJSON_Delete(out);
         maas_cluster_template_release(&t);
         cJSON_Delete(in);
@@ -221,7 +179,7 @@ static void test_schema__cluster_template_round_trip(void **state)
 
 static void test_schema__edits_keep_unknown_fields_of_list_entries(void **state)
 {
-        cJSON *in = load_fixture("maasmachine.json");
+        cJSON *in = test_fixture_json("schema/maasmachine.json");
         const struct schema_condition_in deployed = { SCHEMA_COND_MACHINE_DEPLOYED,
                                                       SCHEMA_CONDITION_FALSE,
                                                       SCHEMA_REASON_MACHINE_POWERED_OFF,
@@ -435,7 +393,7 @@ static void test_schema__new_object_encodes_only_what_is_set(void **state)
         m.status.present = true;
         (void)schema_conditions_set(&m.status.conditions, &ready, 0, 10);
         assert_int_equal(maas_machine_encode(&m, &out), CM_OK);
-        assert_same_json(want, out);
+        test_assert_same_json(want, out);
         cJSON_Delete(out);
         maas_machine_release(&m);
         cJSON_Delete(want);
@@ -443,7 +401,7 @@ static void test_schema__new_object_encodes_only_what_is_set(void **state)
 
 static void test_schema__status_cleared_is_removed(void **state)
 {
-        cJSON *in = load_fixture("maascluster.json");
+        cJSON *in = test_fixture_json("schema/maascluster.json");
         struct maas_cluster c;
         cJSON *out = NULL;
 

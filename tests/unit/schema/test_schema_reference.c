@@ -22,49 +22,6 @@
 #include "testutil.h"
 #include "xalloc.h"
 
-static cJSON *load_reference(const char *name)
-{
-        const char *dir = getenv("CAPMAAS_SOURCE_DIR");
-        char *path;
-        char *text;
-        FILE *f;
-        long n;
-        cJSON *root;
-
-        assert_non_null(dir);
-        path = xasprintf("%s/tests/fixtures/reference/%s", dir, name);
-        f = fopen(path, "rb");
-        if (!f)
-                print_error("cannot open %s\n", path);
-        assert_non_null(f);
-        assert_int_equal(fseek(f, 0, SEEK_END), 0);
-        n = ftell(f);
-        assert_true(n > 0);
-        rewind(f);
-        text = xmalloc((size_t)n);
-        assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-        fclose(f);
-        assert_int_equal(json_parse(text, (size_t)n, &root), CM_OK);
-        free(text);
-        free(path);
-        return root;
-}
-
-static void assert_same_json(const cJSON *a, const cJSON *b)
-{
-        char *ta;
-        char *tb;
-
-        if (cJSON_Compare(a, b, true))
-                return;
-        ta = cJSON_Print(a);
-        tb = cJSON_Print(b);
-        print_error("expected:\n%s\ngot:\n%s\n", ta, tb);
-        cJSON_free(ta);
-        cJSON_free(tb);
-        fail();
-}
-
 static void print_errors(const struct json_errors *e)
 {
         for (size_t i = 0; i < e->n; i++)
@@ -145,7 +102,7 @@ static void test_schema_reference__every_fixture_decodes_and_migrates_once(void 
 {
         (void)state;
         for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
-                cJSON *in = load_reference(fixtures[i]);
+                cJSON *in = test_fixture_json("reference/%s", fixtures[i]);
                 cJSON *once;
                 cJSON *twice;
 
@@ -153,10 +110,10 @@ static void test_schema_reference__every_fixture_decodes_and_migrates_once(void 
                 once = decode_encode(in);
                 assert_current_shape(once);
                 /* metadata and spec are never rewritten by the migration */
-                assert_same_json(json_at(in, "metadata"), json_at(once, "metadata"));
-                assert_same_json(json_at(in, "spec"), json_at(once, "spec"));
+                test_assert_same_json(json_at(in, "metadata"), json_at(once, "metadata"));
+                test_assert_same_json(json_at(in, "spec"), json_at(once, "spec"));
                 twice = decode_encode(once);
-                assert_same_json(once, twice);
+                test_assert_same_json(once, twice);
                 cJSON_Delete(twice);
                 cJSON_Delete(once);
                 cJSON_Delete(in);
@@ -167,7 +124,7 @@ static void test_schema_reference__every_fixture_decodes_and_migrates_once(void 
  * object without status.initialization is provisioned. */
 static void test_schema_reference__v07_failure_domain_map_reads_as_a_list(void **state)
 {
-        cJSON *in = load_reference("v0.7-maascluster.json");
+        cJSON *in = test_fixture_json("reference/v0.7-maascluster.json");
         cJSON *want = test_json("[{\"name\": \"az1\", \"controlPlane\": true},"
                                 " {\"name\": \"az2\", \"controlPlane\": true}]");
         struct maas_cluster c;
@@ -185,7 +142,7 @@ static void test_schema_reference__v07_failure_domain_map_reads_as_a_list(void *
         /* v0.7 wrote only ready: it reads as provisioned too, as HEAD would write it */
         assert_true(c.status.ready && c.status.has_provisioned && c.status.provisioned);
         assert_int_equal(maas_cluster_encode(&c, &out), CM_OK);
-        assert_same_json(want, json_at(out, "status.failureDomains"));
+        test_assert_same_json(want, json_at(out, "status.failureDomains"));
         assert_true(cJSON_IsTrue(json_at(out, "status.initialization.provisioned")));
         cJSON_Delete(out);
         cJSON_Delete(want);
@@ -196,7 +153,7 @@ static void test_schema_reference__v07_failure_domain_map_reads_as_a_list(void *
 /* An API server serving the current CRD prunes the map's members away: {} reads as []. */
 static void test_schema_reference__pruned_empty_map_reads_as_an_empty_list(void **state)
 {
-        cJSON *in = load_reference("v0.8-maascluster.json");
+        cJSON *in = test_fixture_json("reference/v0.8-maascluster.json");
         struct maas_cluster c;
         cJSON *out = NULL;
 
@@ -237,8 +194,8 @@ static void test_schema_reference__failure_domains_of_another_type_is_an_error(v
  * transition time and an existing reason and message are kept. */
 static void test_schema_reference__v1beta1_conditions_read_as_current(void **state)
 {
-        cJSON *in = load_reference("v0.7-maasmachine.json");
-        cJSON *hcp = load_reference("v0.8-maasmachine.json");
+        cJSON *in = test_fixture_json("reference/v0.7-maasmachine.json");
+        cJSON *hcp = test_fixture_json("reference/v0.8-maasmachine.json");
         struct maas_machine m;
         struct maas_machine h;
         const struct schema_condition *cond;
@@ -281,10 +238,10 @@ static void test_schema_reference__head_objects_are_unchanged(void **state)
 
         (void)state;
         for (size_t i = 0; i < 2; i++) {
-                cJSON *in = load_reference(head[i]);
+                cJSON *in = test_fixture_json("reference/%s", head[i]);
                 cJSON *out = decode_encode(in);
 
-                assert_same_json(in, out);
+                test_assert_same_json(in, out);
                 cJSON_Delete(out);
                 cJSON_Delete(in);
         }

@@ -23,6 +23,7 @@
 #include "admission.h"
 #include "err.h"
 #include "json.h"
+#include "testutil.h"
 #include "xalloc.h"
 
 static void assert_only_error(struct field_errors *fe, const char *text)
@@ -338,32 +339,6 @@ static void test_validate__kinds_are_found_by_name(void **state)
 
 /* ---- updates of the reference provider's objects ---- */
 
-static cJSON *load_reference(const char *name)
-{
-        const char *dir = getenv("CAPMAAS_SOURCE_DIR");
-        char *path;
-        char *text;
-        FILE *f;
-        long n;
-        cJSON *root;
-
-        assert_non_null(dir);
-        path = xasprintf("%s/tests/fixtures/reference/%s", dir, name);
-        f = fopen(path, "rb");
-        assert_non_null(f);
-        assert_int_equal(fseek(f, 0, SEEK_END), 0);
-        n = ftell(f);
-        assert_true(n > 0);
-        rewind(f);
-        text = xmalloc((size_t)n);
-        assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-        fclose(f);
-        assert_int_equal(json_parse(text, (size_t)n, &root), CM_OK);
-        free(text);
-        free(path);
-        return root;
-}
-
 static char no_name[] = "";
 
 /* A member of obj by a path of member names (NULL-terminated), or NULL. */
@@ -418,7 +393,7 @@ static void test_validate__reference_objects_may_always_lose_their_finalizer(voi
 
         (void)state;
         for (size_t i = 0; i < ARRAY_SIZE(fixtures); i++) {
-                cJSON *old = load_reference(fixtures[i]);
+                cJSON *old = test_fixture_json("reference/%s", fixtures[i]);
                 cJSON *cur = without_finalizers(old);
                 struct admission_response v = { 0 };
                 struct admission_response m = { 0 };
@@ -442,7 +417,7 @@ static void test_validate__reference_objects_may_always_lose_their_finalizer(voi
  * spec.template.spec differ from the stored one: denied as immutable). */
 static void test_validate__metadata_only_update_is_not_defaulted(void **state)
 {
-        cJSON *old = load_reference("v0.7-maasmachinetemplate.json");
+        cJSON *old = test_fixture_json("reference/v0.7-maasmachinetemplate.json");
         cJSON *cur = cJSON_Duplicate(old, true);
         struct admission_response v = { 0 };
         struct admission_response m = { 0 };
@@ -472,7 +447,7 @@ static void test_validate__metadata_only_update_is_not_defaulted(void **state)
  * that leaves it as it is. */
 static void test_validate__unchanged_legacy_spec_is_not_judged(void **state)
 {
-        cJSON *old = load_reference("v0.7-maasmachine.json");
+        cJSON *old = test_fixture_json("reference/v0.7-maasmachine.json");
         cJSON *cur;
         struct admission_response v = { 0 };
         struct admission_response m = { 0 };
@@ -496,8 +471,8 @@ static void test_validate__unchanged_legacy_spec_is_not_judged(void **state)
  * with its message. */
 static void test_validate__spec_change_of_reference_object_is_judged(void **state)
 {
-        cJSON *mm = load_reference("v0.7-maasmachine.json");
-        cJSON *mc = load_reference("v0.7-maascluster.json");
+        cJSON *mm = test_fixture_json("reference/v0.7-maasmachine.json");
+        cJSON *mc = test_fixture_json("reference/v0.7-maascluster.json");
         cJSON *mm2 = cJSON_Duplicate(mm, true);
         cJSON *mc2 = cJSON_Duplicate(mc, true);
         struct admission_response v = { 0 };
@@ -529,7 +504,7 @@ static void test_validate__spec_change_of_reference_object_is_judged(void **stat
  * status (kept by the API server) has a shape nothing decodes. */
 static void test_validate__status_never_denies(void **state)
 {
-        cJSON *old = load_reference("v0.7-maascluster.json");
+        cJSON *old = test_fixture_json("reference/v0.7-maascluster.json");
         cJSON *cur;
         struct admission_response v = { 0 };
         struct admission_response m = { 0 };

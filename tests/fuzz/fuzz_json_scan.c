@@ -16,31 +16,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "../support/utf8_oracle.h"
 #include "json.h"
 #include "json_scan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static bool utf8_valid(const unsigned char *s)
-{
-        while (*s) {
-                unsigned c = *s, n = c < 0x80 ? 0 : c < 0xC2 ? 9 : c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
-                unsigned cp = n == 1 ? c & 0x1F : n == 2 ? c & 0x0F : c & 0x07;
-
-                if (n == 9 || c > 0xF4)
-                        return false;
-                s++;
-                for (unsigned i = 0; i < n; i++, s++) {
-                        if ((*s & 0xC0) != 0x80)
-                                return false;
-                        cp = cp << 6 | (*s & 0x3F);
-                }
-                if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-                    (cp >= 0xD800 && cp < 0xE000))
-                        return false;
-        }
-        return true;
-}
 
 /* Values in the tree; string bytes (strlen, so a NUL would show as fewer) into *bytes. */
 static size_t count(const cJSON *item, size_t *bytes)
@@ -70,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (size)
                 memcpy(text, data, size);
         r = json_scan(text, size, NULL, &res);
-        if (!utf8_valid((const unsigned char *)res.message))
+        if (!utf8_oracle_valid((const unsigned char *)res.message))
                 abort(); /* a message must never carry invalid bytes */
         if (r == 0) {
                 if (json_parse(text, size, &tree) != 0)

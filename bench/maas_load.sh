@@ -32,8 +32,20 @@ stack_render_cluster "$WORK/cluster.yaml" WORKER_MACHINE_COUNT=$((N - 3)) || exi
 
 now() { $PY -c 'import time; print(time.time())'; }
 since() { $PY -c "import time; print(round(time.time() - $1, 1))"; }
-counts() { # prints "reads writes peakRps" and resets maas-sim's log
-  stack_maas GET requests | $PY -c 'import json,sys; d=json.load(sys.stdin); print(d["reads"], d["writes"], d["peakRps"])'
+# counts: prints "reads writes peakRps", the calls by kind on stderr ("# calls: GET
+# machines/ 4, GET machine 20, POST machine op=deploy 20, ..." from the log's last 4096
+# entries), and resets maas-sim's log
+counts() {
+  stack_maas GET requests | $PY -c '
+import collections, json, re, sys
+d = json.load(sys.stdin)
+kinds = collections.Counter()
+for r in d["requests"]:
+    path = re.sub(r"^.*/api/2\.0/", "", r["path"])
+    path = re.sub(r"^machines/[^/]+/$", "machine", path)
+    kinds[r["method"] + " " + path + (" op=" + r["op"] if r["op"] else "")] += 1
+print("# calls:", ", ".join("%s %d" % kv for kv in kinds.most_common()), file=sys.stderr)
+print(d["reads"], d["writes"], d["peakRps"])'
   stack_maas POST reset-log >/dev/null
 }
 per() { $PY -c "print(round($1 / $N, 2))"; }

@@ -1,7 +1,9 @@
 /*
- * fleet_snapshot: one list of every Deployed MAAS machine we hold, refreshed at most once per
- * --machine-refresh by whichever worker finds it due, so steady-state MaasMachines read
- * MAAS 100 machines a call instead of one GET each (beyond.md B6). See fleet_snapshot.h.
+ * fleet_snapshot: two lists of the MAAS machines we hold, each refreshed by whichever worker
+ * finds it due: the Deployed ones once per --machine-refresh-interval (beyond.md B6), and
+ * those in flight (Allocated, Deploying) on the schedule of inflight_every_ms, so a rollout
+ * reads MAAS 100 machines a call per interval instead of one GET per machine and poll
+ * (issue 18). See fleet_snapshot.h.
  */
 #include "fleet_snapshot.h"
 
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "compiler.h"
 #include "err.h"
 #include "reconciler.h"
 #include "worker.h"
@@ -47,15 +50,52 @@ static void node_copy(const struct maas_node *src, struct maas_node *dst)
         strv_copy(&src->ip_addresses, &dst->ip_addresses);
 }
 
-#define FLEET_CHUNK       100
+#define FLEET_CHUNK       100 /* ids a list call: ~100 machines' JSON, far under the 8 MiB cap */
 #define FLEET_MIN_WAIT_MS 100
 
+/*
+ * The in-flight list's interval, from the age of the youngest deploy in flight: 2 s while
+ * it is under 16 s old (a deploy MAAS fails at once is replaced within seconds), then an
+ * eighth of its age, at most 5 s (a deploy that completes is seen within 5 s). One list
+ * per interval serves every machine in flight, so the schedule costs calls per interval,
+ * never per machine; the 2 s floor keeps it from ever looping.
+ */
+#define INFLIGHT_MIN_MS 2000u
+#define INFLIGHT_MAX_MS 5000u
+
+static uint64_t inflight_every_ms(int64_t youngest_age_s)
+{
+        uint64_t ms = youngest_age_s > 0 ? (uint64_t)youngest_age_s * 125u : 0;
+
+        if (ms < INFLIGHT_MIN_MS)
+                return INFLIGHT_MIN_MS;
+        return ms > INFLIGHT_MAX_MS ? INFLIGHT_MAX_MS : ms;
+}
+
 struct fleet_ids {
+        bool inflight;
+        int64_t youngest; /* the latest deploy-started among them (epoch seconds) */
         char **ids;
         size_t n, cap;
 };
 
-/* informer_each: keeps the systemID of a Deployed MaasMachine. */
+bool fleet_snapshot_in_flight(const cJSON *mm)
+{
+        const char *st = json_find_str(mm, "status", "machineState", NULL);
+        const char *fr = json_find_str(mm, "status", "failureReason", NULL);
+        const cJSON *ready = json_find(mm, "status", "ready", NULL);
+
+        if (!json_find_str(mm, "spec", "systemID", NULL) ||
+            json_find(mm, "metadata", "deletionTimestamp", NULL) || cJSON_IsTrue(ready) ||
+            (fr && *fr) ||
+            !json_find_str(mm, "metadata", "annotations", RECONCILER_ANNOTATION_DEPLOY_STARTED,
+                           NULL))
+                return false;
+        /* no machineState yet: the pass that allocated and deployed left status to the next */
+        return !st || !*st || strcmp(st, "Allocated") == 0 || strcmp(st, "Deploying") == 0;
+}
+
+/* informer_each: keeps the systemID of a MaasMachine of the list's kind. */
 static void fleet_id_of(void *arg, struct kube_object *obj)
 {
         struct fleet_ids *f = arg;
@@ -63,23 +103,23 @@ static void fleet_id_of(void *arg, struct kube_object *obj)
         const char *sid = json_find_str(o, "spec", "systemID", NULL);
         const char *st = json_find_str(o, "status", "machineState", NULL);
 
-        if (!sid || !st || strcmp(st, "Deployed") != 0)
+        if (f->inflight) {
+                const char *t = json_find_str(o, "metadata", "annotations",
+                                              RECONCILER_ANNOTATION_DEPLOY_STARTED, NULL);
+                int64_t t0 = t ? strtoll(t, NULL, 10) : 0;
+
+                if (!fleet_snapshot_in_flight(o))
+                        return;
+                if (t0 > f->youngest)
+                        f->youngest = t0;
+        } else if (!sid || !st || strcmp(st, "Deployed") != 0) {
                 return;
+        }
         if (f->n == f->cap) {
                 f->cap = f->cap ? f->cap * 2 : 64;
                 f->ids = xrealloc(f->ids, f->cap * sizeof(*f->ids));
         }
         f->ids[f->n++] = xstrdup(sid);
-}
-
-/* The systemIDs of every Deployed MaasMachine, reading the cache one object at a time. */
-static void fleet_ids(struct provider *p, char ***ret, size_t *ret_n)
-{
-        struct fleet_ids f = { 0 };
-
-        (void)informer_each(p->maasmachines, NULL, NULL, fleet_id_of, &f);
-        *ret = f.ids;
-        *ret_n = f.n;
 }
 
 static int cmp_node_id(const void *a, const void *b)
@@ -88,118 +128,232 @@ static int cmp_node_id(const void *a, const void *b)
                       ((const struct maas_node *)b)->system_id);
 }
 
-/* Lists every Deployed machine we hold, 100 ids a call, sorted by system_id. Runs without
- * the fleet lock: lookups go on against the previous list meanwhile. */
-static int fleet_fetch(struct reconciler_worker *w, struct maas_node_list *ret)
+static int cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void ids_release(char **ids, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(ids[i]);
+        free(ids);
+}
+
+/* What one refresh read: the machines, sorted by system_id, and the ids it asked for. */
+struct fleet_result {
+        struct maas_node_list nodes;
+        char **asked;
+        size_t n_asked;
+        uint64_t every_ms;
+};
+
+/* Lists every machine of the list's kind, 100 ids a call. Runs without the fleet lock:
+ * lookups go on against the previous list meanwhile. */
+static int fleet_fetch(struct reconciler_worker *w, bool inflight, struct fleet_result *ret)
 {
         struct provider *p = w->p;
         struct maas_node_list all = { 0 };
         struct maas_error me = { 0 };
-        char **ids = NULL;
-        size_t n = 0;
+        struct fleet_ids f = { .inflight = inflight };
         int err = 0;
 
-        fleet_ids(p, &ids, &n);
-        for (size_t off = 0; off < n && err == 0; off += FLEET_CHUNK) {
+        (void)informer_each(p->maasmachines, NULL, NULL, fleet_id_of, &f);
+        if (f.n > 1) /* sorted: the lookups bsearch them, and the pages are stable */
+                qsort(f.ids, f.n, sizeof(*f.ids), cmp_str);
+        for (size_t off = 0; off < f.n && err == 0; off += FLEET_CHUNK) {
                 struct maas_node_list part = { 0 };
-                size_t m = n - off < FLEET_CHUNK ? n - off : FLEET_CHUNK;
-                struct maas_node_filter f = { .ids = (const char *const *)ids + off, .n_ids = m };
+                size_t m = f.n - off < FLEET_CHUNK ? f.n - off : FLEET_CHUNK;
+                struct maas_node_filter q = { .ids = (const char *const *)f.ids + off, .n_ids = m };
 
-                err = maas_list_machines(w->maas, &f, &part, &me);
+                err = maas_list_machines(w->maas, &q, &part, &me);
                 reconciler_maas_count(p, "list_machines", err, &me);
                 maas_error_release(&me);
                 if (err == 0)
                         maas_node_list_append(&all, &part);
         }
-        for (size_t i = 0; i < n; i++)
-                free(ids[i]);
-        free(ids);
         if (err) {
+                ids_release(f.ids, f.n);
                 maas_node_list_release(&all);
                 return err;
         }
         if (all.n > 1)
                 qsort(all.items, all.n, sizeof(*all.items), cmp_node_id);
-        *ret = all;
+        ret->nodes = all;
+        ret->asked = f.ids;
+        ret->n_asked = f.n;
+        ret->every_ms =
+                inflight ? inflight_every_ms(
+                                   f.youngest ? (int64_t)clock_wall_s(p->clock) - f.youngest : 0)
+                         : p->settings.machine_refresh_ms;
         return 0;
+}
+
+static struct reconciler_fleet *fleet_of(struct provider *p, bool inflight)
+{
+        return inflight ? &p->inflight : &p->fleet;
+}
+
+static uint64_t every_of(const struct provider *p, const struct reconciler_fleet *f, bool inflight)
+{
+        if (f->every_ms)
+                return f->every_ms;
+        return inflight ? INFLIGHT_MIN_MS : p->settings.machine_refresh_ms;
+}
+
+/* The list is due (never fetched, or an interval old). Lock held. */
+static bool fleet_due(const struct provider *p, bool inflight, uint64_t now)
+{
+        const struct reconciler_fleet *f = inflight ? &p->inflight : &p->fleet;
+
+        return !f->fetched_ms || now - f->fetched_ms >= every_of(p, f, inflight);
 }
 
 /* Whether this caller should fetch the next list: the list is due and nobody else is
  * fetching it. Lock held. */
-static bool fleet_claim(struct provider *p, uint64_t now)
+static bool fleet_claim(struct provider *p, bool inflight, uint64_t now)
 {
-        if (p->fleet.refreshing ||
-            (p->fleet.fetched_ms && now - p->fleet.fetched_ms < p->settings.machine_refresh_ms))
+        struct reconciler_fleet *f = fleet_of(p, inflight);
+
+        if (f->refreshing || !fleet_due(p, inflight, now))
                 return false;
-        p->fleet.refreshing = true;
+        f->refreshing = true;
         return true;
 }
 
-static void fleet_refresh(struct reconciler_worker *w)
+static void fleet_refresh(struct reconciler_worker *w, bool inflight)
 {
         struct provider *p = w->p;
-        struct maas_node_list all = { 0 };
-        int err = fleet_fetch(w, &all);
+        struct reconciler_fleet *f = fleet_of(p, inflight);
+        struct fleet_result r = { 0 };
+        int err = fleet_fetch(w, inflight, &r);
 
         pthread_mutex_lock(&p->fleet_lock);
         if (err == 0) {
-                maas_node_list_release(&p->fleet.nodes);
-                p->fleet.nodes = all;
-                p->fleet.valid = true;
+                maas_node_list_release(&f->nodes);
+                ids_release(f->asked, f->n_asked);
+                f->nodes = r.nodes;
+                f->asked = r.asked;
+                f->n_asked = r.n_asked;
+                f->every_ms = r.every_ms;
+                f->valid = true;
         }
         /* after a failure too: the next attempt waits an interval, lookups fall back to a
          * GET per machine meanwhile only if no list was ever fetched */
-        p->fleet.fetched_ms = clock_now_ms(p->clock);
-        p->fleet.refreshing = false;
+        f->fetched_ms = clock_now_ms(p->clock);
+        f->refreshing = false;
         pthread_cond_broadcast(&p->fleet_cond);
         pthread_mutex_unlock(&p->fleet_lock);
 }
 
-/* The list is due (never fetched, or an interval old). Lock held. */
-static bool fleet_due(const struct provider *p, uint64_t now)
+static uint64_t next_ms(struct provider *p, bool inflight)
 {
-        return !p->fleet.fetched_ms || now - p->fleet.fetched_ms >= p->settings.machine_refresh_ms;
-}
-
-uint64_t fleet_snapshot_next_ms(struct provider *p)
-{
-        uint64_t every = p->settings.machine_refresh_ms, now = clock_now_ms(p->clock), at;
+        uint64_t now = clock_now_ms(p->clock), every, at;
+        const struct reconciler_fleet *f = fleet_of(p, inflight);
 
         pthread_mutex_lock(&p->fleet_lock);
-        at = p->fleet.fetched_ms ? p->fleet.fetched_ms + every : 0;
+        every = every_of(p, f, inflight);
+        at = f->fetched_ms ? f->fetched_ms + every : 0;
         pthread_mutex_unlock(&p->fleet_lock);
         if (!at || at <= now)
                 return every;
         return at - now < FLEET_MIN_WAIT_MS ? FLEET_MIN_WAIT_MS : at - now;
 }
 
-int fleet_snapshot_lookup(struct reconciler_worker *w, const char *system_id, struct maas_node *ret)
+uint64_t fleet_snapshot_next_ms(struct provider *p)
+{
+        return next_ms(p, false);
+}
+
+uint64_t fleet_snapshot_inflight_next_ms(struct provider *p)
+{
+        return next_ms(p, true);
+}
+
+/* Refreshes the list when due, or waits for a due list another worker is fetching, so
+ * every pass of an interval sees that interval's list. Lock not held. */
+static void fleet_fresh(struct reconciler_worker *w, bool inflight)
 {
         struct provider *p = w->p;
-        struct maas_node key = { .system_id = (char *)(uintptr_t)system_id };
-        const struct maas_node *hit;
         uint64_t now = clock_now_ms(p->clock);
         bool fetch;
-        int err = CM_ENOTFOUND;
 
         pthread_mutex_lock(&p->fleet_lock);
-        fetch = fleet_claim(p, now);
-        /* Another worker is fetching a list that is due: wait for it rather than read the
-         * stale one, so every pass of an interval sees that interval's list. */
-        while (!fetch && p->fleet.refreshing && fleet_due(p, now))
+        fetch = fleet_claim(p, inflight, now);
+        while (!fetch && fleet_of(p, inflight)->refreshing && fleet_due(p, inflight, now))
                 pthread_cond_wait(&p->fleet_cond, &p->fleet_lock);
         pthread_mutex_unlock(&p->fleet_lock);
         if (fetch)
-                fleet_refresh(w);
-        pthread_mutex_lock(&p->fleet_lock);
-        hit = p->fleet.valid && p->fleet.nodes.n
-                      ? bsearch(&key, p->fleet.nodes.items, p->fleet.nodes.n,
-                                sizeof(*p->fleet.nodes.items), cmp_node_id)
-                      : NULL;
-        if (hit) {
+                fleet_refresh(w, inflight);
+}
+
+/* Copies system_id's entry of f into *ret. Lock held. */
+static bool fleet_find(const struct reconciler_fleet *f,
+                       const char *system_id,
+                       struct maas_node *ret)
+{
+        struct maas_node key = { .system_id = (char *)(uintptr_t)system_id };
+        const struct maas_node *hit = f->valid && f->nodes.n
+                                              ? bsearch(&key, f->nodes.items, f->nodes.n,
+                                                        sizeof(*f->nodes.items), cmp_node_id)
+                                              : NULL;
+
+        if (hit)
                 node_copy(hit, ret);
-                err = 0;
-        }
+        return hit != NULL;
+}
+
+/* Whether the last list of f asked MAAS for system_id. Lock held. */
+static bool fleet_asked(const struct reconciler_fleet *f, const char *system_id)
+{
+        const char *key = system_id;
+
+        return f->valid && f->n_asked &&
+               bsearch(&key, f->asked, f->n_asked, sizeof(*f->asked), cmp_str) != NULL;
+}
+
+int fleet_snapshot_lookup(struct reconciler_worker *w, const char *system_id, struct maas_node *ret)
+{
+        struct provider *p = w->p;
+        uint64_t now;
+        bool hit;
+
+        fleet_fresh(w, false);
+        pthread_mutex_lock(&p->fleet_lock);
+        hit = fleet_find(&p->fleet, system_id, ret);
+        /* Just Deployed, after the last Deployed list: the in-flight list saw it, and is
+         * answer enough while it is no older than the Deployed list may be. */
+        now = clock_now_ms(p->clock);
+        if (!hit && p->inflight.fetched_ms &&
+            now - p->inflight.fetched_ms < p->settings.machine_refresh_ms)
+                hit = fleet_find(&p->inflight, system_id, ret);
         pthread_mutex_unlock(&p->fleet_lock);
-        return err;
+        return hit ? 0 : CM_ENOTFOUND;
+}
+
+int fleet_snapshot_lookup_inflight(struct reconciler_worker *w,
+                                   const char *system_id,
+                                   struct maas_node *ret,
+                                   bool *ret_later)
+{
+        struct provider *p = w->p;
+        bool hit, asked;
+
+        *ret_later = false;
+        fleet_fresh(w, true);
+        pthread_mutex_lock(&p->fleet_lock);
+        hit = fleet_find(&p->inflight, system_id, ret);
+        asked = fleet_asked(&p->inflight, system_id);
+        /* a valid list that never asked for it: in flight since, the next list will */
+        if (!hit && !asked && p->inflight.valid)
+                *ret_later = true;
+        pthread_mutex_unlock(&p->fleet_lock);
+        return hit ? 0 : CM_ENOTFOUND;
+}
+
+void fleet_snapshot_release(struct reconciler_fleet *f)
+{
+        maas_node_list_release(&f->nodes);
+        ids_release(f->asked, f->n_asked);
+        *f = (struct reconciler_fleet){ 0 };
 }

@@ -1,14 +1,19 @@
 #pragma once
 /*
- * fleet_snapshot: the MAAS fleet snapshot (beyond.md B6, internal): every Deployed machine
- * our MaasMachines hold, listed 100 ids a call and kept sorted by system_id in p->fleet
- * (guarded by p->fleet_lock). A lookup that finds the list due refreshes it first, without
- * the lock; other workers needing it wait for that list (p->fleet_cond), so a steady
- * machine's pass, scheduled by fleet_snapshot_next_ms just after the list falls due, sees
- * MAAS as it is within one --machine-refresh-interval.
+ * fleet_snapshot: the MAAS fleet snapshot (beyond.md B6, issue 18, internal): two lists of
+ * the machines our MaasMachines hold, 100 ids a call, kept sorted by system_id (guarded by
+ * p->fleet_lock): p->fleet, every Deployed one, once per --machine-refresh-interval; and
+ * p->inflight, every one Allocated or Deploying, every 2 s while a deploy is under 16 s old,
+ * then an eighth of the youngest deploy's age, at most 5 s. A lookup that finds the list due
+ * refreshes it first, without the lock; other workers needing it wait for that list
+ * (p->fleet_cond), so a steady machine's pass, scheduled by fleet_snapshot_next_ms just after the
+ * list falls due, sees MAAS as it is within one --machine-refresh-interval.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include <cjson/cJSON.h>
 
 #include "compiler.h"
 #include "maas_client.h"
@@ -16,7 +21,8 @@
 struct provider;
 struct reconciler_worker;
 
-/* A copy of system_id's entry (maas_node_release it) when the snapshot has it, else
+/* A copy of system_id's entry (maas_node_release it) when the Deployed list has it (or an
+ * in-flight list younger than --machine-refresh-interval: a machine just Deployed), else
  * CM_ENOTFOUND (never fetched, failed, or not Deployed at the last list). */
 MUST_CHECK int fleet_snapshot_lookup(struct reconciler_worker *w,
                                      const char *system_id,
@@ -24,3 +30,23 @@ MUST_CHECK int fleet_snapshot_lookup(struct reconciler_worker *w,
 /* Milliseconds until the list next falls due (the interval when it never was fetched or is
  * due now; at least 100). */
 uint64_t fleet_snapshot_next_ms(struct provider *p);
+/* The same as ms until the in-flight list next falls due. */
+uint64_t fleet_snapshot_inflight_next_ms(struct provider *p);
+
+/* Whether a cached MaasMachine is in flight: it names a machine capmaas allocated
+ * (deploy-started), is not ready, deleting or terminal, and its status says Allocated or
+ * Deploying (or nothing yet). */
+bool fleet_snapshot_in_flight(const cJSON *maasmachine);
+/* For a machine in flight: refreshes the in-flight list when due (or waits for the due one
+ * another worker is fetching), then a copy of system_id's entry. CM_ENOTFOUND when the list
+ * asked for it and MAAS did not return it (a GET confirms it is gone), or no list could be
+ * read; with *ret_later set when the last list was fetched before the machine was in flight:
+ * the caller waits fleet_snapshot_inflight_next_ms for the next one instead of reading. */
+MUST_CHECK int fleet_snapshot_lookup_inflight(struct reconciler_worker *w,
+                                              const char *system_id,
+                                              struct maas_node *ret,
+                                              bool *ret_later);
+
+struct reconciler_fleet;
+/* Frees a list (provider_free). */
+void fleet_snapshot_release(struct reconciler_fleet *f);

@@ -132,16 +132,10 @@ static int state_deployed(struct maasmachine_ctx *c, struct reconcile_result *re
         return maasmachine_node_provider_id(c, res);
 }
 
-/* Deploying machines are polled at a quarter of the time they have been deploying, between
- * 1 s and RECONCILER_DEPLOY_POLL_MS: a fast deploy is seen quickly, a slow one costs few reads. */
-static uint64_t deploy_poll_ms(int64_t elapsed_s)
-{
-        uint64_t ms = elapsed_s > 0 ? (uint64_t)elapsed_s * 250u : 0;
-
-        if (ms < 1000)
-                return 1000;
-        return ms > RECONCILER_DEPLOY_POLL_MS ? RECONCILER_DEPLOY_POLL_MS : ms;
-}
+/* A deploy just sent is looked at again in a second (its status written by that pass);
+ * after that a Deploying machine's pass comes just after the in-flight list falls due
+ * (fleet_snapshot.h: every 2 s while a deploy is young, up to 5 s), and reads that list. */
+#define DEPLOY_FIRST_LOOK_MS 1000u
 
 static int state_deploying(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
@@ -158,7 +152,7 @@ static int state_deploying(struct maasmachine_ctx *c, struct reconcile_result *r
         reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
                         SCHEMA_REASON_MACHINE_DEPLOYING, "MAAS machine %s is deploying",
                         c->node.system_id);
-        maasmachine_requeue(res, deploy_poll_ms(t0 > 0 ? c->now - t0 : 0));
+        maasmachine_requeue(res, fleet_snapshot_inflight_next_ms(c->p));
         return 0;
 }
 
@@ -204,7 +198,9 @@ static int state_allocated(struct maasmachine_ctx *c, struct reconcile_result *r
         if (err)
                 return err;
         status_from_node(c);
-        return state_deploying(c, res);
+        err = state_deploying(c, res);
+        maasmachine_requeue(res, DEPLOY_FIRST_LOOK_MS);
+        return err;
 }
 
 static int state_failed(struct maasmachine_ctx *c, struct reconcile_result *res)
@@ -304,6 +300,10 @@ static int reconcile_normal(struct maasmachine_ctx *c, struct reconcile_result *
                                 cm_strerror(err));
                 return err;
         }
+        if (c->list_later) { /* nothing read: the next in-flight list answers */
+                maasmachine_requeue(res, fleet_snapshot_inflight_next_ms(c->p));
+                return 0;
+        }
         if (!c->have_node && names_machine(c)) /* gone after provisioning (find_node) */
                 return maasmachine_host_lost(c, res);
         if (c->have_node && named)
@@ -355,8 +355,9 @@ static int pass(struct maasmachine_ctx *c, struct reconcile_result *res)
         /* A pass that comes back within a second (a deploy just started) leaves its status
          * to that next pass: status is rebuilt from MAAS every time, and a fast deploy then
          * costs one status write instead of two. */
-        ferr = maasmachine_flush(c, err == 0 && res->outcome == RECONCILE_REQUEUE_AFTER &&
-                                            res->after_ms <= STATUS_DEBOUNCE_MS);
+        ferr = maasmachine_flush(c, c->list_later ||
+                                            (err == 0 && res->outcome == RECONCILE_REQUEUE_AFTER &&
+                                             res->after_ms <= STATUS_DEBOUNCE_MS));
         return err ? err : ferr;
 }
 

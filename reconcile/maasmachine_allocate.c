@@ -88,9 +88,14 @@ int maasmachine_find_node(struct maasmachine_ctx *c)
         int err = CM_ENOTFOUND;
 
         /* The fleet snapshot may be a refresh interval old: fine for noticing drift at
-         * steady state, never for deciding a release. */
+         * steady state, never for deciding a release. A machine in flight reads the
+         * in-flight list (a few seconds old at most); a GET only confirms one it lacks. */
         if (sid && steady(c) && !c->mm.meta.deletion_timestamp)
                 err = fleet_snapshot_lookup(c->w, sid, &n);
+        else if (sid && fleet_snapshot_in_flight(kube_object_json(c->obj)))
+                err = fleet_snapshot_lookup_inflight(c->w, sid, &n, &c->list_later);
+        if (c->list_later)
+                return 0; /* the next in-flight list answers it */
         if (sid && err == CM_ENOTFOUND) {
                 err = maas_get_machine(c->w->maas, sid, &n, &me);
                 reconciler_maas_count(c->p, "get_machine", err, &me);

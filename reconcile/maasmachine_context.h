@@ -29,6 +29,7 @@ struct maasmachine_ctx {
         cJSON *cur;                  /* the object as the server last returned it (owned) */
         struct maas_node node;       /* the MAAS machine, when have_node */
         bool have_node;
+        bool list_later; /* in flight, not yet in the in-flight list: wait for the next */
         bool control_plane;
         time_t now;
         unsigned writes;                    /* PATCH calls made by this pass */

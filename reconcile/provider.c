@@ -9,6 +9,7 @@
 #include "backoff.h"
 #include "clock.h"
 #include "err.h"
+#include "fleet_snapshot.h"
 #include "kube_events.h"
 #include "log.h"
 #include "maascluster.h"
@@ -412,7 +413,8 @@ struct provider *provider_free(struct provider *p)
         reconciler_table_release(&p->power_off_reads);
         reconciler_table_release(&p->node_done);
         reconciler_table_release(&p->api_probe);
-        maas_node_list_release(&p->fleet.nodes);
+        fleet_snapshot_release(&p->fleet);
+        fleet_snapshot_release(&p->inflight);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->fleet_cond);
         pthread_mutex_destroy(&p->fleet_lock);

@@ -34,9 +34,6 @@ struct controller;
 struct event_recorder;
 struct metric_family;
 
-/* How often a deploying machine is polled. */
-#define RECONCILER_DEPLOY_POLL_MS 10000u
-
 #define RECONCILER_ANNOTATION_DEPLOY_STARTED  "maas.infrastructure.cluster.x-k8s.io/deploy-started"
 #define RECONCILER_ANNOTATION_FAILED_HOSTS    "maas.infrastructure.cluster.x-k8s.io/failed-machines"
 #define RECONCILER_ANNOTATION_DELETE_FOR_MOVE "clusterctl.cluster.x-k8s.io/delete-for-move"
@@ -61,8 +58,11 @@ struct reconciler_table {
 };
 
 struct reconciler_fleet {
-        struct maas_node_list nodes; /* last list of every machine we hold, by system_id */
-        uint64_t fetched_ms;         /* clock_now_ms at the last attempt; 0 = never */
+        struct maas_node_list nodes; /* last list of the machines of its kind, by system_id */
+        char **asked;                /* the system ids that list asked for, sorted (owned) */
+        size_t n_asked;
+        uint64_t fetched_ms; /* clock_now_ms at the last attempt; 0 = never */
+        uint64_t every_ms;   /* due this long after fetched_ms; 0 = the kind's default */
         bool valid;
         bool refreshing; /* a worker is fetching the next list (without the lock) */
 };
@@ -95,8 +95,9 @@ struct provider {
         struct reconciler_table api_probe; /* ns/name → failures, next probe ms */
 
         pthread_mutex_t fleet_lock;
-        pthread_cond_t fleet_cond; /* a refresh finished (with fleet_lock) */
-        struct reconciler_fleet fleet;
+        pthread_cond_t fleet_cond;        /* a refresh finished (with fleet_lock) */
+        struct reconciler_fleet fleet;    /* Deployed machines (fleet_snapshot.h) */
+        struct reconciler_fleet inflight; /* Allocated and Deploying machines */
         bool started;
         atomic_bool stopping; /* set first by provider_stop: retry sleeps end at once */
 };

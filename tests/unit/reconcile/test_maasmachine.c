@@ -376,8 +376,10 @@ static void deploying_between(struct world *w, unsigned pass)
         assert_int_equal(w->rc, 0);
         assert_ready(w, false);
         assert_deployed_reason(w, SCHEMA_REASON_MACHINE_DEPLOYING);
-        assert_int_equal(w->res.after_ms, 10000); /* a quarter of 60 s, capped at 10 s */
-        maas_route(&w->maas, "GET", "machines/abc123/", 200, "%s",
+        /* just after the in-flight list falls due: an eighth of 60 s, capped at 5 s */
+        assert_int_equal(w->res.after_ms, 5000);
+        assert_int_equal(requests(&w->maas, "GET", "machines/abc123/", NULL), 0);
+        maas_route(&w->maas, "GET", "machines/?id=abc123", 200, "[%s]",
                    node_json("abc123", "Deployed", "on"));
 }
 
@@ -389,6 +391,25 @@ static void check_deployed(struct world *w)
         assert_string_equal(json_at_str(mm(w), "status.machineState"), "Deployed");
         assert_true(cJSON_IsTrue(json_at(mm(w), "status.machinePowered")));
         assert_int_equal(requests(&w->maas, "POST", "op=", NULL), 0); /* nothing done to it */
+        /* the in-flight list answered both passes: no GET of the machine */
+        assert_int_equal(requests(&w->maas, "GET", "machines/abc123/", NULL), 0);
+        assert_int_equal(requests(&w->maas, "GET", "machines/?id=abc123", NULL), 2);
+}
+
+/* a machine in flight that the list lacks: one GET confirms it is gone (404), and before
+ * provisioning another is allocated */
+static void arrange_deploying_gone(struct world *w)
+{
+        maas_allocates(w);
+        maas_route(&w->maas, "GET", "machines/?id=abc123", 200, "[]");
+}
+
+static void check_gone_confirmed_by_get(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "GET", "machines/?id=abc123", NULL), 1);
+        assert_int_equal(requests(&w->maas, "GET", "machines/abc123/", NULL), 1);
+        assert_int_equal(requests(&w->maas, "POST", "op=allocate", NULL), 1);
 }
 
 /* a failed deploy, and one past the watchdog: replaced (new one allocated and deployed,
@@ -833,8 +854,13 @@ static const struct row rows[] = {
           .objects = { .finalizer = true, .system_id = "abc123", .started_ago_s = 60 },
           .arrange = arrange_deploying,
           .passes = 2,
+          .advance_ms = 5000,
           .between = deploying_between,
           .check = check_deployed },
+        { .name = "deploying_machine_missing_from_list_confirmed_by_get",
+          .objects = { .finalizer = true, .system_id = "abc123", .started_ago_s = 60 },
+          .arrange = arrange_deploying_gone,
+          .check = check_gone_confirmed_by_get },
         { .name = "failed_deployment_replaced",
           .objects = { .finalizer = true, .system_id = "abc123", .started_ago_s = 60 },
           .arrange = arrange_failed,
@@ -1024,7 +1050,150 @@ static void run_row(void **state)
         world_finish(w, r->check);
 }
 
+/* --- a rollout: many machines in flight ride one list per interval ------------------------- */
+
+#define FLEET_N 5
+
+/* MaasMachine and Machine m<i> of cluster c1, deploying MAAS machine s<i> since ago_s. */
+static void put_deploying(struct world *w, unsigned i, int64_t ago_s)
+{
+        char name[16], url[256], murl[256];
+
+        (void)snprintf(name, sizeof(name), "m%u", i);
+        (void)snprintf(url, sizeof(url), INFRA_API "/maasmachines/%s", name);
+        (void)snprintf(murl, sizeof(murl), CAPI_API "/machines/%s", name);
+        world_put(w, w->p->machines, murl,
+                  world_machine(
+                          &(struct world_machine){ .name = name, .data_secret = "m1-bootstrap" }));
+        world_put(w, w->p->maasmachines, url,
+                  test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
+                            "\"kind\":\"MaasMachine\",\"metadata\":{\"name\":\"%s\","
+                            "\"namespace\":\"" NS "\",\"uid\":\"uid-%s\",\"generation\":1,"
+                            "\"labels\":{\"cluster.x-k8s.io/cluster-name\":\"c1\"},"
+                            "\"annotations\":{\"" STARTED "\":\"%lld\"},"
+                            "\"finalizers\":[\"" SCHEMA_FINALIZER_MACHINE "\"],"
+                            "\"ownerReferences\":[{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\","
+                            "\"kind\":\"Machine\",\"name\":\"%s\",\"uid\":\"uid-machine\"}]},"
+                            "\"spec\":{\"image\":\"ubuntu/jammy\",\"systemID\":\"s%u\","
+                            "\"providerID\":\"maas:///az1/s%u\"}}",
+                            name, name, (long long)(WALL_S - ago_s), name, i, i));
+}
+
+/* What the in-flight list of s1..s<n> answers: each in state, stamped for its m<i>. */
+static void route_fleet(struct world *w, unsigned n, const char *state)
+{
+        char ids[256] = "machines/?", body[8000] = "[";
+        size_t k = strlen(ids), b = 1;
+
+        for (unsigned i = 1; i <= n; i++) {
+                char sid[16], od[160];
+
+                (void)snprintf(sid, sizeof(sid), "s%u", i);
+                (void)snprintf(od, sizeof(od),
+                               "{\"capmaas-cluster\":\"c1\",\"capmaas-namespace\":\"ns1\","
+                               "\"capmaas-machine\":\"m%u\"}",
+                               i);
+                k += (size_t)snprintf(ids + k, sizeof(ids) - k, "%sid=%s", i > 1 ? "&" : "", sid);
+                b += (size_t)snprintf(body + b, sizeof(body) - b, "%s%s", i > 1 ? "," : "",
+                                      node_json_as(sid, state, "on", "capmaas", od));
+        }
+        (void)snprintf(body + b, sizeof(body) - b, "]");
+        maas_route(&w->maas, "GET", ids, 200, "%s", body);
+}
+
+/* Runs one pass of m<first>..m<last>, each asserting rc 0; the last result stays in w->res. */
+static void passes_of(struct world *w, unsigned first, unsigned last)
+{
+        for (unsigned i = first; i <= last; i++) {
+                char name[16];
+
+                (void)snprintf(name, sizeof(name), "m%u", i);
+                w->res = (struct reconcile_result){ .outcome = RECONCILE_DONE };
+                w->rc = maasmachine_reconcile(w->w, NS, name, &w->res);
+                assert_int_equal(w->rc, 0);
+                world_sync(w);
+        }
+}
+
+static size_t machine_gets(const struct fake_http *f)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < f->n_reqs; i++)
+                if (strcmp(f->reqs[i].method, "GET") == 0 &&
+                    strncmp(f->reqs[i].path, "machines/s", 10) == 0)
+                        n++;
+        return n;
+}
+
+static void test_rollout_rides_one_list_per_interval(void **state)
+{
+        struct provider_settings s = world_settings();
+        struct world *w = world_new(&s);
+
+        (void)state;
+        world_put(w, w->p->clusters, CLUSTER_URL, world_cluster(&(struct world_cluster){ 0 }));
+        world_put(w, NULL, BOOT_URL,
+                  test_json("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
+                            "\"m1-bootstrap\",\"namespace\":\"" NS "\"},\"data\":{\"value\":"
+                            "\"I2Nsb3VkLWNvbmZpZwo=\"}}"));
+        world_put_kubeconfig(w, "c1");
+        for (unsigned i = 1; i < FLEET_N; i++)
+                put_deploying(w, i, 10);
+        route_fleet(w, FLEET_N - 1, "Deploying");
+
+        /* interval 1: one list answers every machine in flight, no GET of any; a deploy
+         * 10 s old is looked at again in 2 s */
+        passes_of(w, 1, FLEET_N - 1);
+        assert_int_equal(requests(&w->maas, "GET", "machines/?id=", NULL), 1);
+        assert_int_equal(machine_gets(&w->maas), 0);
+        assert_int_equal(w->res.after_ms, 2000);
+
+        /* a machine in flight since that list: no MAAS read, it waits for the next list */
+        put_deploying(w, FLEET_N, 1);
+        clock_fake_advance(&w->clock, 500);
+        passes_of(w, FLEET_N, FLEET_N);
+        assert_int_equal(w->maas.n_reqs, 1);
+        assert_int_equal(w->res.after_ms, 1500);
+
+        /* interval 2: the next list carries all five */
+        route_fleet(w, FLEET_N, "Deploying");
+        clock_fake_advance(&w->clock, 1500);
+        passes_of(w, 1, FLEET_N);
+        assert_int_equal(requests(&w->maas, "GET", "machines/?id=", NULL), 2);
+        assert_int_equal(requests(&w->maas, "GET", "machines/?id=s1&id=s2&id=s3&id=s4&id=s5", NULL),
+                         1);
+        assert_int_equal(machine_gets(&w->maas), 0);
+        for (unsigned i = 1; i <= FLEET_N; i++) {
+                char url[256];
+
+                (void)snprintf(url, sizeof(url), INFRA_API "/maasmachines/m%u", i);
+                assert_string_equal(
+                        condition(world_get(w, url), SCHEMA_COND_MACHINE_DEPLOYED, "reason"),
+                        SCHEMA_REASON_MACHINE_DEPLOYING);
+        }
+
+        /* interval 3: all Deployed, read from that interval's one list, all ready */
+        route_fleet(w, FLEET_N, "Deployed");
+        clock_fake_advance(&w->clock, 2000);
+        passes_of(w, 1, FLEET_N);
+        assert_int_equal(requests(&w->maas, "GET", "machines/?id=", NULL), 3);
+        assert_int_equal(machine_gets(&w->maas), 0);
+        for (unsigned i = 1; i <= FLEET_N; i++) {
+                char url[256];
+
+                (void)snprintf(url, sizeof(url), INFRA_API "/maasmachines/m%u", i);
+                assert_true(cJSON_IsTrue(json_at(world_get(w, url), "status.ready")));
+        }
+        world_free(w);
+}
+
 int main(void)
 {
-        return world_run_rows(rows, ARRAY_SIZE(rows), sizeof(rows[0]), run_row);
+        const struct CMUnitTest rollout[] = {
+                cmocka_unit_test(test_rollout_rides_one_list_per_interval),
+        };
+        int failed = world_run_rows(rows, ARRAY_SIZE(rows), sizeof(rows[0]), run_row);
+
+        return failed + cmocka_run_group_tests_name("rollout", rollout, NULL, NULL);
 }

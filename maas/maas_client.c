@@ -632,6 +632,7 @@ int maas_list_machines(struct maas_client *mc,
                 form_add_opt(&c, "zone", f->zone);
                 form_add_opt(&c, "pool", f->pool);
                 form_add_opt(&c, "agent_name", f->agent_name);
+                form_add_all(&c, "agent_name", f->agent_names, f->n_agent_names);
                 form_add_all(&c, "tags", f->tags, f->n_tags);
         }
         call_query(&c);

@@ -72,8 +72,10 @@ static uint64_t inflight_every_ms(int64_t youngest_age_s)
         return ms > INFLIGHT_MAX_MS ? INFLIGHT_MAX_MS : ms;
 }
 
+enum fleet_kind { FLEET_DEPLOYED, FLEET_INFLIGHT, FLEET_UNPLACED };
+
 struct fleet_ids {
-        bool inflight;
+        enum fleet_kind kind;
         int64_t youngest; /* the latest deploy-started among them (epoch seconds) */
         char **ids;
         size_t n, cap;
@@ -103,7 +105,13 @@ static void fleet_id_of(void *arg, struct kube_object *obj)
         const char *sid = json_find_str(o, "spec", "systemID", NULL);
         const char *st = json_find_str(o, "status", "machineState", NULL);
 
-        if (f->inflight) {
+        if (f->kind == FLEET_UNPLACED) {
+                sid = kube_object_uid(obj);
+                if (!sid || json_find_str(o, "spec", "systemID", NULL) ||
+                    json_find_str(o, "spec", "providerID", NULL) ||
+                    json_find(o, "metadata", "deletionTimestamp", NULL))
+                        return;
+        } else if (f->kind == FLEET_INFLIGHT) {
                 const char *t = json_find_str(o, "metadata", "annotations",
                                               RECONCILER_ANNOTATION_DEPLOY_STARTED, NULL);
                 int64_t t0 = t ? strtoll(t, NULL, 10) : 0;
@@ -150,12 +158,12 @@ struct fleet_result {
 
 /* Lists every machine of the list's kind, 100 ids a call. Runs without the fleet lock:
  * lookups go on against the previous list meanwhile. */
-static int fleet_fetch(struct reconciler_worker *w, bool inflight, struct fleet_result *ret)
+static int fleet_fetch(struct reconciler_worker *w, enum fleet_kind kind, struct fleet_result *ret)
 {
         struct provider *p = w->p;
         struct maas_node_list all = { 0 };
         struct maas_error me = { 0 };
-        struct fleet_ids f = { .inflight = inflight };
+        struct fleet_ids f = { .kind = kind };
         int err = 0;
 
         (void)informer_each(p->maasmachines, NULL, NULL, fleet_id_of, &f);
@@ -165,6 +173,11 @@ static int fleet_fetch(struct reconciler_worker *w, bool inflight, struct fleet_
                 struct maas_node_list part = { 0 };
                 size_t m = f.n - off < FLEET_CHUNK ? f.n - off : FLEET_CHUNK;
                 struct maas_node_filter q = { .ids = (const char *const *)f.ids + off, .n_ids = m };
+
+                if (kind == FLEET_UNPLACED) /* the ids are UIDs: who holds a machine stamped */
+                        q = (struct maas_node_filter){ .agent_names =
+                                                               (const char *const *)f.ids + off,
+                                                       .n_agent_names = m };
 
                 err = maas_list_machines(w->maas, &q, &part, &me);
                 reconciler_maas_count(p, "list_machines", err, &me);
@@ -182,51 +195,57 @@ static int fleet_fetch(struct reconciler_worker *w, bool inflight, struct fleet_
         ret->nodes = all;
         ret->asked = f.ids;
         ret->n_asked = f.n;
-        ret->every_ms =
-                inflight ? inflight_every_ms(
-                                   f.youngest ? (int64_t)clock_wall_s(p->clock) - f.youngest : 0)
-                         : p->settings.machine_refresh_ms;
+        if (kind == FLEET_INFLIGHT)
+                ret->every_ms = inflight_every_ms(
+                        f.youngest ? (int64_t)clock_wall_s(p->clock) - f.youngest : 0);
+        else
+                ret->every_ms =
+                        kind == FLEET_UNPLACED ? INFLIGHT_MIN_MS : p->settings.machine_refresh_ms;
         return 0;
 }
 
-static struct reconciler_fleet *fleet_of(struct provider *p, bool inflight)
+static struct reconciler_fleet *fleet_of(struct provider *p, enum fleet_kind kind)
 {
-        return inflight ? &p->inflight : &p->fleet;
+        if (kind == FLEET_INFLIGHT)
+                return &p->inflight;
+        return kind == FLEET_UNPLACED ? &p->unplaced : &p->fleet;
 }
 
-static uint64_t every_of(const struct provider *p, const struct reconciler_fleet *f, bool inflight)
+static uint64_t every_of(const struct provider *p,
+                         const struct reconciler_fleet *f,
+                         enum fleet_kind kind)
 {
         if (f->every_ms)
                 return f->every_ms;
-        return inflight ? INFLIGHT_MIN_MS : p->settings.machine_refresh_ms;
+        return kind != FLEET_DEPLOYED ? INFLIGHT_MIN_MS : p->settings.machine_refresh_ms;
 }
 
 /* The list is due (never fetched, or an interval old). Lock held. */
-static bool fleet_due(const struct provider *p, bool inflight, uint64_t now)
+static bool fleet_due(const struct provider *p, enum fleet_kind kind, uint64_t now)
 {
-        const struct reconciler_fleet *f = inflight ? &p->inflight : &p->fleet;
+        const struct reconciler_fleet *f = fleet_of((struct provider *)(uintptr_t)p, kind);
 
-        return !f->fetched_ms || now - f->fetched_ms >= every_of(p, f, inflight);
+        return !f->fetched_ms || now - f->fetched_ms >= every_of(p, f, kind);
 }
 
 /* Whether this caller should fetch the next list: the list is due and nobody else is
  * fetching it. Lock held. */
-static bool fleet_claim(struct provider *p, bool inflight, uint64_t now)
+static bool fleet_claim(struct provider *p, enum fleet_kind kind, uint64_t now)
 {
-        struct reconciler_fleet *f = fleet_of(p, inflight);
+        struct reconciler_fleet *f = fleet_of(p, kind);
 
-        if (f->refreshing || !fleet_due(p, inflight, now))
+        if (f->refreshing || !fleet_due(p, kind, now))
                 return false;
         f->refreshing = true;
         return true;
 }
 
-static void fleet_refresh(struct reconciler_worker *w, bool inflight)
+static void fleet_refresh(struct reconciler_worker *w, enum fleet_kind kind)
 {
         struct provider *p = w->p;
-        struct reconciler_fleet *f = fleet_of(p, inflight);
+        struct reconciler_fleet *f = fleet_of(p, kind);
         struct fleet_result r = { 0 };
-        int err = fleet_fetch(w, inflight, &r);
+        int err = fleet_fetch(w, kind, &r);
 
         pthread_mutex_lock(&p->fleet_lock);
         if (err == 0) {
@@ -246,13 +265,13 @@ static void fleet_refresh(struct reconciler_worker *w, bool inflight)
         pthread_mutex_unlock(&p->fleet_lock);
 }
 
-static uint64_t next_ms(struct provider *p, bool inflight)
+static uint64_t next_ms(struct provider *p, enum fleet_kind kind)
 {
         uint64_t now = clock_now_ms(p->clock), every, at;
-        const struct reconciler_fleet *f = fleet_of(p, inflight);
+        const struct reconciler_fleet *f = fleet_of(p, kind);
 
         pthread_mutex_lock(&p->fleet_lock);
-        every = every_of(p, f, inflight);
+        every = every_of(p, f, kind);
         at = f->fetched_ms ? f->fetched_ms + every : 0;
         pthread_mutex_unlock(&p->fleet_lock);
         if (!at || at <= now)
@@ -262,29 +281,34 @@ static uint64_t next_ms(struct provider *p, bool inflight)
 
 uint64_t fleet_snapshot_next_ms(struct provider *p)
 {
-        return next_ms(p, false);
+        return next_ms(p, FLEET_DEPLOYED);
 }
 
 uint64_t fleet_snapshot_inflight_next_ms(struct provider *p)
 {
-        return next_ms(p, true);
+        return next_ms(p, FLEET_INFLIGHT);
+}
+
+uint64_t fleet_snapshot_unplaced_next_ms(struct provider *p)
+{
+        return next_ms(p, FLEET_UNPLACED);
 }
 
 /* Refreshes the list when due, or waits for a due list another worker is fetching, so
  * every pass of an interval sees that interval's list. Lock not held. */
-static void fleet_fresh(struct reconciler_worker *w, bool inflight)
+static void fleet_fresh(struct reconciler_worker *w, enum fleet_kind kind)
 {
         struct provider *p = w->p;
         uint64_t now = clock_now_ms(p->clock);
         bool fetch;
 
         pthread_mutex_lock(&p->fleet_lock);
-        fetch = fleet_claim(p, inflight, now);
-        while (!fetch && fleet_of(p, inflight)->refreshing && fleet_due(p, inflight, now))
+        fetch = fleet_claim(p, kind, now);
+        while (!fetch && fleet_of(p, kind)->refreshing && fleet_due(p, kind, now))
                 pthread_cond_wait(&p->fleet_cond, &p->fleet_lock);
         pthread_mutex_unlock(&p->fleet_lock);
         if (fetch)
-                fleet_refresh(w, inflight);
+                fleet_refresh(w, kind);
 }
 
 /* Copies system_id's entry of f into *ret. Lock held. */
@@ -318,7 +342,7 @@ int fleet_snapshot_lookup(struct reconciler_worker *w, const char *system_id, st
         uint64_t now;
         bool hit;
 
-        fleet_fresh(w, false);
+        fleet_fresh(w, FLEET_DEPLOYED);
         pthread_mutex_lock(&p->fleet_lock);
         hit = fleet_find(&p->fleet, system_id, ret);
         /* Just Deployed, after the last Deployed list: the in-flight list saw it, and is
@@ -340,7 +364,7 @@ int fleet_snapshot_lookup_inflight(struct reconciler_worker *w,
         bool hit, asked;
 
         *ret_later = false;
-        fleet_fresh(w, true);
+        fleet_fresh(w, FLEET_INFLIGHT);
         pthread_mutex_lock(&p->fleet_lock);
         hit = fleet_find(&p->inflight, system_id, ret);
         asked = fleet_asked(&p->inflight, system_id);
@@ -349,6 +373,56 @@ int fleet_snapshot_lookup_inflight(struct reconciler_worker *w,
                 *ret_later = true;
         pthread_mutex_unlock(&p->fleet_lock);
         return hit ? 0 : CM_ENOTFOUND;
+}
+
+/* A machine the unplaced list found, stamped as another MaasMachine's than ns/name. */
+static bool stamped_for_other(const struct maas_node *n, const char *ns, const char *name)
+{
+        const cJSON *m =
+                n->owner_data ? cJSON_GetObjectItemCaseSensitive(n->owner_data, "capmaas-machine")
+                              : NULL;
+        const cJSON *s =
+                n->owner_data ? cJSON_GetObjectItemCaseSensitive(n->owner_data, "capmaas-namespace")
+                              : NULL;
+
+        return cJSON_IsString(m) && cJSON_IsString(s) &&
+               (strcmp(m->valuestring, name) != 0 || strcmp(s->valuestring, ns) != 0);
+}
+
+int fleet_snapshot_none_stamped(struct reconciler_worker *w,
+                                const char *uid,
+                                const char *ns,
+                                const char *name,
+                                bool *ret_none,
+                                bool *ret_later)
+{
+        struct provider *p = w->p;
+        struct reconciler_fleet *f = &p->unplaced;
+        struct reconciler_entry *tried;
+        bool none;
+
+        *ret_none = *ret_later = false;
+        pthread_mutex_lock(&p->lock);
+        tried = reconciler_table_get(&p->allocate_tried, uid);
+        pthread_mutex_unlock(&p->lock);
+        if (tried) /* this process sent an allocate for it: only its own list can tell */
+                return 0;
+        fleet_fresh(w, FLEET_UNPLACED);
+        pthread_mutex_lock(&p->fleet_lock);
+        none = f->valid && fleet_asked(f, uid);
+        for (size_t i = 0; none && i < f->nodes.n; i++)
+                none = stamped_for_other(&f->nodes.items[i], ns, name);
+        *ret_none = none;
+        *ret_later = f->valid && !fleet_asked(f, uid);
+        pthread_mutex_unlock(&p->fleet_lock);
+        return 0;
+}
+
+void fleet_snapshot_allocating(struct provider *p, const char *uid)
+{
+        pthread_mutex_lock(&p->lock);
+        (void)reconciler_table_put(&p->allocate_tried, uid);
+        pthread_mutex_unlock(&p->lock);
 }
 
 void fleet_snapshot_release(struct reconciler_fleet *f)

@@ -4,10 +4,11 @@
  * the machines our MaasMachines hold, 100 ids a call, kept sorted by system_id (guarded by
  * p->fleet_lock): p->fleet, every Deployed one, once per --machine-refresh-interval; and
  * p->inflight, every one Allocated or Deploying, every 2 s while a deploy is under 16 s old,
- * then an eighth of the youngest deploy's age, at most 5 s. A lookup that finds the list due
- * refreshes it first, without the lock; other workers needing it wait for that list
- * (p->fleet_cond), so a steady machine's pass, scheduled by fleet_snapshot_next_ms just after the
- * list falls due, sees MAAS as it is within one --machine-refresh-interval.
+ * then an eighth of the youngest deploy's age, at most 5 s; and p->unplaced, the UIDs of
+ * MaasMachines with no machine yet, to tell in one list that none has a machine to adopt. A lookup
+ * that finds the list due refreshes it first, without the lock; other workers needing it wait for
+ * that list (p->fleet_cond), so a steady machine's pass, scheduled by fleet_snapshot_next_ms just
+ * after the list falls due, sees MAAS as it is within one --machine-refresh-interval.
  */
 
 #include <stdbool.h>
@@ -46,6 +47,25 @@ MUST_CHECK int fleet_snapshot_lookup_inflight(struct reconciler_worker *w,
                                               const char *system_id,
                                               struct maas_node *ret,
                                               bool *ret_later);
+
+/* For MaasMachine ns/name with no machine yet (uid: its UID): *ret_none is true when the
+ * unplaced list (every such MaasMachine's UID as agent_name=, 100 a call, every 2 s),
+ * fetched after any allocate this process sent for uid, asked for uid and found only
+ * machines whose owner data names other MaasMachines: there is nothing to adopt, and no
+ * per-MaasMachine list is needed. *ret_later when that list was fetched before the
+ * MaasMachine appeared: the caller waits fleet_snapshot_unplaced_next_ms for the next.
+ * Both false (the caller lists by its UID) otherwise: a machine that may be its own, no
+ * list read, or an allocate for uid sent by this process. */
+MUST_CHECK int fleet_snapshot_none_stamped(struct reconciler_worker *w,
+                                           const char *uid,
+                                           const char *ns,
+                                           const char *name,
+                                           bool *ret_none,
+                                           bool *ret_later);
+/* Milliseconds until the unplaced list next falls due. */
+uint64_t fleet_snapshot_unplaced_next_ms(struct provider *p);
+/* Records that an allocate for uid is about to be sent (p->allocate_tried). */
+void fleet_snapshot_allocating(struct provider *p, const char *uid);
 
 struct reconciler_fleet;
 /* Frees a list (provider_free). */

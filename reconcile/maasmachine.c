@@ -304,6 +304,10 @@ static int reconcile_normal(struct maasmachine_ctx *c, struct reconcile_result *
                 maasmachine_requeue(res, fleet_snapshot_inflight_next_ms(c->p));
                 return 0;
         }
+        if (c->unplaced_later) { /* the next unplaced list says whether one is stamped */
+                maasmachine_requeue(res, fleet_snapshot_unplaced_next_ms(c->p));
+                return 0;
+        }
         if (!c->have_node && names_machine(c)) /* gone after provisioning (find_node) */
                 return maasmachine_host_lost(c, res);
         if (c->have_node && named)
@@ -355,7 +359,7 @@ static int pass(struct maasmachine_ctx *c, struct reconcile_result *res)
         /* A pass that comes back within a second (a deploy just started) leaves its status
          * to that next pass: status is rebuilt from MAAS every time, and a fast deploy then
          * costs one status write instead of two. */
-        ferr = maasmachine_flush(c, c->list_later ||
+        ferr = maasmachine_flush(c, c->list_later || c->unplaced_later ||
                                             (err == 0 && res->outcome == RECONCILE_REQUEUE_AFTER &&
                                              res->after_ms <= STATUS_DEBOUNCE_MS));
         return err ? err : ferr;

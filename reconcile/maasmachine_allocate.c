@@ -37,8 +37,17 @@ static int adopt(struct maasmachine_ctx *c, const char *skip)
         struct maas_error me = { 0 };
         int err;
 
+        bool none = false;
+
         if (!c->mm.meta.uid)
                 return 0;
+        /* the usual case, a MaasMachine never allocated for: one shared list says so */
+        if (!skip && !c->have_node) {
+                err = fleet_snapshot_none_stamped(c->w, c->mm.meta.uid, c->ns, c->name, &none,
+                                                  &c->unplaced_later);
+                if (err || none || c->unplaced_later)
+                        return err;
+        }
         err = maas_list_machines(
                 c->w->maas, &(struct maas_node_filter){ .agent_name = c->mm.meta.uid }, &l, &me);
         reconciler_maas_count(c->p, "list_machines", err, &me);
@@ -198,6 +207,8 @@ int maasmachine_allocate(struct maasmachine_ctx *c, struct reconcile_result *res
         int err;
 
         *ret_got = false;
+        if (c->mm.meta.uid) /* from now on only a list by its UID can tell what MAAS did */
+                fleet_snapshot_allocating(c->p, c->mm.meta.uid);
         err = maas_allocate(c->w->maas, &o, &n, &me);
         reconciler_maas_count(c->p, "allocate", err, &me);
         if (err) {

@@ -29,7 +29,8 @@ struct maasmachine_ctx {
         cJSON *cur;                  /* the object as the server last returned it (owned) */
         struct maas_node node;       /* the MAAS machine, when have_node */
         bool have_node;
-        bool list_later; /* in flight, not yet in the in-flight list: wait for the next */
+        bool list_later;     /* in flight, not yet in the in-flight list: wait for the next */
+        bool unplaced_later; /* no machine, not yet in the unplaced list: wait for the next */
         bool control_plane;
         time_t now;
         unsigned writes;                    /* PATCH calls made by this pass */

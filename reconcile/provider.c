@@ -415,6 +415,8 @@ struct provider *provider_free(struct provider *p)
         reconciler_table_release(&p->api_probe);
         fleet_snapshot_release(&p->fleet);
         fleet_snapshot_release(&p->inflight);
+        fleet_snapshot_release(&p->unplaced);
+        reconciler_table_release(&p->allocate_tried);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->fleet_cond);
         pthread_mutex_destroy(&p->fleet_lock);

@@ -235,6 +235,8 @@ struct maas_node_filter {
         const char *zone;
         const char *pool;
         const char *agent_name;
+        const char *const *agent_names; /* more, each its own agent_name= (MAAS ORs them) */
+        size_t n_agent_names;
         const char *const *tags;
         size_t n_tags;
 };

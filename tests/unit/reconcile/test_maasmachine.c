@@ -397,7 +397,8 @@ static void check_deployed(struct world *w)
 }
 
 /* a machine in flight that the list lacks: one GET confirms it is gone (404), and before
- * provisioning another is allocated */
+ * provisioning another is allocated (once the list of MaasMachines without a machine says
+ * none is stamped for it) */
 static void arrange_deploying_gone(struct world *w)
 {
         maas_allocates(w);
@@ -860,6 +861,8 @@ static const struct row rows[] = {
         { .name = "deploying_machine_missing_from_list_confirmed_by_get",
           .objects = { .finalizer = true, .system_id = "abc123", .started_ago_s = 60 },
           .arrange = arrange_deploying_gone,
+          .passes = 2,
+          .advance_ms = 2000,
           .check = check_gone_confirmed_by_get },
         { .name = "failed_deployment_replaced",
           .objects = { .finalizer = true, .system_id = "abc123", .started_ago_s = 60 },

@@ -72,14 +72,35 @@ static uint64_t inflight_every_ms(int64_t youngest_age_s)
         return ms > INFLIGHT_MAX_MS ? INFLIGHT_MAX_MS : ms;
 }
 
-enum fleet_kind { FLEET_DEPLOYED, FLEET_INFLIGHT, FLEET_UNPLACED };
+enum fleet_kind { FLEET_DEPLOYED, FLEET_INFLIGHT, FLEET_UNPLACED, FLEET_DELETING };
+
+/* A deleting machine's list is due a second after the last: a release is decided on an
+ * answer MAAS gave after the deletion was seen and at most about a second before. */
+#define DELETING_EVERY_MS 1000u
 
 struct fleet_ids {
         enum fleet_kind kind;
         int64_t youngest; /* the latest deploy-started among them (epoch seconds) */
         char **ids;
         size_t n, cap;
+        char **covered; /* in-flight: the ids the last Deployed list asked for (sorted) */
+        size_t n_covered;
 };
+
+static int cmp_str(const void *a, const void *b);
+
+/* Deployed (status ready) since the last Deployed list: the in-flight list keeps reading
+ * it until the next Deployed list does, so its passes meanwhile need no GET. */
+static bool newly_deployed(const struct fleet_ids *f, const cJSON *o, const char *sid)
+{
+        const char *st = json_find_str(o, "status", "machineState", NULL);
+
+        return sid && st && strcmp(st, "Deployed") == 0 &&
+               cJSON_IsTrue(json_find(o, "status", "ready", NULL)) &&
+               !json_find(o, "metadata", "deletionTimestamp", NULL) &&
+               !(f->n_covered &&
+                 bsearch(&sid, f->covered, f->n_covered, sizeof(*f->covered), cmp_str));
+}
 
 bool fleet_snapshot_in_flight(const cJSON *mm)
 {
@@ -111,15 +132,20 @@ static void fleet_id_of(void *arg, struct kube_object *obj)
                     json_find_str(o, "spec", "providerID", NULL) ||
                     json_find(o, "metadata", "deletionTimestamp", NULL))
                         return;
+        } else if (f->kind == FLEET_DELETING) {
+                if (!sid || !json_find(o, "metadata", "deletionTimestamp", NULL))
+                        return;
         } else if (f->kind == FLEET_INFLIGHT) {
                 const char *t = json_find_str(o, "metadata", "annotations",
                                               RECONCILER_ANNOTATION_DEPLOY_STARTED, NULL);
                 int64_t t0 = t ? strtoll(t, NULL, 10) : 0;
 
-                if (!fleet_snapshot_in_flight(o))
+                if (fleet_snapshot_in_flight(o)) {
+                        if (t0 > f->youngest)
+                                f->youngest = t0;
+                } else if (!newly_deployed(f, o, sid)) {
                         return;
-                if (t0 > f->youngest)
-                        f->youngest = t0;
+                }
         } else if (!sid || !st || strcmp(st, "Deployed") != 0) {
                 return;
         }
@@ -156,6 +182,21 @@ struct fleet_result {
         uint64_t every_ms;
 };
 
+/* The interval of a list whose schedule does not adapt (the in-flight one's first). */
+static uint64_t kind_every_ms(const struct provider *p, enum fleet_kind kind)
+{
+        switch (kind) {
+        case FLEET_DEPLOYED:
+                return p->settings.machine_refresh_ms;
+        case FLEET_DELETING:
+                return DELETING_EVERY_MS;
+        case FLEET_INFLIGHT:
+        case FLEET_UNPLACED:
+                break;
+        }
+        return INFLIGHT_MIN_MS;
+}
+
 /* Lists every machine of the list's kind, 100 ids a call. Runs without the fleet lock:
  * lookups go on against the previous list meanwhile. */
 static int fleet_fetch(struct reconciler_worker *w, enum fleet_kind kind, struct fleet_result *ret)
@@ -166,7 +207,16 @@ static int fleet_fetch(struct reconciler_worker *w, enum fleet_kind kind, struct
         struct fleet_ids f = { .kind = kind };
         int err = 0;
 
+        if (kind == FLEET_INFLIGHT) {
+                pthread_mutex_lock(&p->fleet_lock);
+                f.n_covered = p->fleet.valid ? p->fleet.n_asked : 0;
+                f.covered = f.n_covered ? xcalloc(f.n_covered, sizeof(char *)) : NULL;
+                for (size_t i = 0; i < f.n_covered; i++)
+                        f.covered[i] = xstrdup(p->fleet.asked[i]);
+                pthread_mutex_unlock(&p->fleet_lock);
+        }
         (void)informer_each(p->maasmachines, NULL, NULL, fleet_id_of, &f);
+        ids_release(f.covered, f.n_covered);
         if (f.n > 1) /* sorted: the lookups bsearch them, and the pages are stable */
                 qsort(f.ids, f.n, sizeof(*f.ids), cmp_str);
         for (size_t off = 0; off < f.n && err == 0; off += FLEET_CHUNK) {
@@ -199,16 +249,23 @@ static int fleet_fetch(struct reconciler_worker *w, enum fleet_kind kind, struct
                 ret->every_ms = inflight_every_ms(
                         f.youngest ? (int64_t)clock_wall_s(p->clock) - f.youngest : 0);
         else
-                ret->every_ms =
-                        kind == FLEET_UNPLACED ? INFLIGHT_MIN_MS : p->settings.machine_refresh_ms;
+                ret->every_ms = kind_every_ms(p, kind);
         return 0;
 }
 
 static struct reconciler_fleet *fleet_of(struct provider *p, enum fleet_kind kind)
 {
-        if (kind == FLEET_INFLIGHT)
+        switch (kind) {
+        case FLEET_INFLIGHT:
                 return &p->inflight;
-        return kind == FLEET_UNPLACED ? &p->unplaced : &p->fleet;
+        case FLEET_UNPLACED:
+                return &p->unplaced;
+        case FLEET_DELETING:
+                return &p->deleting;
+        case FLEET_DEPLOYED:
+                break;
+        }
+        return &p->fleet;
 }
 
 static uint64_t every_of(const struct provider *p,
@@ -217,7 +274,7 @@ static uint64_t every_of(const struct provider *p,
 {
         if (f->every_ms)
                 return f->every_ms;
-        return kind != FLEET_DEPLOYED ? INFLIGHT_MIN_MS : p->settings.machine_refresh_ms;
+        return kind_every_ms(p, kind);
 }
 
 /* The list is due (never fetched, or an interval old). Lock held. */
@@ -355,24 +412,49 @@ int fleet_snapshot_lookup(struct reconciler_worker *w, const char *system_id, st
         return hit ? 0 : CM_ENOTFOUND;
 }
 
+/* The entry of a list that is refreshed for the lookup when due: a hit, or CM_ENOTFOUND
+ * with *ret_later when the list never asked for system_id (the next one will). */
+static int lookup_listed(struct reconciler_worker *w,
+                         enum fleet_kind kind,
+                         const char *system_id,
+                         struct maas_node *ret,
+                         bool *ret_later)
+{
+        struct provider *p = w->p;
+        const struct reconciler_fleet *f = fleet_of(p, kind);
+        bool hit, asked;
+
+        *ret_later = false;
+        fleet_fresh(w, kind);
+        pthread_mutex_lock(&p->fleet_lock);
+        hit = fleet_find(f, system_id, ret);
+        asked = fleet_asked(f, system_id);
+        /* a valid list that never asked for it: listed since, the next list will */
+        if (!hit && !asked && f->valid)
+                *ret_later = true;
+        pthread_mutex_unlock(&p->fleet_lock);
+        return hit ? 0 : CM_ENOTFOUND;
+}
+
 int fleet_snapshot_lookup_inflight(struct reconciler_worker *w,
                                    const char *system_id,
                                    struct maas_node *ret,
                                    bool *ret_later)
 {
-        struct provider *p = w->p;
-        bool hit, asked;
+        return lookup_listed(w, FLEET_INFLIGHT, system_id, ret, ret_later);
+}
 
-        *ret_later = false;
-        fleet_fresh(w, FLEET_INFLIGHT);
-        pthread_mutex_lock(&p->fleet_lock);
-        hit = fleet_find(&p->inflight, system_id, ret);
-        asked = fleet_asked(&p->inflight, system_id);
-        /* a valid list that never asked for it: in flight since, the next list will */
-        if (!hit && !asked && p->inflight.valid)
-                *ret_later = true;
-        pthread_mutex_unlock(&p->fleet_lock);
-        return hit ? 0 : CM_ENOTFOUND;
+int fleet_snapshot_lookup_deleting(struct reconciler_worker *w,
+                                   const char *system_id,
+                                   struct maas_node *ret,
+                                   bool *ret_later)
+{
+        return lookup_listed(w, FLEET_DELETING, system_id, ret, ret_later);
+}
+
+uint64_t fleet_snapshot_deleting_next_ms(struct provider *p)
+{
+        return next_ms(p, FLEET_DELETING);
 }
 
 /* A machine the unplaced list found, stamped as another MaasMachine's than ns/name. */

@@ -5,7 +5,8 @@
  * p->fleet_lock): p->fleet, every Deployed one, once per --machine-refresh-interval; and
  * p->inflight, every one Allocated or Deploying, every 2 s while a deploy is under 16 s old,
  * then an eighth of the youngest deploy's age, at most 5 s; and p->unplaced, the UIDs of
- * MaasMachines with no machine yet, to tell in one list that none has a machine to adopt. A lookup
+ * MaasMachines with no machine yet, to tell in one list that none has a machine to adopt;
+ * and p->deleting, the machines of deleting MaasMachines, a second apart. A lookup
  * that finds the list due refreshes it first, without the lock; other workers needing it wait for
  * that list (p->fleet_cond), so a steady machine's pass, scheduled by fleet_snapshot_next_ms just
  * after the list falls due, sees MAAS as it is within one --machine-refresh-interval.
@@ -47,6 +48,17 @@ MUST_CHECK int fleet_snapshot_lookup_inflight(struct reconciler_worker *w,
                                               const char *system_id,
                                               struct maas_node *ret,
                                               bool *ret_later);
+
+/* For a deleting MaasMachine's machine: the same as fleet_snapshot_lookup_inflight over the
+ * deleting list (the systemIDs of every deleting MaasMachine, due a second after the last),
+ * so a release is decided on what MAAS said after the deletion was seen, and a cluster's
+ * machines are read a hundred a call. */
+MUST_CHECK int fleet_snapshot_lookup_deleting(struct reconciler_worker *w,
+                                              const char *system_id,
+                                              struct maas_node *ret,
+                                              bool *ret_later);
+/* Milliseconds until the deleting list next falls due. */
+uint64_t fleet_snapshot_deleting_next_ms(struct provider *p);
 
 /* For MaasMachine ns/name with no machine yet (uid: its UID): *ret_none is true when the
  * unplaced list (every such MaasMachine's UID as agent_name=, 100 a call, every 2 s),

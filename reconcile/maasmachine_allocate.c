@@ -98,11 +98,16 @@ int maasmachine_find_node(struct maasmachine_ctx *c)
 
         /* The fleet snapshot may be a refresh interval old: fine for noticing drift at
          * steady state, never for deciding a release. A machine in flight reads the
-         * in-flight list (a few seconds old at most); a GET only confirms one it lacks. */
+         * in-flight list (a few seconds old at most), a deleting one the deleting list
+         * (fetched after the deletion was seen, about a second old at most); a GET only
+         * confirms one a list lacks. */
         if (sid && steady(c) && !c->mm.meta.deletion_timestamp)
                 err = fleet_snapshot_lookup(c->w, sid, &n);
         else if (sid && fleet_snapshot_in_flight(kube_object_json(c->obj)))
                 err = fleet_snapshot_lookup_inflight(c->w, sid, &n, &c->list_later);
+        else if (sid && c->mm.meta.deletion_timestamp && c->mm.spec.system_id &&
+                 strcmp(sid, c->mm.spec.system_id) == 0)
+                err = fleet_snapshot_lookup_deleting(c->w, sid, &n, &c->list_later);
         if (c->list_later)
                 return 0; /* the next in-flight list answers it */
         if (sid && err == CM_ENOTFOUND) {

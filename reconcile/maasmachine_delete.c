@@ -10,9 +10,11 @@
 #include <string.h>
 
 #include "err.h"
+#include "fleet_snapshot.h"
 #include "log.h"
 #include "maasmachine_context.h"
 #include "maasmachine_steps.h"
+#include "xalloc.h"
 
 #define LOGGER MAASMACHINE_LOGGER
 
@@ -81,6 +83,60 @@ static int held(struct maasmachine_ctx *c, bool *ret)
         return maasmachine_owned(c, ret);
 }
 
+/* How long a release this process sent is remembered for the deleting MaasMachine's later
+ * passes. */
+#define RELEASED_KEEP_S 600
+
+static char *released_key(const struct maasmachine_ctx *c, const char *sid)
+{
+        return xasprintf("%s/%s", c->mm.meta.uid ? c->mm.meta.uid : "", sid);
+}
+
+/* This process released sid for this MaasMachine (its UID) in the last RELEASED_KEEP_S: a
+ * later pass (the cache not yet showing the finalizer gone, or the finalizer write failed)
+ * needs neither a GET nor another release. */
+static bool released_here(struct maasmachine_ctx *c, const char *sid)
+{
+        struct provider *p = c->p;
+        char *key = released_key(c, sid);
+        struct reconciler_entry *e;
+        bool yes;
+
+        pthread_mutex_lock(&p->lock);
+        e = reconciler_table_get(&p->released, key);
+        yes = e && c->now - e->a < RELEASED_KEEP_S;
+        pthread_mutex_unlock(&p->lock);
+        free(key);
+        return yes;
+}
+
+static void note_released(struct maasmachine_ctx *c, const char *sid)
+{
+        struct provider *p = c->p;
+        char *key = released_key(c, sid);
+
+        pthread_mutex_lock(&p->lock);
+        for (size_t i = p->released.n; i-- > 0;) /* forget what is older than the window */
+                if (c->now - p->released.items[i].a >= RELEASED_KEEP_S)
+                        reconciler_table_del(&p->released, p->released.items[i].key);
+        reconciler_table_put(&p->released, key)->a = c->now;
+        pthread_mutex_unlock(&p->lock);
+        free(key);
+}
+
+/* Status, then the finalizer: once it is gone the object may vanish at once. */
+static int deleted(struct maasmachine_ctx *c)
+{
+        int err;
+
+        reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_DELETED, NULL);
+        err = maasmachine_flush(c, false);
+        if (err)
+                return err;
+        return finish(c);
+}
+
 int maasmachine_delete_pass(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         const char *sid;
@@ -94,9 +150,16 @@ int maasmachine_delete_pass(struct maasmachine_ctx *c, struct reconcile_result *
                          c->name);
                 return finish(c);
         }
+        if (c->mm.spec.system_id && released_here(c, c->mm.spec.system_id))
+                return deleted(c);
         err = maasmachine_find_node(c);
         if (err)
                 return err;
+        if (c->list_later) { /* the next deleting list, within a second, answers */
+                res->outcome = RECONCILE_REQUEUE_AFTER;
+                res->after_ms = fleet_snapshot_deleting_next_ms(c->p);
+                return 0;
+        }
         err = wait_dns_detach(c, res, &wait);
         if (err || wait)
                 return err;
@@ -113,17 +176,12 @@ int maasmachine_delete_pass(struct maasmachine_ctx *c, struct reconcile_result *
                 err = maasmachine_release(c, sid);
                 if (err)
                         return err;
+                note_released(c, sid);
                 reconciler_event(c->p, c->cur, "Normal", "SuccessfulRelease",
                                  "Released instance \"%s\"", sid);
         } else if (!sid && had) {
                 reconciler_event(c->p, c->cur, "Warning", "NoMachineFound",
                                  "Unable to find matching MaaS machine");
         }
-        reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                        SCHEMA_REASON_DELETED, NULL);
-        /* Status first: once the finalizer is gone the object may vanish at once. */
-        err = maasmachine_flush(c, false);
-        if (err)
-                return err;
-        return finish(c);
+        return deleted(c);
 }

@@ -416,7 +416,9 @@ struct provider *provider_free(struct provider *p)
         fleet_snapshot_release(&p->fleet);
         fleet_snapshot_release(&p->inflight);
         fleet_snapshot_release(&p->unplaced);
+        fleet_snapshot_release(&p->deleting);
         reconciler_table_release(&p->allocate_tried);
+        reconciler_table_release(&p->released);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->fleet_cond);
         pthread_mutex_destroy(&p->fleet_lock);

@@ -94,12 +94,14 @@ struct provider {
         struct reconciler_table node_done; /* system id → 1 once the Node has our providerID */
         struct reconciler_table api_probe; /* ns/name → failures, next probe ms */
         struct reconciler_table allocate_tried; /* MaasMachine UID → an allocate was sent */
+        struct reconciler_table released;       /* UID/system id → wall s of our release */
 
         pthread_mutex_t fleet_lock;
         pthread_cond_t fleet_cond;        /* a refresh finished (with fleet_lock) */
         struct reconciler_fleet fleet;    /* Deployed machines (fleet_snapshot.h) */
         struct reconciler_fleet inflight; /* Allocated and Deploying machines */
         struct reconciler_fleet unplaced; /* machines stamped for MaasMachines without one */
+        struct reconciler_fleet deleting; /* the machines of deleting MaasMachines */
         bool started;
         atomic_bool stopping; /* set first by provider_stop: retry sleeps end at once */
 };

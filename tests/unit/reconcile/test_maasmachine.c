@@ -522,6 +522,28 @@ static void check_provider_id(struct world *w)
 }
 
 /* delete: release (with erase), then the finalizer goes; MAAS 404s are fine */
+/* a delete pass on a stale copy (finalizer still there) after our release: nothing read or
+ * released again, the finalizer goes */
+static void stale_delete_between(struct world *w, unsigned pass)
+{
+        (void)pass;
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "POST", "op=release", NULL), 1);
+        assert_null(mm(w));
+        put_objects(w,
+                    &(struct objects){ .deleting = true, .system_id = "abc123", .steady = true });
+}
+
+static void check_released_once(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        /* the deleting list answered the first pass, nothing the second */
+        assert_int_equal(requests(&w->maas, "GET", "machines/abc123/", NULL), 0);
+        assert_int_equal(requests(&w->maas, "GET", "machines/?id=abc123", NULL), 1);
+        assert_int_equal(requests(&w->maas, "POST", "op=release", NULL), 1);
+        assert_null(mm(w));
+}
+
 static void check_released(struct world *w)
 {
         long release = request_at(&w->maas, 0, "POST", "machines/abc123/?op=release");
@@ -907,6 +929,12 @@ static const struct row rows[] = {
           .objects = { .deleting = true, .system_id = "abc123", .steady = true },
           .arrange = arrange_deployed,
           .check = check_released },
+        { .name = "delete_pass_after_our_release_reads_nothing",
+          .objects = { .deleting = true, .system_id = "abc123", .steady = true },
+          .arrange = arrange_deployed,
+          .passes = 2,
+          .between = stale_delete_between,
+          .check = check_released_once },
         { .name = "delete_release_404_is_fine",
           .objects = { .deleting = true, .system_id = "abc123" },
           .arrange = arrange_release_404,

@@ -81,6 +81,18 @@ T0=$(date +%s)
 all_ready() { n_ready_is 8 && cluster_ready; }
 check "8 MaasMachines Ready and the cluster Ready" 0 '' -- wait_until 120 all_ready
 echo "# cluster Ready after $(($(date +%s) - T0)) s (contract $E2E_CAPI_CONTRACT)"
+# #18: machines in flight ride the in-flight list (one call per interval for all of them);
+# a GET of one machine only confirms one the list lacks. Polling each machine with a GET,
+# as before, cost at least one per machine.
+machine_gets() {
+  stack_maas GET requests | $PY -c '
+import json, re, sys
+print(sum(1 for r in json.load(sys.stdin)["requests"]
+          if r["method"] == "GET" and not r["op"] and re.search(r"/machines/[^/]+/$", r["path"])))'
+}
+echo "# the rollout read $(machine_gets) machines one GET at a time"
+check "the rollout: fewer single-machine GETs than machines (the in-flight list answers)" 0 '' -- \
+  test "$(machine_gets)" -lt 8
 # capi-sim wrote the contract's shapes: v1beta2 status.initialization and {name} nodeRefs
 # only; v1beta1 status.infrastructureReady
 shapes_match() {

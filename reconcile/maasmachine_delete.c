@@ -37,12 +37,14 @@ static int finish(struct maasmachine_ctx *c)
          * alone removes it, does not run after an upgrade (upstream-capmaas.md 3.7). */
         (void)schema_strv_remove(&c->mm.meta.finalizers, SCHEMA_FINALIZER_HOST_EVACUATION);
         reconciler_observe_phase(p, "deleting", c->mm.meta.deletion_timestamp, c->now);
+        pthread_mutex_lock(&p->lock);
         if (c->have_node) {
-                pthread_mutex_lock(&p->lock);
                 reconciler_table_del(&p->power_off_reads, c->node.system_id);
                 reconciler_table_del(&p->node_done, c->node.system_id);
-                pthread_mutex_unlock(&p->lock);
         }
+        if (c->mm.meta.uid) /* gone with the object: its UID is never allocated for again */
+                reconciler_table_del(&p->allocate_tried, c->mm.meta.uid);
+        pthread_mutex_unlock(&p->lock);
         return maasmachine_flush(c, true);
 }
 

@@ -167,7 +167,9 @@ static int start_webhook_server(struct serving *s, char **reterr)
 
         r = router_new(&s->webhook_routes);
         if (r == 0)
-                r = webhooks_new(s->inventory, &s->hooks);
+                r = webhooks_new_opts(
+                        &(struct webhooks_opts){ .inv = s->inventory, .metrics = s->metrics },
+                        &s->hooks);
         if (r == 0)
                 r = webhooks_register_with(s->hooks, s->webhook_routes);
         if (r < 0) {

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "err.h"
+#include "metrics.h"
 
 void decode_budget_init(struct decode_budget *b, size_t total, unsigned wait_ms)
 {
@@ -77,6 +78,8 @@ int decode_budget_take(struct decode_budget *b, size_t n)
         if (ok)
                 return CM_OK;
         atomic_fetch_add_explicit(&b->refused, 1, memory_order_relaxed);
+        if (b->refused_metric)
+                metric_counter_inc(b->refused_metric);
         return CM_ETIMEDOUT;
 }
 

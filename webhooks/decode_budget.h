@@ -17,12 +17,15 @@
 
 #include "compiler.h"
 
+struct metric_series;
+
 struct decode_budget {
         size_t total;
         unsigned wait_ms;
         atomic_size_t used;
         atomic_uint waiters;
-        atomic_ulong refused; /* takes that timed out, since init */
+        atomic_ulong refused;                 /* takes that timed out, since init */
+        struct metric_series *refused_metric; /* counts them too; borrowed, NULL = none */
         pthread_mutex_t lock;
         pthread_cond_t freed; /* CLOCK_MONOTONIC */
 };

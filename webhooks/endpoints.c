@@ -16,6 +16,7 @@
 #include "compiler.h"
 #include "decode_budget.h"
 #include "err.h"
+#include "metrics.h"
 #include "router.h"
 #include "webhook_kinds.h"
 #include "webhooks.h"
@@ -231,6 +232,19 @@ int webhooks_new_opts(const struct webhooks_opts *o, struct webhooks **ret)
         decode_budget_init(&w->budget,
                            o->decode_budget ? o->decode_budget : WEBHOOKS_DECODE_BUDGET_DEFAULT,
                            o->decode_wait_ms ? o->decode_wait_ms : WEBHOOKS_DECODE_WAIT_MS_DEFAULT);
+        if (o->metrics) {
+                struct metric_family *f;
+                int r = metrics_counter(o->metrics, "capmaas_webhook_decode_refused_total",
+                                        "AdmissionReviews answered 429 because the decode "
+                                        "budget stayed spent for the whole wait.",
+                                        NULL, &f);
+
+                if (r < 0) {
+                        webhooks_free(w);
+                        return r;
+                }
+                w->budget.refused_metric = metric_series(f, NULL);
+        }
         for (size_t i = 0; i < webhook_endpoints_n; i++)
                 w->routes[i] = (struct webhook_route){ .ep = &webhook_endpoints[i],
                                                        .inv = o->inv,

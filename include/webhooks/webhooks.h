@@ -25,6 +25,7 @@
 #include "compiler.h"
 
 struct maas_inventory;
+struct metrics;
 struct router;
 struct webhooks;
 
@@ -56,6 +57,9 @@ struct webhooks_opts {
         struct maas_inventory *inv; /* borrowed; NULL = no MAAS checks */
         size_t decode_budget;       /* bytes; 0 = WEBHOOKS_DECODE_BUDGET_DEFAULT */
         unsigned decode_wait_ms;    /* 0 = WEBHOOKS_DECODE_WAIT_MS_DEFAULT */
+        /* borrowed, outlives every request; NULL = none. Gets
+         * capmaas_webhook_decode_refused_total: reviews answered 429 for the budget. */
+        struct metrics *metrics;
 };
 
 /* Route data for the endpoints with MAAS checks against inv (borrowed; NULL = none). The

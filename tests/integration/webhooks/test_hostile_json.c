@@ -19,8 +19,10 @@
 #include <cmocka.h>
 #include <gnutls/gnutls.h>
 
+#include "buf.h"
 #include "certstore.h"
 #include "http_server.h"
+#include "metrics.h"
 #include "router.h"
 #include "testutil.h"
 #include "utf8_oracle.h"
@@ -384,6 +386,7 @@ struct srv_fixture {
         struct certstore *certs;
         struct router *router;
         struct webhooks *hooks;
+        struct metrics *metrics;
         struct http_server *server;
         uint16_t port;
         char ca[300];
@@ -402,9 +405,10 @@ static int srv_setup(void **state)
         (void)snprintf(f->ca, sizeof(f->ca), "%s/ca.crt", dir);
         if (certstore_new(&(struct certstore_opts){ .cert_path = crt, .key_path = key }, &f->certs,
                           &err) < 0 ||
-            router_new(&f->router) < 0 ||
+            router_new(&f->router) < 0 || metrics_new(&f->metrics) < 0 ||
             webhooks_new_opts(&(struct webhooks_opts){ .decode_budget = SMALL_BUDGET,
-                                                       .decode_wait_ms = 2000 },
+                                                       .decode_wait_ms = 2000,
+                                                       .metrics = f->metrics },
                               &f->hooks) < 0 ||
             webhooks_register_with(f->hooks, f->router) < 0) {
                 free(err);
@@ -432,6 +436,7 @@ static int srv_teardown(void **state)
         f->server = http_server_free(f->server);
         f->router = router_free(f->router);
         f->hooks = webhooks_free(f->hooks);
+        f->metrics = metrics_free(f->metrics);
         f->certs = certstore_free(f->certs);
         free(f);
         return 0;
@@ -452,6 +457,16 @@ static void test_hostile_json__spent_budget_answers_429_with_retry_after(void **
         assert_string_equal(r.body, "too many large AdmissionReviews are being decoded at once; "
                                     "retry after 1 s\n");
         assert_int_equal(webhooks_budget_refused(f->hooks), refused + 1);
+        {
+                struct buf text;
+                char *want = xasprintf("\ncapmaas_webhook_decode_refused_total %lu\n", refused + 1);
+
+                buf_init(&text, 1 << 20);
+                assert_int_equal(metrics_render(f->metrics, &text), 0);
+                assert_non_null(strstr(text.data, want));
+                buf_release(&text);
+                free(want);
+        }
         reply_release(&r);
         webhooks_budget_give(f->hooks, SMALL_BUDGET);
         post(f->port, f->ca, body, 0, &r);

@@ -94,10 +94,10 @@ struct provider_settings test_settings(void)
         };
 }
 
-static void start_provider(void)
+void start_provider(const struct provider_settings *s)
 {
         assert_int_equal(metrics_new(&RF.metrics), 0);
-        assert_int_equal(provider_new(&(struct provider_opts){ .settings = test_settings(),
+        assert_int_equal(provider_new(&(struct provider_opts){ .settings = *s,
                                                                .kube = &CL.mgmt.cfg,
                                                                .maas = &RF.mcfg,
                                                                .metrics = RF.metrics },
@@ -143,11 +143,13 @@ int rf_group_teardown(void **state)
 /* Each test: a fresh MAAS, a fresh namespace, a fresh provider. */
 int rf_setup(void **state)
 {
+        struct provider_settings s = test_settings();
+
         (void)state;
         start_maas_sim();
         create_workload_nodes();
         clusters_new_namespace();
-        start_provider();
+        start_provider(&s);
         return 0;
 }
 

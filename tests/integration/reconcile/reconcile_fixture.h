@@ -42,6 +42,8 @@ int rf_teardown(void **state);
 /* As capmaas --deploy-timeout 30s --sync-period 10m --machine-concurrency 4 --namespace NS,
  * the rest at their defaults. */
 struct provider_settings test_settings(void);
+/* Starts RF.prov with settings s and a fresh RF.metrics (both freed by rf_teardown). */
+void start_provider(const struct provider_settings *s);
 /* The provider's metrics as Prometheus text (malloc'd). */
 char *render_metrics(void);
 

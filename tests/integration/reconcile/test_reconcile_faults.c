@@ -180,14 +180,7 @@ static void restart_provider(uint64_t refresh_ms)
         RF.prov = provider_free(RF.prov);
         RF.metrics = metrics_free(RF.metrics);
         s.machine_refresh_ms = refresh_ms;
-        assert_int_equal(metrics_new(&RF.metrics), 0);
-        assert_int_equal(provider_new(&(struct provider_opts){ .settings = s,
-                                                               .kube = &CL.mgmt.cfg,
-                                                               .maas = &RF.mcfg,
-                                                               .metrics = RF.metrics },
-                                      &RF.prov),
-                         0);
-        assert_int_equal(provider_start(RF.prov), 0);
+        start_provider(&s);
 }
 
 static void assert_metric(const char *series)

@@ -79,6 +79,13 @@ static const struct schema_field lxd_config_fields[] = {
 static const struct schema_type lxd_config_type =
         TYPE(struct maas_lxd_config, lxd_config_fields, NULL);
 
+static const struct schema_field dns_record_addresses_fields[] = {
+        SF_STR("cidr", struct schema_dns_record_addresses, cidr),
+        SF_STR("interface", struct schema_dns_record_addresses, interface),
+};
+static const struct schema_type dns_record_addresses_type =
+        TYPE(struct schema_dns_record_addresses, dns_record_addresses_fields, NULL);
+
 static const struct schema_field cluster_spec_fields[] = {
         SF_STR("dnsDomain", struct maas_cluster_spec, dns_domain),
         SF_OBJ("controlPlaneEndpoint",
@@ -87,6 +94,10 @@ static const struct schema_field cluster_spec_fields[] = {
                &endpoint_type),
         SF_STRV("failureDomains", struct maas_cluster_spec, failure_domains),
         SF_OBJ("lxdConfig", struct maas_cluster_spec, lxd_config, &lxd_config_type),
+        SF_OBJ("dnsRecordAddresses",
+               struct maas_cluster_spec,
+               dns_record_addresses,
+               &dns_record_addresses_type),
 };
 static const struct schema_type cluster_spec_type =
         TYPE(struct maas_cluster_spec, cluster_spec_fields, NULL);
@@ -137,6 +148,23 @@ static const struct schema_field machine_lxd_fields[] = {
 static const struct schema_type machine_lxd_type =
         TYPE(struct maas_machine_lxd, machine_lxd_fields, NULL);
 
+static const struct schema_field static_ip_fields[] = {
+        SF_STR("ip", struct schema_static_ip, ip),
+        SF_STR("cidr", struct schema_static_ip, cidr),
+        SF_STR("gateway", struct schema_static_ip, gateway),
+        SF_STRV("nameservers", struct schema_static_ip, nameservers),
+        SF_STR("interface", struct schema_static_ip, interface),
+};
+static const struct schema_type static_ip_type =
+        TYPE(struct schema_static_ip, static_ip_fields, NULL);
+
+static const struct schema_field pool_ref_fields[] = {
+        SF_STR("apiGroup", struct schema_pool_ref, api_group),
+        SF_STR("kind", struct schema_pool_ref, kind),
+        SF_STR("name", struct schema_pool_ref, name),
+};
+static const struct schema_type pool_ref_type = TYPE(struct schema_pool_ref, pool_ref_fields, NULL);
+
 static const struct schema_field machine_spec_fields[] = {
         SF_STR("failureDomain", struct maas_machine_spec, failure_domain),
         SF_STR("systemID", struct maas_machine_spec, system_id),
@@ -150,6 +178,11 @@ static const struct schema_field machine_spec_fields[] = {
         SF_STR("image", struct maas_machine_spec, image),
         SF_BOOL("deployInMemory", struct maas_machine_spec, deploy_in_memory),
         SF_OBJ("lxd", struct maas_machine_spec, lxd, &machine_lxd_type),
+        SF_OBJ("staticIP", struct maas_machine_spec, static_ip, &static_ip_type),
+        SF_LIST("addressesFromPools",
+                struct maas_machine_spec,
+                addresses_from_pools,
+                &pool_ref_type),
 };
 static const struct schema_type machine_spec_type =
         TYPE(struct maas_machine_spec, machine_spec_fields, NULL);

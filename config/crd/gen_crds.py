@@ -63,7 +63,25 @@ conditions = {
 initialization = obj({"provisioned": b("True once the infrastructure is provisioned (CAPI v1beta2 contract).")},
                      "Initialization status of the CAPI v1beta2 contract.")
 
+static_ip = obj({
+    "cidr": s("The subnet the address is in, as MAAS knows it (e.g. 10.10.0.0/24); it must be a MAAS subnet.", minLength=1),
+    "gateway": s("Default gateway; the subnet's when absent."),
+    "interface": s("Name of the machine's interface to configure; the boot interface when absent."),
+    "ip": s("The address (IPv4 or IPv6), inside cidr.", minLength=1),
+    "nameservers": {"type": "array", "description": "DNS servers; the subnet's when absent.", "items": {"type": "string"}, "maxItems": 16},
+}, "A fixed address applied in MAAS between allocate and deploy. Immutable. Not allowed in a MaasMachineTemplate (use addressesFromPools).", ["cidr", "ip"])
+
+pool_refs = {"type": "array",
+             "description": "Cluster API IPAM pools to claim the machine's address from (an IPAddressClaim per machine); only the first entry is used. Immutable.",
+             "items": obj({
+                 "apiGroup": s("API group of the pool (e.g. ipam.cluster.x-k8s.io).", minLength=1),
+                 "kind": s("Kind of the pool (e.g. InClusterIPPool).", minLength=1),
+                 "name": s("Name of the pool, in the machine's namespace.", minLength=1),
+             }, required=["apiGroup", "kind", "name"]),
+             "maxItems": 8}
+
 machine_spec = obj({
+    "addressesFromPools": pool_refs,
     "deployInMemory": b("Deploy the OS into memory (MAAS ephemeral_deploy).", default=False),
     "failureDomain": s("MAAS zone to allocate from; overwritten with the zone the machine landed in."),
     "image": s("<osystem>/<release> (e.g. ubuntu/jammy) or a bare release, which MAAS treats as custom. Immutable.", minLength=1),
@@ -83,6 +101,7 @@ machine_spec = obj({
     "parent": s("System ID of the parent host (LXD VMs)."),
     "providerID": s("maas:///<zone>/<system_id>, written by the controller."),
     "resourcePool": s("MAAS resource pool to allocate from."),
+    "staticIP": static_ip,
     "systemID": s("MAAS system_id, written by the controller."),
     "tags": {"type": "array", "description": "MAAS tags the machine must carry.", "items": {"type": "string"}, "maxItems": 64},
 }, "MaasMachineSpec defines the desired state of a MaasMachine.", ["image", "minCPU", "minMemory"])
@@ -111,6 +130,10 @@ endpoint = obj({"host": s("Host name or IP of the API server."),
 cluster_spec = obj({
     "controlPlaneEndpoint": endpoint,
     "dnsDomain": s("MAAS DNS domain the API-server record is created in. Immutable.", minLength=1),
+    "dnsRecordAddresses": obj({
+        "cidr": s("Only control-plane addresses inside this CIDR go into the record.", minLength=1),
+        "interface": s("Only addresses MAAS has on the interface of this name."),
+    }, "Which control-plane addresses the API-server DNS record holds; absent: each control plane's first ExternalIP.", ["cidr"]),
     "failureDomains": {"type": "array", "description": "MAAS zones usable as failure domains.", "items": {"type": "string"}, "maxItems": 64},
     "lxdConfig": obj({
         "enabled": b("Register the cluster's machines as LXD VM hosts.", default=False),

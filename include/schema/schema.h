@@ -200,11 +200,20 @@ struct maas_lxd_config {
         bool skip_network_update, has_skip_network_update;
 };
 
+/* spec.dnsRecordAddresses: which control-plane addresses the API-server DNS record holds
+ * (docs/static-ips.md). cidr: only addresses inside it; interface (NULL = any): only
+ * addresses MAAS links on the interface of that name. Absent = the default rule. */
+struct schema_dns_record_addresses {
+        char *cidr;
+        char *interface;
+};
+
 struct maas_cluster_spec {
         char *dns_domain;
         struct schema_api_endpoint *control_plane_endpoint;
         struct schema_strv failure_domains;
         struct maas_lxd_config *lxd_config;
+        struct schema_dns_record_addresses *dns_record_addresses;
 };
 
 /* status.failureDomains entry (v1beta2 list form). */
@@ -265,6 +274,33 @@ struct maas_machine_lxd {
         struct maas_vm_config *vm_config;
 };
 
+/* spec.staticIP: a fixed address applied in MAAS between allocate and deploy
+ * (docs/static-ips.md). ip and cidr are required (the webhook checks it); gateway NULL =
+ * the subnet's; nameservers absent = the subnet's; interface NULL = the boot interface.
+ * Also the seam between the IPAM step (an answered IPAddress becomes one) and the MAAS
+ * network step that applies it. */
+struct schema_static_ip {
+        char *ip;
+        char *cidr;
+        char *gateway;
+        struct schema_strv nameservers;
+        char *interface;
+};
+
+/* spec.addressesFromPools entry: a Cluster API IPAM pool (TypedLocalObjectReference with
+ * the group in apiGroup). Only the first entry is used. */
+struct schema_pool_ref {
+        char *api_group;
+        char *kind;
+        char *name;
+};
+
+struct schema_pool_refs {
+        struct schema_pool_ref *items;
+        size_t n;
+        bool present;
+};
+
 struct maas_machine_spec {
         char *failure_domain;
         char *system_id;
@@ -281,6 +317,8 @@ struct maas_machine_spec {
         char *image;
         bool deploy_in_memory, has_deploy_in_memory;
         struct maas_machine_lxd *lxd;
+        struct schema_static_ip *static_ip;
+        struct schema_pool_refs addresses_from_pools;
 };
 
 struct schema_address {

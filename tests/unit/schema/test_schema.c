@@ -549,6 +549,199 @@ static void test_schema__strv_and_strmap_helpers(void **state)
         schema_strmap_release(&m);
 }
 
+/* ---- static addresses and the endpoint's addresses (#19) ---- */
+
+static void test_schema__static_ip_and_pools_round_trip(void **state)
+{
+        cJSON *in = test_json(
+                "{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
+                "\"kind\":\"MaasMachine\",\"metadata\":{\"name\":\"m\"},\"spec\":{"
+                "\"image\":\"ubuntu/jammy\",\"minCPU\":1,\"minMemory\":1024,"
+                "\"staticIP\":{\"ip\":\"10.10.0.21\",\"cidr\":\"10.10.0.0/24\","
+                "\"gateway\":\"10.10.0.1\",\"nameservers\":[\"10.10.0.2\",\"fd00::53\"],"
+                "\"interface\":\"eth1\",\"futureStatic\":7},"
+                "\"addressesFromPools\":[{\"apiGroup\":\"ipam.cluster.x-k8s.io\","
+                "\"kind\":\"InClusterIPPool\",\"name\":\"cp-pool\",\"futureRef\":true},"
+                "{\"apiGroup\":\"ipam.example.com\",\"kind\":\"NetBoxPool\",\"name\":\"b\"}]}}");
+        struct maas_machine m;
+        cJSON *out = NULL;
+
+        (void)state;
+        assert_int_equal(maas_machine_decode(in, &m, NULL), CM_OK);
+        assert_non_null(m.spec.static_ip);
+        assert_string_equal(m.spec.static_ip->ip, "10.10.0.21");
+        assert_string_equal(m.spec.static_ip->cidr, "10.10.0.0/24");
+        assert_string_equal(m.spec.static_ip->gateway, "10.10.0.1");
+        assert_int_equal(m.spec.static_ip->nameservers.n, 2);
+        assert_string_equal(m.spec.static_ip->nameservers.items[1], "fd00::53");
+        assert_string_equal(m.spec.static_ip->interface, "eth1");
+        assert_true(m.spec.addresses_from_pools.present);
+        assert_int_equal(m.spec.addresses_from_pools.n, 2);
+        assert_string_equal(m.spec.addresses_from_pools.items[0].api_group,
+                            "ipam.cluster.x-k8s.io");
+        assert_string_equal(m.spec.addresses_from_pools.items[0].kind, "InClusterIPPool");
+        assert_string_equal(m.spec.addresses_from_pools.items[0].name, "cp-pool");
+        assert_string_equal(m.spec.addresses_from_pools.items[1].name, "b");
+        /* an edit survives encode, and the unknown members of each entry come back */
+        free(m.spec.static_ip->ip);
+        m.spec.static_ip->ip = xstrdup("10.10.0.22");
+        assert_int_equal(maas_machine_encode(&m, &out), CM_OK);
+        assert_string_equal(cJSON_GetStringValue(json_at(out, "spec.staticIP.ip")), "10.10.0.22");
+        assert_true(cJSON_IsNumber(json_at(out, "spec.staticIP.futureStatic")));
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(
+                cJSON_GetArrayItem(json_at(out, "spec.addressesFromPools"), 0), "futureRef")));
+        cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cJSON_GetObjectItem(in, "spec"), "staticIP"),
+                                  "ip", cJSON_CreateString("10.10.0.22"));
+        test_assert_same_json(in, out);
+        cJSON_Delete(out);
+        maas_machine_release(&m);
+        cJSON_Delete(in);
+}
+
+static void test_schema__static_fields_absent_and_new(void **state)
+{
+        cJSON *in = test_json("{\"spec\":{\"image\":\"x\"}}");
+        struct maas_machine m;
+        struct maas_cluster c;
+        cJSON *out = NULL;
+
+        (void)state;
+        assert_int_equal(maas_machine_decode(in, &m, NULL), CM_OK);
+        assert_null(m.spec.static_ip);
+        assert_false(m.spec.addresses_from_pools.present);
+        assert_int_equal(m.spec.addresses_from_pools.n, 0);
+        maas_machine_release(&m);
+        assert_int_equal(maas_cluster_decode(in, &c, NULL), CM_OK);
+        assert_null(c.spec.dns_record_addresses);
+        maas_cluster_release(&c);
+
+        /* a new object writes exactly what is set */
+        maas_cluster_init(&c);
+        c.spec.dns_record_addresses = xcalloc(1, sizeof(*c.spec.dns_record_addresses));
+        c.spec.dns_record_addresses->cidr = xstrdup("10.20.0.0/24");
+        assert_int_equal(maas_cluster_encode(&c, &out), CM_OK);
+        assert_string_equal(cJSON_GetStringValue(json_at(out, "spec.dnsRecordAddresses.cidr")),
+                            "10.20.0.0/24");
+        assert_null(json_at(out, "spec.dnsRecordAddresses.interface"));
+        cJSON_Delete(out);
+        maas_cluster_release(&c);
+        cJSON_Delete(in);
+}
+
+static void test_schema__dns_record_addresses_round_trip(void **state)
+{
+        cJSON *in = test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
+                              "\"kind\":\"MaasCluster\","
+                              "\"spec\":{\"dnsDomain\":\"maas\",\"dnsRecordAddresses\":"
+                              "{\"cidr\":\"10.20.0.0/24\",\"interface\":\"eth1\"}}}");
+        cJSON *tin = test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
+                               "\"kind\":\"MaasClusterTemplate\","
+                               "\"spec\":{\"template\":{\"spec\":{\"dnsDomain\":\"maas\","
+                               "\"dnsRecordAddresses\":{\"cidr\":\"fd00:20::/64\"}}}}}");
+        cJSON *mt = test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\","
+                              "\"kind\":\"MaasMachineTemplate\","
+                              "\"spec\":{\"template\":{\"spec\":{\"image\":\"x\","
+                              "\"addressesFromPools\":[{\"apiGroup\":\"g\",\"kind\":\"K\","
+                              "\"name\":\"p\"}]}}}}");
+        struct maas_cluster c;
+        struct maas_cluster_template t;
+        struct maas_machine_template m;
+        cJSON *out = NULL;
+
+        (void)state;
+        assert_int_equal(maas_cluster_decode(in, &c, NULL), CM_OK);
+        assert_string_equal(c.spec.dns_record_addresses->cidr, "10.20.0.0/24");
+        assert_string_equal(c.spec.dns_record_addresses->interface, "eth1");
+        assert_int_equal(maas_cluster_encode(&c, &out), CM_OK);
+        test_assert_same_json(in, out);
+        cJSON_Delete(out);
+        maas_cluster_release(&c);
+
+        assert_int_equal(maas_cluster_template_decode(tin, &t, NULL), CM_OK);
+        assert_string_equal(t.spec.dns_record_addresses->cidr, "fd00:20::/64");
+        assert_null(t.spec.dns_record_addresses->interface);
+        assert_int_equal(maas_cluster_template_encode(&t, &out), CM_OK);
+        test_assert_same_json(tin, out);
+        cJSON_Delete(out);
+        maas_cluster_template_release(&t);
+
+        assert_int_equal(maas_machine_template_decode(mt, &m, NULL), CM_OK);
+        assert_int_equal(m.spec.addresses_from_pools.n, 1);
+        assert_string_equal(m.spec.addresses_from_pools.items[0].kind, "K");
+        assert_int_equal(maas_machine_template_encode(&m, &out), CM_OK);
+        test_assert_same_json(mt, out);
+        cJSON_Delete(out);
+        maas_machine_template_release(&m);
+        cJSON_Delete(in);
+        cJSON_Delete(tin);
+        cJSON_Delete(mt);
+}
+
+static void test_schema__static_fields_type_errors_name_the_path(void **state)
+{
+        cJSON *in = test_json("{\"spec\":{\"staticIP\":{\"ip\":21,\"cidr\":[],\"gateway\":false,"
+                              "\"nameservers\":[\"10.0.0.2\",3],\"interface\":{}},"
+                              "\"addressesFromPools\":[{\"apiGroup\":1,\"kind\":null,"
+                              "\"name\":[]},\"pool\"]}}");
+        cJSON *notobj = test_json("{\"spec\":{\"staticIP\":\"10.0.0.5\","
+                                  "\"addressesFromPools\":{}}}");
+        cJSON *tmpl = test_json("{\"spec\":{\"template\":{\"spec\":{\"staticIP\":{\"nameservers\":"
+                                "\"10.0.0.2\"},\"addressesFromPools\":[{\"name\":5}]}}}}");
+        cJSON *cl = test_json("{\"spec\":{\"dnsRecordAddresses\":{\"cidr\":24,\"interface\":1}}}");
+        cJSON *clt = test_json("{\"spec\":{\"template\":{\"spec\":{\"dnsRecordAddresses\":[]}}}}");
+        static const char *want[] = {
+                "spec.staticIP.ip: expected string, got integer",
+                "spec.staticIP.cidr: expected string, got array",
+                "spec.staticIP.gateway: expected string, got boolean",
+                "spec.staticIP.nameservers[1]: expected string, got integer",
+                "spec.staticIP.interface: expected string, got object",
+                "spec.addressesFromPools[0].apiGroup: expected string, got integer",
+                "spec.addressesFromPools[0].name: expected string, got array",
+                "spec.addressesFromPools[1]: expected object, got string",
+        };
+        struct maas_machine m;
+        struct maas_machine_template t;
+        struct maas_cluster c;
+        struct maas_cluster_template ct;
+        struct json_errors e;
+
+        (void)state;
+        json_errors_init(&e);
+        assert_int_equal(maas_machine_decode(in, &m, &e), CM_EINVAL);
+        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+                if (!json_errors_contains(&e, want[i]))
+                        fail_msg("missing error: %s (have %s)", want[i],
+                                 json_errors_join(&e, " | "));
+        assert_int_equal(e.n, sizeof(want) / sizeof(want[0])); /* kind: null is absent */
+        json_errors_release(&e);
+
+        json_errors_init(&e);
+        assert_int_equal(maas_machine_decode(notobj, &m, &e), CM_EINVAL);
+        assert_true(json_errors_contains(&e, "spec.staticIP: expected object, got string"));
+        assert_true(json_errors_contains(&e, "spec.addressesFromPools: expected array, got "
+                                             "object"));
+        assert_int_equal(maas_machine_template_decode(tmpl, &t, &e), CM_EINVAL);
+        assert_true(json_errors_contains(&e, "spec.template.spec.staticIP.nameservers: expected "
+                                             "array, got string"));
+        assert_true(json_errors_contains(&e, "spec.template.spec.addressesFromPools[0].name: "
+                                             "expected string, got integer"));
+        assert_int_equal(maas_cluster_decode(cl, &c, &e), CM_EINVAL);
+        assert_true(json_errors_contains(&e, "spec.dnsRecordAddresses.cidr: expected string, got "
+                                             "integer"));
+        assert_true(json_errors_contains(&e, "spec.dnsRecordAddresses.interface: expected string, "
+                                             "got integer"));
+        assert_int_equal(maas_cluster_template_decode(clt, &ct, &e), CM_EINVAL);
+        assert_true(json_errors_contains(&e, "spec.template.spec.dnsRecordAddresses: expected "
+                                             "object, got array"));
+        assert_int_equal(e.n, 7);
+        json_errors_release(&e);
+        cJSON_Delete(in);
+        cJSON_Delete(notobj);
+        cJSON_Delete(tmpl);
+        cJSON_Delete(cl);
+        cJSON_Delete(clt);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -570,6 +763,10 @@ int main(void)
                 cmocka_unit_test(test_schema__condition_transition_time_moves_only_on_flip),
                 cmocka_unit_test(test_schema__conditions_sorted_ready_first_paused_last),
                 cmocka_unit_test(test_schema__strv_and_strmap_helpers),
+                cmocka_unit_test(test_schema__static_ip_and_pools_round_trip),
+                cmocka_unit_test(test_schema__static_fields_absent_and_new),
+                cmocka_unit_test(test_schema__dns_record_addresses_round_trip),
+                cmocka_unit_test(test_schema__static_fields_type_errors_name_the_path),
         };
 
         return cmocka_run_group_tests_name("schema", tests, NULL, NULL);

@@ -258,11 +258,41 @@ ssize_t sim_find_domain(const struct sim *s, const char *id_or_name)
         return -1;
 }
 
+static int by_id_cmp(const void *a, const void *b, void *machines)
+{
+        const struct sim_machine *m = machines;
+
+        return strcmp(m[*(const size_t *)a].system_id, m[*(const size_t *)b].system_id);
+}
+
+static void by_id_rebuild(struct sim *s)
+{
+        s->by_id = xrealloc(s->by_id, (s->n_machines ? s->n_machines : 1) * sizeof(*s->by_id));
+        for (size_t i = 0; i < s->n_machines; i++)
+                s->by_id[i] = i;
+        qsort_r(s->by_id, s->n_machines, sizeof(*s->by_id), by_id_cmp, s->machines);
+        s->by_id_stale = false;
+}
+
+/* O(log n): fleets of 10 000 machines look machines up by id on every request. */
 struct sim_machine *sim_find_machine(struct sim *s, const char *system_id)
 {
-        for (size_t i = 0; i < s->n_machines; i++)
-                if (strcmp(s->machines[i].system_id, system_id) == 0)
-                        return &s->machines[i];
+        size_t lo = 0, hi;
+
+        if (s->by_id_stale || !s->by_id)
+                by_id_rebuild(s);
+        hi = s->n_machines;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int d = strcmp(s->machines[s->by_id[mid]].system_id, system_id);
+
+                if (d == 0)
+                        return &s->machines[s->by_id[mid]];
+                if (d < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
         return NULL;
 }
 
@@ -495,6 +525,7 @@ int sim_add_machine_json(struct sim *s, const cJSON *o, char **ret_err)
         machine_ifaces(&m, o, m.order + 1);
         s->machines = xrealloc(s->machines, (s->n_machines + 1) * sizeof(*s->machines));
         s->machines[s->n_machines++] = m;
+        s->by_id_stale = true;
         return 0;
 }
 
@@ -506,6 +537,7 @@ void sim_remove_machine(struct sim *s, struct sim_machine *m)
         memmove(&s->machines[i], &s->machines[i + 1],
                 (s->n_machines - i - 1) * sizeof(*s->machines));
         s->n_machines--;
+        s->by_id_stale = true;
 }
 
 static void add_defaults(struct sim *s)
@@ -601,6 +633,7 @@ void sim_release(struct sim *s)
         for (size_t i = 0; i < s->n_machines; i++)
                 machine_release_fields(&s->machines[i]);
         free(s->machines);
+        free(s->by_id);
         for (size_t i = 0; i < s->n_zones; i++) {
                 free(s->zones[i].name);
                 free(s->zones[i].description);

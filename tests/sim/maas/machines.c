@@ -151,8 +151,7 @@ static bool list_match(const struct sim *s,
                        const struct sim_machine *m,
                        const struct sim_strv *tags)
 {
-        return any_of(p, "id", m->system_id) && any_of(p, "hostname", m->hostname) &&
-               any_of(p, "zone", s->zones[m->zone].name) &&
+        return any_of(p, "hostname", m->hostname) && any_of(p, "zone", s->zones[m->zone].name) &&
                any_of(p, "pool", s->pools[m->pool].name) &&
                any_of(p, "domain", s->domains[m->domain].name) &&
                any_of(p, "agent_name", m->agent_name) && any_of(p, "owner", m->owner) &&
@@ -183,24 +182,76 @@ static bool list_params_ok(const struct sim *s, const struct sim_params *p, stru
         return true;
 }
 
+static int index_cmp(const void *a, const void *b)
+{
+        size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+        return (x > y) - (x < y);
+}
+
+/*
+ * The machines a list may answer with, in list order: all of them, or, when the query names
+ * system ids (the provider's fleet lists name hundreds), only those, found by index. *rest
+ * gets the query's other parameters (borrowed strings; free its arrays only).
+ */
+static size_t list_candidates(struct sim *s,
+                              const struct sim_params *q,
+                              size_t **ret,
+                              struct sim_params *rest)
+{
+        size_t n = 0, *idx = xmalloc((q->n ? q->n : 1) * sizeof(*idx));
+        bool by_id = false;
+
+        *rest = (struct sim_params){ .keys = xmalloc((q->n ? q->n : 1) * sizeof(char *)),
+                                     .vals = xmalloc((q->n ? q->n : 1) * sizeof(char *)) };
+        for (size_t i = 0; i < q->n; i++) {
+                struct sim_machine *m;
+
+                if (strcmp(q->keys[i], "id") != 0) {
+                        rest->keys[rest->n] = q->keys[i];
+                        rest->vals[rest->n++] = q->vals[i];
+                        continue;
+                }
+                by_id = true;
+                if ((m = sim_find_machine(s, q->vals[i])) != NULL)
+                        idx[n++] = (size_t)(m - s->machines);
+        }
+        if (!by_id) {
+                idx = xrealloc(idx, (s->n_machines ? s->n_machines : 1) * sizeof(*idx));
+                for (n = 0; n < s->n_machines; n++)
+                        idx[n] = n;
+        }
+        qsort(idx, n, sizeof(*idx), index_cmp);
+        *ret = idx;
+        return n;
+}
+
 static void machines_list(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
 {
         struct sim_strv tags = { 0 };
+        struct sim_params rest = { 0 };
+        size_t *idx = NULL, n;
         cJSON *arr;
 
         sim_split_tags(&rq->query, "tags", &tags);
         if (!list_params_ok(s, &rq->query, rp) || !sim_check_tags(s, &tags, "tags", rp))
                 goto out;
+        n = list_candidates(s, &rq->query, &idx, &rest);
         arr = cJSON_CreateArray();
-        for (size_t i = 0; i < s->n_machines; i++) {
-                struct sim_machine *m = &s->machines[i];
+        for (size_t i = 0; i < n; i++) {
+                struct sim_machine *m = &s->machines[idx[i]];
 
+                if (i > 0 && idx[i] == idx[i - 1])
+                        continue; /* an id named twice */
                 sim_machine_tick(s, m);
-                if (list_match(s, &rq->query, m, &tags))
+                if (list_match(s, &rest, m, &tags))
                         cJSON_AddItemToArray(arr, sim_machine_json(s, m));
         }
         sim_reply_json(rp, arr);
 out:
+        free(idx);
+        free(rest.keys);
+        free(rest.vals);
         sim_strv_release(&tags);
 }
 

@@ -190,6 +190,10 @@ struct sim {
         size_t n_boots;
         struct sim_machine *machines;
         size_t n_machines;
+        /* machines' indices sorted by system_id, for sim_find_machine; rebuilt on first use
+         * after a machine was added or removed (by_id_stale) */
+        size_t *by_id;
+        bool by_id_stale;
         struct sim_dns *dns;
         size_t n_dns;
         int next_dns_id;

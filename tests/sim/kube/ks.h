@@ -109,9 +109,10 @@ struct ks {
         struct kfaults faults;
         struct ks_override *overrides;
         size_t n_overrides;
-        cJSON *reqlog; /* array, capped */
-        cJSON *counts; /* {"<user agent product> <METHOD>": n}, never capped */
-        cJSON *access; /* {"<agent> <verb> <group> <resource> <ns>": n}, never capped */
+        cJSON *reqlog;   /* array, capped */
+        size_t reqlog_n; /* its length (cJSON_GetArraySize walks the list) */
+        cJSON *counts;   /* {"<user agent product> <METHOD>": n}, never capped */
+        cJSON *access;   /* {"<agent> <verb> <group> <resource> <ns>": n}, never capped */
         uint64_t rng;
 };
 

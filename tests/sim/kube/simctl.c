@@ -158,8 +158,10 @@ void simctl_log(const struct kreq *r, unsigned status)
         count_request(r);
         pthread_mutex_lock(&ks.mu);
         cJSON_AddItemToArray(ks.reqlog, e);
-        if (cJSON_GetArraySize(ks.reqlog) > REQLOG_MAX)
+        if (++ks.reqlog_n > REQLOG_MAX) {
                 cJSON_DeleteItemFromArray(ks.reqlog, 0);
+                ks.reqlog_n--;
+        }
         pthread_mutex_unlock(&ks.mu);
 }
 
@@ -294,6 +296,7 @@ static bool requests(const struct kreq *r, struct kresp *resp)
         if (!strcmp(r->method, "DELETE")) {
                 cJSON_Delete(ks.reqlog);
                 ks.reqlog = cJSON_CreateArray();
+                ks.reqlog_n = 0;
                 cJSON_Delete(ks.counts);
                 ks.counts = NULL;
                 cJSON_Delete(ks.access);

@@ -91,22 +91,22 @@ static void cindex_link(struct store *s, struct entry *e)
                 return;
         i = cluster_hash(c) & (s->n_table - 1);
         e->cnext = s->ctable[i];
+        if (e->cnext)
+                e->cnext->cprev = &e->cnext;
+        e->cprev = &s->ctable[i];
         s->ctable[i] = e;
 }
 
-static void cindex_unlink(struct store *s, struct entry *e)
+/* Every machine of a cluster shares one chain: a walk to find e would be O(cluster size). */
+static void cindex_unlink(struct entry *e)
 {
-        const char *c = e->cluster;
-        struct entry **link;
-
-        if (!c)
+        if (!e->cprev)
                 return;
-        link = &s->ctable[cluster_hash(c) & (s->n_table - 1)];
-        while (*link && *link != e)
-                link = &(*link)->cnext;
-        if (*link)
-                *link = e->cnext;
+        *e->cprev = e->cnext;
+        if (e->cnext)
+                e->cnext->cprev = e->cprev;
         e->cnext = NULL;
+        e->cprev = NULL;
 }
 
 static void store_grow(struct store *s)
@@ -216,7 +216,7 @@ void informer_store_put(struct store *s, struct kube_object *o, struct entry *e,
         if (old) {
                 e->next = old->next;
                 *link = e;
-                cindex_unlink(s, old);
+                cindex_unlink(old);
                 cindex_link(s, e);
                 informer_evlist_push(l, EV_UPDATE, informer_entry_object(old), o);
                 s->bytes -= old->size;
@@ -240,7 +240,7 @@ static void store_unlink(struct store *s,
         struct entry *e = *link;
 
         *link = e->next;
-        cindex_unlink(s, e);
+        cindex_unlink(e);
         s->n--;
         s->bytes -= e->size;
         informer_evlist_push(l, EV_DELETE, NULL, last ? last : informer_entry_object(e));

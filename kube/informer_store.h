@@ -17,8 +17,9 @@
 #include "kube_client.h"
 
 struct entry {
-        struct entry *next;  /* namespace/name chain */
-        struct entry *cnext; /* cluster chain, only while the object has the label */
+        struct entry *next;   /* namespace/name chain */
+        struct entry *cnext;  /* cluster chain, only while the object has the label */
+        struct entry **cprev; /* the link pointing at this entry in that chain (O(1) unlink) */
         uint64_t hash;
         uint64_t epoch;      /* relist mark */
         const char *ns;      /* into data */

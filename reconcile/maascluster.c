@@ -376,7 +376,6 @@ static uint64_t probe_delay(struct provider *p, const char *key, bool ok)
 
 static int api_server(struct maascluster_ctx *c, struct reconcile_result *res)
 {
-        struct kube_config cfg = { 0 };
         struct kube_client *wl = NULL;
         cJSON *ns = NULL;
         char key[600];
@@ -386,11 +385,13 @@ static int api_server(struct maascluster_ctx *c, struct reconcile_result *res)
         if (schema_conditions_is_true(&c->mc.status.conditions, SCHEMA_COND_API_SERVER_AVAILABLE))
                 return 0;
         (void)snprintf(key, sizeof(key), "%s/%s", c->ns, c->name);
-        err = reconciler_workload_client(c->w, c->ns, c->cluster_name, &cfg, &wl);
+        err = reconciler_workload_client(c->w, c->ns, c->cluster_name, &wl);
         if (err == 0)
                 err = kube_get(wl, &KUBE_RES_NAMESPACES, NULL, "kube-system", &ns, NULL);
         if (err == CM_ENOTFOUND && wl)
                 err = 0; /* the API answered */
+        if (err && wl)
+                reconciler_workload_drop(c->w, c->ns, c->cluster_name);
         delay = probe_delay(c->p, key, err == 0);
         if (err == 0)
                 reconciler_cond(&c->conds, SCHEMA_COND_API_SERVER_AVAILABLE, SCHEMA_CONDITION_TRUE,
@@ -404,8 +405,6 @@ static int api_server(struct maascluster_ctx *c, struct reconcile_result *res)
                 res->after_ms = delay;
         }
         cJSON_Delete(ns);
-        kube_client_free(wl);
-        kube_config_release(&cfg);
         return 0;
 }
 

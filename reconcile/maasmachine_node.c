@@ -131,7 +131,6 @@ static int patch_node(struct maasmachine_ctx *c, struct kube_client *wl, const c
 
 int maasmachine_node_provider_id(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
-        struct kube_config cfg = { 0 };
         struct kube_client *wl = NULL;
         cJSON *node = NULL;
         int err;
@@ -139,7 +138,7 @@ int maasmachine_node_provider_id(struct maasmachine_ctx *c, struct reconcile_res
         if (!c->node.hostname || !c->mm.spec.provider_id ||
             node_done(c->p, c->node.system_id, false))
                 return 0;
-        err = reconciler_workload_client(c->w, c->ns, kube_object_name(c->cluster), &cfg, &wl);
+        err = reconciler_workload_client(c->w, c->ns, kube_object_name(c->cluster), &wl);
         if (err == 0)
                 err = find_node(wl, c->node.hostname, &node);
         if (err == 0)
@@ -147,11 +146,11 @@ int maasmachine_node_provider_id(struct maasmachine_ctx *c, struct reconcile_res
         if (err == 0)
                 (void)node_done(c->p, c->node.system_id, true);
         else {
+                if (wl && err != CM_ENOTFOUND)
+                        reconciler_workload_drop(c->w, c->ns, kube_object_name(c->cluster));
                 res->outcome = RECONCILE_REQUEUE_AFTER;
                 res->after_ms = err == CM_ENOTFOUND ? 5000 : 30000;
         }
         cJSON_Delete(node);
-        kube_client_free(wl);
-        kube_config_release(&cfg);
         return 0;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base64.h"
+#include "clock.h"
 #include "err.h"
 #include "kube_events.h"
 #include "memfile.h"
@@ -326,38 +327,116 @@ out:
         return err;
 }
 
-int reconciler_workload_client(struct reconciler_worker *w,
-                               const char *ns,
-                               const char *cluster,
-                               struct kube_config *ret_cfg,
-                               struct kube_client **ret)
+#define WORKLOAD_RECHECK_MS 30000
+
+static uint64_t digest(const char *s, size_t n)
+{
+        uint64_t h = 14695981039346656037ULL;
+
+        for (size_t i = 0; i < n; i++) {
+                h ^= (unsigned char)s[i];
+                h *= 1099511628211ULL;
+        }
+        return h;
+}
+
+void reconciler_workload_conn_release(struct workload_conn *c)
+{
+        kube_client_free(c->client);
+        kube_config_release(&c->cfg);
+        free(c->key);
+        *c = (struct workload_conn){ 0 };
+}
+
+/* The kept slot of key, else the free or least recently used one (released). */
+static struct workload_conn *workload_slot(struct reconciler_worker *w, const char *key)
+{
+        struct workload_conn *lru = &w->workload[0];
+
+        for (size_t i = 0; i < WORKLOAD_CONNS; i++) {
+                struct workload_conn *c = &w->workload[i];
+
+                if (c->key && strcmp(c->key, key) == 0)
+                        return c;
+                if (!c->key || (lru->key && c->used < lru->used))
+                        lru = c;
+        }
+        reconciler_workload_conn_release(lru);
+        return lru;
+}
+
+/* A new client from the kubeconfig text into c (released on failure). */
+static int workload_build(struct reconciler_worker *w,
+                          struct workload_conn *c,
+                          const char *yaml,
+                          size_t len)
 {
         struct memfile kubeconfig = { .fd = -1 };
-        char *yaml = NULL, *msg = NULL;
-        size_t len = 0;
-        struct kube_config cfg = { 0 };
+        char *msg = NULL;
         int err;
 
-        err = workload_kubeconfig(w, ns, cluster, &yaml, &len);
-        if (err)
-                return err;
         /* loaded from memory: the workload cluster's client key never touches a disk */
         err = memfile_open(&kubeconfig, "workload-kubeconfig", yaml, len);
         if (err == 0)
-                err = kube_config_from_kubeconfig(kubeconfig.path, NULL, &cfg, &msg);
+                err = kube_config_from_kubeconfig(kubeconfig.path, NULL, &c->cfg, &msg);
         memfile_close(&kubeconfig);
-        if (err)
-                goto out;
-        /* The client borrows its config: hand it the caller's copy. */
-        *ret_cfg = cfg;
-        err = kube_client_new(&(struct kube_client_opts){ .config = ret_cfg,
-                                                          .timeout_ms = 10000,
-                                                          .transport = w->workload_transport },
-                              ret);
-        if (err)
-                kube_config_release(ret_cfg);
-out:
         free(msg);
-        free(yaml);
+        if (err == 0)
+                err = kube_client_new(
+                        &(struct kube_client_opts){ .config = &c->cfg,
+                                                    .timeout_ms = 10000,
+                                                    .transport = w->workload_transport },
+                        &c->client);
+        if (err)
+                reconciler_workload_conn_release(c);
         return err;
+}
+
+int reconciler_workload_client(struct reconciler_worker *w,
+                               const char *ns,
+                               const char *cluster,
+                               struct kube_client **ret)
+{
+        char *key = xasprintf("%s/%s", ns, cluster);
+        struct workload_conn *c = workload_slot(w, key);
+        uint64_t now = clock_now_ms(w->p->clock), d;
+        char *yaml = NULL;
+        size_t len = 0;
+        int err = 0;
+
+        if (c->client && now - c->checked_ms < WORKLOAD_RECHECK_MS)
+                goto found;
+        err = workload_kubeconfig(w, ns, cluster, &yaml, &len);
+        if (err) {
+                reconciler_workload_conn_release(c);
+                goto out;
+        }
+        d = digest(yaml, len);
+        if (!c->client || c->digest != d) {
+                reconciler_workload_conn_release(c);
+                err = workload_build(w, c, yaml, len);
+                if (err)
+                        goto out;
+                c->key = key;
+                key = NULL;
+                c->digest = d;
+        }
+        c->checked_ms = now;
+found:
+        c->used = ++w->workload_uses;
+        *ret = c->client;
+out:
+        free(yaml);
+        free(key);
+        return err;
+}
+
+void reconciler_workload_drop(struct reconciler_worker *w, const char *ns, const char *cluster)
+{
+        char *key = xasprintf("%s/%s", ns, cluster);
+
+        for (size_t i = 0; i < WORKLOAD_CONNS; i++)
+                if (w->workload[i].key && strcmp(w->workload[i].key, key) == 0)
+                        reconciler_workload_conn_release(&w->workload[i]);
+        free(key);
 }

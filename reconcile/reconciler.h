@@ -190,10 +190,21 @@ MUST_CHECK int reconciler_write(struct reconciler_worker *w,
 void reconciler_maas_count(struct provider *p, const char *op, int rc, const struct maas_error *e);
 
 /* --- workload cluster (through the <cluster>-kubeconfig Secret) --- */
-/* A client for the workload API of cluster ns/name. CM_ENOTFOUND when the Secret does not
- * exist yet. *ret_cfg must be released with kube_config_release after the client is freed. */
+/*
+ * A client for the workload API of cluster ns/name, kept by the worker: *ret is borrowed,
+ * valid until this worker's next reconciler_workload_client or reconciler_workload_drop
+ * call. The kubeconfig Secret is read again when the client is older than 30 s, and the
+ * client rebuilt only when the Secret's value changed, so a fleet of machines shares one
+ * TLS connection per worker instead of a handshake per pass. CM_ENOTFOUND when the Secret
+ * does not exist yet. Call reconciler_workload_drop after a request through it failed.
+ */
 MUST_CHECK int reconciler_workload_client(struct reconciler_worker *w,
                                           const char *ns,
                                           const char *cluster,
-                                          struct kube_config *ret_cfg,
                                           struct kube_client **ret);
+/* Forgets ns/cluster's kept client (a failed call: a rotated key, a moved endpoint); the
+ * next reconciler_workload_client reads the Secret again. */
+void reconciler_workload_drop(struct reconciler_worker *w, const char *ns, const char *cluster);
+struct workload_conn;
+/* Frees a kept client (worker.c, at the worker's end). */
+void reconciler_workload_conn_release(struct workload_conn *c);

@@ -20,6 +20,8 @@ struct reconciler_worker *reconciler_worker_free(struct reconciler_worker *w)
 {
         if (!w)
                 return NULL;
+        for (size_t i = 0; i < WORKLOAD_CONNS; i++)
+                reconciler_workload_conn_release(&w->workload[i]);
         maas_client_free(w->maas);
         if (w->own_maas_transport)
                 http_transport_free(w->maas_transport);

@@ -22,6 +22,18 @@
 
 struct provider;
 
+/* Workload API clients a worker keeps (one per cluster it recently served). */
+#define WORKLOAD_CONNS 4
+
+struct workload_conn {
+        char *key;           /* "<namespace>/<cluster>"; NULL = free slot */
+        uint64_t digest;     /* of the kubeconfig Secret's value */
+        uint64_t checked_ms; /* when the Secret was last read */
+        uint64_t used;       /* the worker's use counter at the last use (LRU) */
+        struct kube_config cfg;
+        struct kube_client *client; /* borrows cfg */
+};
+
 struct reconciler_worker {
         struct provider *p;
         struct kube_client *kube;
@@ -29,6 +41,9 @@ struct reconciler_worker {
         bool own_maas_transport;
         struct maas_client *maas;
         struct http_transport *workload_transport; /* borrowed; NULL = libcurl */
+        /* Kept so one TLS connection serves many passes (reconciler_workload_client). */
+        struct workload_conn workload[WORKLOAD_CONNS];
+        uint64_t workload_uses;
 };
 
 struct reconciler_worker_opts {

@@ -50,6 +50,13 @@ print(round(sum(v for k,v in c.items() if k.startswith('capmaas ') and k.endswit
 EV=$(echo "$KJ" | $PY -c "import json,sys
 c=json.load(sys.stdin)['counts']
 print(round(sum(v for k,v in c.items() if k.startswith('capmaas ') and k.endswith(' events') and ' GET ' not in k)/$N, 2))")
+echo "$KJ" | $PY -c "import collections,json,sys
+c=json.load(sys.stdin)['counts']
+t=collections.Counter()
+for k,v in c.items():
+    w=k.split()
+    t[w[0]+' '+w[1]]+=v
+print('# management API requests per machine:', ', '.join('%s %.2f' % (k, v/$N) for k,v in t.most_common(12)))"
 RSS=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$STACK_CAPMAAS_PID/status")
 # CPU seconds each process used (user + system): comparable across runs on a busy machine
 CPU=""

@@ -23,12 +23,44 @@
 #include "worker.h"
 #include "xalloc.h"
 
+static size_t key_hash(const char *key)
+{
+        uint64_t h = 14695981039346656037ULL;
+
+        for (const unsigned char *c = (const unsigned char *)key; *c; c++) {
+                h ^= *c;
+                h *= 1099511628211ULL;
+        }
+        return (size_t)h;
+}
+
+/* The slot holding key, or the empty slot where it would go. */
+static size_t table_slot(const struct reconciler_table *t, const char *key)
+{
+        size_t mask = t->n_slots - 1, i = key_hash(key) & mask;
+
+        while (t->slots[i] && strcmp(t->items[t->slots[i] - 1].key, key) != 0)
+                i = (i + 1) & mask;
+        return i;
+}
+
+static void table_reindex(struct reconciler_table *t, size_t n_slots)
+{
+        free(t->slots);
+        t->n_slots = n_slots;
+        t->slots = xcalloc(n_slots, sizeof(*t->slots));
+        for (size_t k = 0; k < t->n; k++)
+                t->slots[table_slot(t, t->items[k].key)] = k + 1;
+}
+
 struct reconciler_entry *reconciler_table_get(struct reconciler_table *t, const char *key)
 {
-        for (size_t i = 0; i < t->n; i++)
-                if (strcmp(t->items[i].key, key) == 0)
-                        return &t->items[i];
-        return NULL;
+        size_t i;
+
+        if (!t->n_slots)
+                return NULL;
+        i = table_slot(t, key);
+        return t->slots[i] ? &t->items[t->slots[i] - 1] : NULL;
 }
 
 struct reconciler_entry *reconciler_table_put(struct reconciler_table *t, const char *key)
@@ -40,20 +72,57 @@ struct reconciler_entry *reconciler_table_put(struct reconciler_table *t, const 
         if (t->n == t->cap) {
                 t->cap = t->cap ? t->cap * 2 : 16;
                 t->items = xrealloc(t->items, t->cap * sizeof(*t->items));
+                table_reindex(t, t->cap * 2);
         }
         e = &t->items[t->n++];
         *e = (struct reconciler_entry){ .key = xstrdup(key) };
+        t->slots[table_slot(t, key)] = t->n;
         return e;
+}
+
+/* Empties slot i, moving back the entries after it whose probe passed it (Knuth's
+ * deletion for linear probing: no tombstones). */
+static void table_unslot(struct reconciler_table *t, size_t i)
+{
+        size_t mask = t->n_slots - 1, j = i;
+
+        t->slots[i] = 0;
+        for (;;) {
+                size_t k;
+                bool stays;
+
+                j = (j + 1) & mask;
+                if (!t->slots[j])
+                        return;
+                k = key_hash(t->items[t->slots[j] - 1].key) & mask;
+                /* an entry whose home lies cyclically in (i, j] is still reachable */
+                stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+                if (stays)
+                        continue;
+                t->slots[i] = t->slots[j];
+                t->slots[j] = 0;
+                i = j;
+        }
 }
 
 void reconciler_table_del(struct reconciler_table *t, const char *key)
 {
-        struct reconciler_entry *e = reconciler_table_get(t, key);
+        size_t i, k, last;
 
-        if (!e)
+        if (!t->n_slots)
                 return;
-        free(e->key);
-        *e = t->items[--t->n];
+        i = table_slot(t, key);
+        if (!t->slots[i])
+                return;
+        k = t->slots[i] - 1;
+        table_unslot(t, i);
+        free(t->items[k].key);
+        last = t->n - 1;
+        if (k != last) { /* the last item fills the hole: its slot follows it */
+                t->slots[table_slot(t, t->items[last].key)] = k + 1;
+                t->items[k] = t->items[last];
+        }
+        t->n--;
 }
 
 void reconciler_table_release(struct reconciler_table *t)
@@ -61,6 +130,7 @@ void reconciler_table_release(struct reconciler_table *t)
         for (size_t i = 0; i < t->n; i++)
                 free(t->items[i].key);
         free(t->items);
+        free(t->slots);
         *t = (struct reconciler_table){ 0 };
 }
 

@@ -52,9 +52,14 @@ struct reconciler_entry {
         int64_t a, b; /* meaning is per table */
 };
 
+/* A string-keyed table: items dense (iterate items[0..n), entry pointers valid until the
+ * next put or del), found through a linear-probing index (slots hold item index + 1), so
+ * tables of 10 000 machines cost O(1) a lookup. */
 struct reconciler_table {
         struct reconciler_entry *items;
         size_t n, cap;
+        size_t *slots;
+        size_t n_slots; /* a power of two, at least twice cap; 0 before the first put */
 };
 
 struct reconciler_fleet {
@@ -94,7 +99,9 @@ struct provider {
         struct reconciler_table node_done; /* system id → 1 once the Node has our providerID */
         struct reconciler_table api_probe; /* ns/name → failures, next probe ms */
         struct reconciler_table allocate_tried; /* MaasMachine UID → an allocate was sent */
-        struct reconciler_table released;       /* UID/system id → wall s of our release */
+        /* MaasMachine UID → the unplaced list found nothing stamped for it: asked once */
+        struct reconciler_table unplaced_none;
+        struct reconciler_table released; /* UID/system id → wall s of our release */
 
         pthread_mutex_t fleet_lock;
         pthread_cond_t fleet_cond;        /* a refresh finished (with fleet_lock) */

@@ -133,8 +133,10 @@ static void fleet_id_of(void *arg, struct kube_object *obj)
                 sid = kube_object_uid(obj);
                 if (!sid || json_find_str(o, "spec", "systemID", NULL) ||
                     json_find_str(o, "spec", "providerID", NULL) ||
-                    json_find(o, "metadata", "deletionTimestamp", NULL))
-                        return;
+                    json_find(o, "metadata", "deletionTimestamp", NULL) ||
+                    (f->n_covered &&
+                     bsearch(&sid, f->covered, f->n_covered, sizeof(char *), cmp_str)))
+                        return; /* placed, deleting, or already known to have nothing */
         } else if (f->kind == FLEET_DELETING) {
                 if (!sid || !json_find(o, "metadata", "deletionTimestamp", NULL))
                         return;
@@ -217,6 +219,17 @@ static int fleet_fetch(struct reconciler_worker *w, enum fleet_kind kind, struct
                 for (size_t i = 0; i < f.n_covered; i++)
                         f.covered[i] = xstrdup(p->fleet.asked[i]);
                 pthread_mutex_unlock(&p->fleet_lock);
+        } else if (kind == FLEET_UNPLACED) {
+                /* a MaasMachine is asked for once: a rollout of 10 000 is 100 calls in all,
+                 * not 100 every 2 s while they wait for machines */
+                pthread_mutex_lock(&p->lock);
+                f.n_covered = p->unplaced_none.n;
+                f.covered = f.n_covered ? xcalloc(f.n_covered, sizeof(char *)) : NULL;
+                for (size_t i = 0; i < f.n_covered; i++)
+                        f.covered[i] = xstrdup(p->unplaced_none.items[i].key);
+                pthread_mutex_unlock(&p->lock);
+                if (f.n_covered > 1)
+                        qsort(f.covered, f.n_covered, sizeof(char *), cmp_str);
         }
         (void)informer_each(p->maasmachines, NULL, NULL, fleet_id_of, &f);
         ids_release(f.covered, f.n_covered);
@@ -484,14 +497,19 @@ int fleet_snapshot_none_stamped(struct reconciler_worker *w,
         struct provider *p = w->p;
         struct reconciler_fleet *f = &p->unplaced;
         struct reconciler_entry *tried;
-        bool none;
+        bool none, known;
 
         *ret_none = *ret_later = false;
         pthread_mutex_lock(&p->lock);
         tried = reconciler_table_get(&p->allocate_tried, uid);
+        known = !tried && reconciler_table_get(&p->unplaced_none, uid);
         pthread_mutex_unlock(&p->lock);
         if (tried) /* this process sent an allocate for it: only its own list can tell */
                 return 0;
+        if (known) { /* a list said so, and since then only this process could allocate */
+                *ret_none = true;
+                return 0;
+        }
         fleet_fresh(w, FLEET_UNPLACED);
         pthread_mutex_lock(&p->fleet_lock);
         none = f->valid && fleet_asked(f, uid);
@@ -500,6 +518,11 @@ int fleet_snapshot_none_stamped(struct reconciler_worker *w,
         *ret_none = none;
         *ret_later = f->valid && !fleet_asked(f, uid);
         pthread_mutex_unlock(&p->fleet_lock);
+        if (none) {
+                pthread_mutex_lock(&p->lock);
+                (void)reconciler_table_put(&p->unplaced_none, uid);
+                pthread_mutex_unlock(&p->lock);
+        }
         return 0;
 }
 

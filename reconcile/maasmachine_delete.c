@@ -42,8 +42,10 @@ static int finish(struct maasmachine_ctx *c)
                 reconciler_table_del(&p->power_off_reads, c->node.system_id);
                 reconciler_table_del(&p->node_done, c->node.system_id);
         }
-        if (c->mm.meta.uid) /* gone with the object: its UID is never allocated for again */
+        if (c->mm.meta.uid) { /* gone with the object: its UID is never allocated for again */
                 reconciler_table_del(&p->allocate_tried, c->mm.meta.uid);
+                reconciler_table_del(&p->unplaced_none, c->mm.meta.uid);
+        }
         pthread_mutex_unlock(&p->lock);
         return maasmachine_flush(c, true);
 }

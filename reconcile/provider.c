@@ -418,6 +418,7 @@ struct provider *provider_free(struct provider *p)
         fleet_snapshot_release(&p->unplaced);
         fleet_snapshot_release(&p->deleting);
         reconciler_table_release(&p->allocate_tried);
+        reconciler_table_release(&p->unplaced_none);
         reconciler_table_release(&p->released);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->fleet_cond);

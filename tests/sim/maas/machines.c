@@ -111,22 +111,64 @@ static const char *const list_keys[] = { "op",     "id",         "hostname",   "
                                          "pool",   "tags",       "status",     "owner",
                                          "domain", "agent_name", "mac_address" };
 
-/* Any-of match of the values for key k against the candidate string v. */
-static bool any_of(const struct sim_params *p, const char *k, const char *v)
-{
-        bool seen = false;
+/*
+ * A list's filters: for each key, the values asked for (any of them matches, compared
+ * without case, as MAAS's filters do), sorted so a machine is matched in O(log n) however
+ * many values a query names (the provider's fleet lists name a hundred agent names).
+ */
+enum { F_HOSTNAME, F_ZONE, F_POOL, F_DOMAIN, F_AGENT, F_OWNER, F_STATUS, F_MAC, F_N };
 
-        for (size_t i = 0; i < p->n; i++) {
-                if (strcmp(p->keys[i], k) != 0)
-                        continue;
-                seen = true;
-                if (v && strcasecmp(p->vals[i], v) == 0)
-                        return true;
-        }
-        return !seen;
+static const char *const filter_keys[F_N] = { "hostname",   "zone",  "pool",   "domain",
+                                              "agent_name", "owner", "status", "mac_address" };
+
+struct value_set {
+        const char **v; /* borrowed from the query */
+        size_t n;
+};
+
+struct list_filter {
+        struct value_set keys[F_N];
+};
+
+static int casecmp_p(const void *a, const void *b)
+{
+        return strcasecmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static bool status_matches(const struct sim_params *p, const struct sim_machine *m)
+static void filter_build(const struct sim_params *q, struct list_filter *f)
+{
+        *f = (struct list_filter){ 0 };
+        for (size_t i = 0; i < q->n; i++)
+                for (size_t k = 0; k < F_N; k++) {
+                        struct value_set *vs = &f->keys[k];
+
+                        if (strcmp(q->keys[i], filter_keys[k]) != 0)
+                                continue;
+                        vs->v = xrealloc(vs->v, (vs->n + 1) * sizeof(*vs->v));
+                        vs->v[vs->n++] = q->vals[i];
+                }
+        for (size_t k = 0; k < F_N; k++)
+                if (f->keys[k].n > 1)
+                        qsort(f->keys[k].v, f->keys[k].n, sizeof(char *), casecmp_p);
+}
+
+static void filter_release(struct list_filter *f)
+{
+        for (size_t k = 0; k < F_N; k++)
+                free(f->keys[k].v);
+}
+
+/* Any-of match of key k's values against the candidate string v (no values: a match). */
+static bool any_of(const struct list_filter *f, int k, const char *v)
+{
+        const struct value_set *vs = &f->keys[k];
+
+        if (vs->n == 0)
+                return true;
+        return v && bsearch(&v, vs->v, vs->n, sizeof(char *), casecmp_p) != NULL;
+}
+
+static bool status_matches(const struct list_filter *f, const struct sim_machine *m)
 {
         char name[48];
         size_t i;
@@ -135,27 +177,29 @@ static bool status_matches(const struct sim_params *p, const struct sim_machine 
         for (i = 0; sn[i] && i + 1 < sizeof(name); i++)
                 name[i] = sn[i] == ' ' ? '_' : (char)tolower((unsigned char)sn[i]);
         name[i] = '\0';
-        return any_of(p, "status", name);
+        return any_of(f, F_STATUS, name);
 }
 
-static bool mac_matches(const struct sim_params *p, const struct sim_machine *m)
+static bool mac_matches(const struct list_filter *f, const struct sim_machine *m)
 {
+        if (f->keys[F_MAC].n == 0)
+                return true;
         for (size_t i = 0; i < m->n_ifaces; i++)
-                if (any_of(p, "mac_address", m->ifaces[i].mac))
+                if (any_of(f, F_MAC, m->ifaces[i].mac))
                         return true;
-        return any_of(p, "mac_address", NULL);
+        return false;
 }
 
 static bool list_match(const struct sim *s,
-                       const struct sim_params *p,
+                       const struct list_filter *f,
                        const struct sim_machine *m,
                        const struct sim_strv *tags)
 {
-        return any_of(p, "hostname", m->hostname) && any_of(p, "zone", s->zones[m->zone].name) &&
-               any_of(p, "pool", s->pools[m->pool].name) &&
-               any_of(p, "domain", s->domains[m->domain].name) &&
-               any_of(p, "agent_name", m->agent_name) && any_of(p, "owner", m->owner) &&
-               status_matches(p, m) && mac_matches(p, m) && has_all_tags(m, tags);
+        return any_of(f, F_HOSTNAME, m->hostname) && any_of(f, F_ZONE, s->zones[m->zone].name) &&
+               any_of(f, F_POOL, s->pools[m->pool].name) &&
+               any_of(f, F_DOMAIN, s->domains[m->domain].name) &&
+               any_of(f, F_AGENT, m->agent_name) && any_of(f, F_OWNER, m->owner) &&
+               status_matches(f, m) && mac_matches(f, m) && has_all_tags(m, tags);
 }
 
 static bool list_params_ok(const struct sim *s, const struct sim_params *p, struct sim_resp *rp)
@@ -191,27 +235,18 @@ static int index_cmp(const void *a, const void *b)
 
 /*
  * The machines a list may answer with, in list order: all of them, or, when the query names
- * system ids (the provider's fleet lists name hundreds), only those, found by index. *rest
- * gets the query's other parameters (borrowed strings; free its arrays only).
+ * system ids (the provider's fleet lists name hundreds), only those, found by index.
  */
-static size_t list_candidates(struct sim *s,
-                              const struct sim_params *q,
-                              size_t **ret,
-                              struct sim_params *rest)
+static size_t list_candidates(struct sim *s, const struct sim_params *q, size_t **ret)
 {
         size_t n = 0, *idx = xmalloc((q->n ? q->n : 1) * sizeof(*idx));
         bool by_id = false;
 
-        *rest = (struct sim_params){ .keys = xmalloc((q->n ? q->n : 1) * sizeof(char *)),
-                                     .vals = xmalloc((q->n ? q->n : 1) * sizeof(char *)) };
         for (size_t i = 0; i < q->n; i++) {
                 struct sim_machine *m;
 
-                if (strcmp(q->keys[i], "id") != 0) {
-                        rest->keys[rest->n] = q->keys[i];
-                        rest->vals[rest->n++] = q->vals[i];
+                if (strcmp(q->keys[i], "id") != 0)
                         continue;
-                }
                 by_id = true;
                 if ((m = sim_find_machine(s, q->vals[i])) != NULL)
                         idx[n++] = (size_t)(m - s->machines);
@@ -229,14 +264,15 @@ static size_t list_candidates(struct sim *s,
 static void machines_list(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
 {
         struct sim_strv tags = { 0 };
-        struct sim_params rest = { 0 };
+        struct list_filter f = { 0 };
         size_t *idx = NULL, n;
         cJSON *arr;
 
         sim_split_tags(&rq->query, "tags", &tags);
         if (!list_params_ok(s, &rq->query, rp) || !sim_check_tags(s, &tags, "tags", rp))
                 goto out;
-        n = list_candidates(s, &rq->query, &idx, &rest);
+        filter_build(&rq->query, &f);
+        n = list_candidates(s, &rq->query, &idx);
         arr = cJSON_CreateArray();
         for (size_t i = 0; i < n; i++) {
                 struct sim_machine *m = &s->machines[idx[i]];
@@ -244,14 +280,13 @@ static void machines_list(struct sim *s, const struct sim_req *rq, struct sim_re
                 if (i > 0 && idx[i] == idx[i - 1])
                         continue; /* an id named twice */
                 sim_machine_tick(s, m);
-                if (list_match(s, &rest, m, &tags))
+                if (list_match(s, &f, m, &tags))
                         cJSON_AddItemToArray(arr, sim_machine_json(s, m));
         }
         sim_reply_json(rp, arr);
 out:
         free(idx);
-        free(rest.keys);
-        free(rest.vals);
+        filter_release(&f);
         sim_strv_release(&tags);
 }
 

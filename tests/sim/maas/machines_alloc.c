@@ -192,12 +192,16 @@ static bool has_all(const struct sim_machine *m, const struct alloc *a)
         return true;
 }
 
-static bool candidate(const struct sim *s, const struct alloc *a, const struct sim_machine *m)
+/* pool: a->pool's index (found once per allocate, not once per machine) */
+static bool candidate(const struct sim *s,
+                      const struct alloc *a,
+                      ssize_t pool,
+                      const struct sim_machine *m)
 {
         return m->status == ST_READY && !m->owner && m->cpu_count >= a->cpu &&
                (double)m->memory >= a->mem && has_all(m, a) &&
                (!a->zone || strcmp(s->zones[m->zone].name, a->zone) == 0) &&
-               (!a->pool || sim_find_pool(s, a->pool) == (ssize_t)m->pool) &&
+               (!a->pool || pool == (ssize_t)m->pool) &&
                none_of(&a->p, "not_in_zone", s->zones[m->zone].name) &&
                none_of(&a->p, "not_in_pool", s->pools[m->pool].name) &&
                (!a->system_id || strcmp(a->system_id, m->system_id) == 0) && name_ok(s, a, m) &&
@@ -208,13 +212,14 @@ static struct sim_machine *cheapest(struct sim *s, const struct alloc *a)
 {
         struct sim_machine *best = NULL;
         double best_cost = 0;
+        ssize_t pool = a->pool ? sim_find_pool(s, a->pool) : -1;
 
         for (size_t i = 0; i < s->n_machines; i++) {
                 struct sim_machine *m = &s->machines[i];
                 double cost;
 
                 sim_machine_tick(s, m);
-                if (!candidate(s, a, m))
+                if (!candidate(s, a, pool, m))
                         continue;
                 cost = m->cpu_count + (double)m->memory / 1024.0;
                 if (!best || cost < best_cost) {

@@ -504,19 +504,75 @@ static bool dry_run_ok(const struct call *c)
         return false;
 }
 
-/* Copies the webhooks of every configuration of plural (sorted by name). lock held */
-static cJSON *snapshot_hooks(const char *plural)
+/*
+ * The webhooks of every configuration of a plural (sorted by name), shared by the writes
+ * that run them: copied once per change of the configurations, not once per write (at
+ * 10 000 machines the copies were 7% of kube-sim's CPU). A snapshot lives while the cache
+ * or a write holds it (refs, under ks.mu).
+ */
+struct hook_snap {
+        cJSON *hooks;
+        uint64_t key; /* of the configurations' uids and resourceVersions */
+        unsigned refs;
+};
+
+static struct hook_snap *hook_cache[2]; /* mutating, validating */
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+        for (; s && *s; s++) {
+                h ^= (unsigned char)*s;
+                h *= 1099511628211ULL;
+        }
+        return h ^ 0xff;
+}
+
+/* lock held */
+static void snap_unref(struct hook_snap *sn)
+{
+        if (sn && --sn->refs == 0) {
+                cJSON_Delete(sn->hooks);
+                free(sn);
+        }
+}
+
+/* A reference to the current snapshot of plural's webhooks (snap_unref it). lock held */
+static struct hook_snap *snapshot_hooks(int which, const char *plural)
 {
         struct kres *r = registry_find("admissionregistration.k8s.io", "v1", plural);
-        cJSON *out = cJSON_CreateArray();
+        struct hook_snap *sn = hook_cache[which];
+        uint64_t key = 14695981039346656037ULL;
         const cJSON *h;
         size_t i;
 
-        for (i = 0; r && i < r->coll->n; i++)
-                cJSON_ArrayForEach (h, ks_obj_get(r->coll->objs[i], "webhooks", NULL)) {
-                        cJSON_AddItemToArray(out, cJSON_Duplicate(h, true));
-                }
-        return out;
+        for (i = 0; r && i < r->coll->n; i++) {
+                key = fnv_str(key, ks_obj_str(r->coll->objs[i], "metadata", "uid"));
+                key = fnv_str(key, ks_obj_str(r->coll->objs[i], "metadata", "resourceVersion"));
+        }
+        if (!sn || sn->key != key) {
+                snap_unref(sn);
+                sn = xcalloc(1, sizeof(*sn));
+                sn->key = key;
+                sn->refs = 1; /* the cache's */
+                sn->hooks = cJSON_CreateArray();
+                for (i = 0; r && i < r->coll->n; i++)
+                        cJSON_ArrayForEach (h, ks_obj_get(r->coll->objs[i], "webhooks", NULL)) {
+                                cJSON_AddItemToArray(sn->hooks, cJSON_Duplicate(h, true));
+                        }
+                hook_cache[which] = sn;
+        }
+        sn->refs++;
+        return sn;
+}
+
+void admission_free(void)
+{
+        pthread_mutex_lock(&ks.mu);
+        for (size_t i = 0; i < 2; i++) {
+                snap_unref(hook_cache[i]);
+                hook_cache[i] = NULL;
+        }
+        pthread_mutex_unlock(&ks.mu);
 }
 
 /* lock held */
@@ -559,27 +615,30 @@ bool admission_run(
         const struct kwrite *w, const char *op, cJSON *obj, const cJSON *old, struct kresp *resp)
 {
         struct call c = { .w = w, .op = op, .obj = obj, .old = old, .resp = resp };
-        cJSON *mut, *val, *labels;
+        struct hook_snap *mut, *val;
+        cJSON *labels;
         bool ok;
 
         if (is_webhook_config(w->t->res))
                 return true;
         pthread_mutex_lock(&ks.mu);
-        mut = snapshot_hooks("mutatingwebhookconfigurations");
-        val = snapshot_hooks("validatingwebhookconfigurations");
+        mut = snapshot_hooks(0, "mutatingwebhookconfigurations");
+        val = snapshot_hooks(1, "validatingwebhookconfigurations");
         labels = ns_labels(w, obj, old);
         pthread_mutex_unlock(&ks.mu);
         c.mutating = true;
-        ok = run_list(&c, mut, labels);
+        ok = run_list(&c, mut->hooks, labels);
         /* Schema validation comes after the mutating webhooks (which may fill required
          * fields), before the validating ones; their patches are pruned and defaulted too. */
         if (ok && obj && w->t->res->crd)
                 ok = schema_apply(w->t->res, obj, old, "Ignore", resp);
         c.mutating = false;
         if (ok)
-                ok = run_list(&c, val, labels);
-        cJSON_Delete(mut);
-        cJSON_Delete(val);
+                ok = run_list(&c, val->hooks, labels);
+        pthread_mutex_lock(&ks.mu);
+        snap_unref(mut);
+        snap_unref(val);
+        pthread_mutex_unlock(&ks.mu);
         cJSON_Delete(labels);
         return ok;
 }

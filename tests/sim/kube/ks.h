@@ -361,6 +361,8 @@ bool schema_prune_default(const struct kres *res,
                           struct kresp *resp);
 
 /* ---- admission.c ---- */
+/* Frees the cached webhook snapshots (at exit). */
+void admission_free(void);
 /* Runs mutating then validating webhooks; obj may be changed. false = resp filled. */
 bool admission_run(
         const struct kwrite *w, const char *op, cJSON *obj, const cJSON *old, struct kresp *resp);

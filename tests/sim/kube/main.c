@@ -443,6 +443,7 @@ static void state_free(void)
 {
         size_t i;
 
+        admission_free();
         registry_free();
         store_free();
         authn_free();

@@ -18,11 +18,12 @@
  * release); delete the machine (its API then answers 404); release and allocate to another
  * user (Allocated, that owner); release and recommission (Commissioning until the sim
  * stops: the host is being fixed); mark Broken.
- * GET /_sim/requests lists the request log: method, path, op, status, and the authenticated
- * user and the agent_name parameter when there are.
- * Op keys are "<resource>.<op or read|create|update|delete>", e.g. "machines.allocate",
- * "machine.deploy", "machine.read", "dnsresource.update"; a bare op name ("deploy") matches
- * the part after the dot; "*" or no op matches every request.
+ * POST /_sim/subnets adds subnets ({cidr, name, gateway_ip, dns_servers, vid}, as the
+ * inventory's). GET /_sim/requests lists the request log: method, path, op, status, and the
+ * authenticated user and the agent_name parameter when there are. Op keys are "<resource>.<op or
+ * read|create|update|delete>", e.g. "machines.allocate", "machine.deploy", "machine.read",
+ * "dnsresource.update"; a bare op name ("deploy") matches the part after the dot; "*" or no op
+ * matches every request.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +255,38 @@ int sim_faults_apply(struct sim *s, const cJSON *doc, char **ret_err)
 
 /* --- endpoints ------------------------------------------------------------------------------ */
 
+static cJSON *dup_or_null(const cJSON *o, const char *key)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+        return v ? cJSON_Duplicate(v, false) : cJSON_CreateNull();
+}
+
+/* [{interface, mode, ip_address, cidr}] of every link of m (the state dump's summary). */
+static cJSON *links_json(const struct sim *s, const struct sim_machine *m)
+{
+        cJSON *arr = cJSON_CreateArray();
+
+        for (size_t j = 0; j < m->n_ifaces; j++) {
+                cJSON *f = sim_iface_json(s, m, &m->ifaces[j]);
+                const cJSON *l;
+
+                cJSON_ArrayForEach (l, cJSON_GetObjectItemCaseSensitive(f, "links")) {
+                        cJSON *o = cJSON_CreateObject();
+
+                        cJSON_AddStringToObject(o, "interface", m->ifaces[j].name);
+                        cJSON_AddItemToObject(o, "mode", dup_or_null(l, "mode"));
+                        cJSON_AddItemToObject(o, "ip_address", dup_or_null(l, "ip_address"));
+                        cJSON_AddItemToObject(
+                                o, "cidr",
+                                dup_or_null(cJSON_GetObjectItemCaseSensitive(l, "subnet"), "cidr"));
+                        cJSON_AddItemToArray(arr, o);
+                }
+                cJSON_Delete(f);
+        }
+        return arr;
+}
+
 static cJSON *state_json(struct sim *s)
 {
         cJSON *doc = cJSON_CreateObject();
@@ -283,6 +316,8 @@ static cJSON *state_json(struct sim *s)
                                       m->user_data ? cJSON_CreateString(m->user_data)
                                                    : cJSON_CreateNull());
                 cJSON_AddItemToObject(o, "owner_data", cJSON_Duplicate(m->owner_data, true));
+                cJSON_AddItemToObject(o, "ip_addresses", sim_machine_ips_json(m));
+                cJSON_AddItemToObject(o, "links", links_json(s, m));
                 cJSON_AddItemToArray(ms, o);
         }
         for (size_t i = 0; i < s->n_dns; i++) {
@@ -357,6 +392,8 @@ static int admin_post(struct sim *s, const char *path, const cJSON *doc, char **
                 return add_items(s, doc, sim_add_machine_json, ret_err);
         if (strcmp(path, "/_sim/pools") == 0)
                 return add_items(s, doc, sim_add_pool_json, ret_err);
+        if (strcmp(path, "/_sim/subnets") == 0)
+                return add_items(s, doc, sim_add_subnet_json, ret_err);
         *ret_err = xasprintf("unknown admin endpoint %s", path);
         return CM_ENOTFOUND;
 }

@@ -42,6 +42,10 @@ static const struct sim_route routes[] = {
         { "machines/*/", "machine", sim_ops_machine, false },
         { "dnsresources/", "dnsresources", sim_ops_dnsresources, false },
         { "dnsresources/*/", "dnsresource", sim_ops_dnsresource, false },
+        { "subnets/", "subnets", sim_ops_subnets, false },
+        { "subnets/*/", "subnet", sim_ops_subnet, false },
+        { "nodes/*/interfaces/", "interfaces", sim_ops_interfaces, false },
+        { "nodes/*/interfaces/*/", "interface", sim_ops_interface, false },
 };
 
 /* --- responses ----------------------------------------------------------------------------- */
@@ -260,21 +264,22 @@ static int oauth_verify(const struct sim *s,
 
 /* --- routing ------------------------------------------------------------------------------- */
 
-/* Matches rel against pattern; the '*' segment is copied into arg (size argsz). */
+/* Matches rel against pattern; each '*' segment is copied into args[i] (size argsz). */
 static bool route_match(
-        const char *pattern, const char *rel, size_t rel_len, char *arg, size_t argsz)
+        const char *pattern, const char *rel, size_t rel_len, char (*args)[256], size_t max_args)
 {
         const char *p = pattern, *r = rel, *end = rel + rel_len;
+        size_t n_args = 0;
 
         while (*p && r < end) {
                 if (*p == '*') {
                         const char *slash = memchr(r, '/', (size_t)(end - r));
                         size_t n = slash ? (size_t)(slash - r) : 0;
 
-                        if (!slash || n == 0 || n >= argsz)
+                        if (!slash || n == 0 || n >= sizeof(args[0]) || n_args == max_args)
                                 return false;
-                        memcpy(arg, r, n);
-                        arg[n] = '\0';
+                        memcpy(args[n_args], r, n);
+                        args[n_args++][n] = '\0';
                         r = slash;
                         p++;
                         continue;
@@ -287,10 +292,7 @@ static bool route_match(
         return *p == '\0' && r == end;
 }
 
-static const struct sim_route *route_find(const char *rel,
-                                          char *arg,
-                                          size_t argsz,
-                                          char **ret_path_op)
+static const struct sim_route *route_find(const char *rel, char (*args)[256], char **ret_path_op)
 {
         const char *last = strrchr(rel, '/');
         size_t len = strlen(rel);
@@ -302,7 +304,7 @@ static const struct sim_route *route_find(const char *rel,
                 len = (size_t)(last - rel) + 1;
         }
         for (size_t i = 0; i < ARRAY_SIZE(routes); i++)
-                if (route_match(routes[i].pattern, rel, len, arg, argsz))
+                if (route_match(routes[i].pattern, rel, len, args, 2))
                         return &routes[i];
         free(*ret_path_op);
         *ret_path_op = NULL;
@@ -364,20 +366,23 @@ static void dispatch(struct sim *s,
 void sim_handle(struct sim *s, struct sim_req *rq, const char *auth, struct sim_resp *rp)
 {
         const struct sim_route *rt = NULL;
-        char arg[256];
+        char args[2][256];
         char *path_op = NULL;
+        const char *star;
 
         if (strncmp(rq->path, "/MAAS/api/1.0/", 14) == 0) {
                 sim_reply_text(rp, 410, "The 1.0 API is no longer available.");
                 goto out;
         }
         if (strncmp(rq->path, SIM_API_PREFIX, strlen(SIM_API_PREFIX)) == 0)
-                rt = route_find(rq->path + strlen(SIM_API_PREFIX), arg, sizeof(arg), &path_op);
+                rt = route_find(rq->path + strlen(SIM_API_PREFIX), args, &path_op);
         if (!rt) {
                 sim_reply_text(rp, 404, "Unknown API endpoint: %s.", rq->path);
                 goto out;
         }
-        rq->arg = strchr(rt->pattern, '*') ? arg : NULL;
+        star = strchr(rt->pattern, '*');
+        rq->arg = star ? args[0] : NULL;
+        rq->arg2 = star && strchr(star + 1, '*') ? args[1] : NULL;
         rq->op = nonempty(sim_params_get(&rq->query, "op"));
         if (!rq->op)
                 rq->op = nonempty(sim_params_get(&rq->form, "op"));

@@ -12,6 +12,9 @@
  *               cpu_speed, memory (MiB), storage (MB), swap_size, zone, pool, domain,
  *               tags: [..], power_type, power_state, status (name or code; default Ready),
  *               owner, interfaces: [{name, mac, ip, cidr}]}]
+ *   subnets: [{cidr (IPv4, required), name, gateway_ip, dns_servers: [..], vid}]
+ * An interface's cidr names its subnet (created without a gateway when not listed) and its
+ * first link, AUTO; its ip is the address that link claims on deploy when free.
  * Zone "default", pool "default" (id 0) and domain "maas" (id 0) always exist; tags named by
  * machines are created on the fly. POST /_sim/machines and /_sim/pools take the same objects
  * as JSON.
@@ -398,7 +401,7 @@ static int parse_status(const cJSON *o, enum sim_status *ret)
         return CM_EINVAL;
 }
 
-static void machine_ifaces(struct sim_machine *m, const cJSON *o, size_t idx)
+static void machine_ifaces(struct sim *s, struct sim_machine *m, const cJSON *o, size_t idx)
 {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "interfaces");
         size_t n = (size_t)cJSON_GetArraySize(arr);
@@ -415,6 +418,7 @@ static void machine_ifaces(struct sim_machine *m, const cJSON *o, size_t idx)
                         .cidr = xasprintf("10.%zu.0.0/16", 10 + (idx >> 16)),
                 };
                 m->n_ifaces = 1;
+                sim_iface_init_links(s, &m->ifaces[0]);
                 return;
         }
         m->ifaces = xcalloc(n, sizeof(*m->ifaces));
@@ -426,6 +430,8 @@ static void machine_ifaces(struct sim_machine *m, const cJSON *o, size_t idx)
                         .ip = jdup(e, "ip", NULL),
                         .cidr = jdup(e, "cidr", NULL),
                 };
+        for (size_t i = 0; i < m->n_ifaces; i++)
+                sim_iface_init_links(s, &m->ifaces[i]);
 }
 
 static int machine_placement(struct sim *s, struct sim_machine *m, const cJSON *o, char **ret_err)
@@ -476,6 +482,7 @@ static void machine_release_fields(struct sim_machine *m)
                 free(m->ifaces[i].mac);
                 free(m->ifaces[i].ip);
                 free(m->ifaces[i].cidr);
+                sim_iface_release_links(&m->ifaces[i]);
         }
         free(m->ifaces);
 }
@@ -522,7 +529,9 @@ int sim_add_machine_json(struct sim *s, const cJSON *o, char **ret_err)
                 return CM_EINVAL;
         }
         m.status = st;
-        machine_ifaces(&m, o, m.order + 1);
+        machine_ifaces(s, &m, o, m.order + 1);
+        if (st == ST_DEPLOYING || st == ST_DEPLOYED || st == ST_FAILED_DEPLOYMENT)
+                sim_machine_claim_auto(s, &m); /* deployed before the sim started */
         s->machines = xrealloc(s->machines, (s->n_machines + 1) * sizeof(*s->machines));
         s->machines[s->n_machines++] = m;
         s->by_id_stale = true;
@@ -578,11 +587,17 @@ int sim_load_inventory(struct sim *s, const char *file, char **ret_err)
         if (r < 0)
                 return r;
         load_simple_lists(s, root);
+        cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(root, "subnets")) {
+                r = sim_add_subnet_json(s, e, ret_err);
+                if (r < 0)
+                        goto out;
+        }
         cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(root, "machines")) {
                 r = sim_add_machine_json(s, e, ret_err);
                 if (r < 0)
                         break;
         }
+out:
         cJSON_Delete(root);
         return r;
 }
@@ -607,6 +622,7 @@ void sim_machine_finish_release(struct sim_machine *m)
         cJSON_Delete(m->owner_data);
         m->owner_data = cJSON_CreateObject();
         m->ephemeral = false;
+        sim_machine_release_auto(m); /* STATIC links stay, as in MAAS */
         free(m->power_state);
         m->power_state = xstrdup("off");
         free(m->status_message);
@@ -670,6 +686,7 @@ void sim_release(struct sim *s)
                 sim_strv_release(&s->dns[i].ips);
         }
         free(s->dns);
+        sim_subnets_release(s);
         for (size_t i = 0; i < s->n_keys; i++) {
                 free(s->keys[i].consumer);
                 free(s->keys[i].token);

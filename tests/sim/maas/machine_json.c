@@ -1,8 +1,8 @@
 /*
  * maas-sim machine JSON: renders a machine with every key of maas-api.md §6.1 (the keys
  * gomaasapi's strict schema requires, with their types), plus interfaces with links and
- * subnets, and one physical block device. Called with sim.lock held. It does not apply the
- * lazy transitions itself: readers call sim_machine_tick() first, while deploy renders its
+ * subnets (network.c), and one physical block device. Called with sim.lock held. It does not apply
+ * the lazy transitions itself: readers call sim_machine_tick() first, while deploy renders its
  * answer before the tick so the response shows Deploying even with --deploy-seconds 0.
  */
 #include <stdarg.h>
@@ -105,73 +105,6 @@ cJSON *sim_tag_json(const struct sim *s, size_t i)
         return add_uri(o, "tags/%s/", t->name);
 }
 
-static cJSON *vlan_json(void)
-{
-        cJSON *v = cJSON_CreateObject();
-
-        cJSON_AddNumberToObject(v, "id", 5001);
-        cJSON_AddStringToObject(v, "name", "untagged");
-        cJSON_AddStringToObject(v, "fabric", "fabric-0");
-        cJSON_AddNumberToObject(v, "fabric_id", 0);
-        cJSON_AddNumberToObject(v, "vid", 0);
-        cJSON_AddNumberToObject(v, "mtu", 1500);
-        cJSON_AddBoolToObject(v, "dhcp_on", true);
-        cJSON_AddNullToObject(v, "primary_rack");
-        cJSON_AddNullToObject(v, "secondary_rack");
-        cJSON_AddStringToObject(v, "space", "undefined");
-        cJSON_AddStringToObject(v, "resource_uri", SIM_API_PREFIX "vlans/5001/");
-        return v;
-}
-
-static cJSON *subnet_json(const char *cidr, int id)
-{
-        cJSON *o = cJSON_CreateObject();
-
-        cJSON_AddNumberToObject(o, "id", id);
-        cJSON_AddStringToObject(o, "name", cidr);
-        cJSON_AddStringToObject(o, "cidr", cidr);
-        cJSON_AddNullToObject(o, "gateway_ip");
-        cJSON_AddArrayToObject(o, "dns_servers");
-        cJSON_AddStringToObject(o, "space", "undefined");
-        cJSON_AddItemToObject(o, "vlan", vlan_json());
-        return add_uri(o, "subnets/%d/", id);
-}
-
-static bool ips_visible(const struct sim_machine *m)
-{
-        return m->status == ST_DEPLOYING || m->status == ST_DEPLOYED ||
-               m->status == ST_FAILED_DEPLOYMENT;
-}
-
-static cJSON *iface_json(const struct sim_machine *m, const struct sim_iface *f)
-{
-        cJSON *o = cJSON_CreateObject();
-        cJSON *links = cJSON_CreateArray();
-
-        cJSON_AddNumberToObject(o, "id", f->id);
-        cJSON_AddStringToObject(o, "name", f->name);
-        cJSON_AddStringToObject(o, "type", "physical");
-        cJSON_AddBoolToObject(o, "enabled", true);
-        cJSON_AddArrayToObject(o, "tags");
-        cJSON_AddStringToObject(o, "mac_address", f->mac);
-        cJSON_AddNumberToObject(o, "effective_mtu", 1500);
-        cJSON_AddArrayToObject(o, "parents");
-        cJSON_AddArrayToObject(o, "children");
-        cJSON_AddItemToObject(o, "vlan", vlan_json());
-        if (f->cidr) {
-                cJSON *l = cJSON_CreateObject();
-
-                cJSON_AddNumberToObject(l, "id", f->id * 10);
-                cJSON_AddStringToObject(l, "mode", "auto");
-                if (f->ip && ips_visible(m))
-                        cJSON_AddStringToObject(l, "ip_address", f->ip);
-                cJSON_AddItemToObject(l, "subnet", subnet_json(f->cidr, 1));
-                cJSON_AddItemToArray(links, l);
-        }
-        cJSON_AddItemToObject(o, "links", links);
-        return add_uri(o, "nodes/%s/interfaces/%d/", m->system_id, f->id);
-}
-
 static cJSON *disk_json(const struct sim_machine *m)
 {
         cJSON *o = cJSON_CreateObject();
@@ -224,16 +157,6 @@ static cJSON *hardware_info(const struct sim_machine *m)
         return o;
 }
 
-static cJSON *ip_list(const struct sim_machine *m)
-{
-        cJSON *a = cJSON_CreateArray();
-
-        for (size_t i = 0; ips_visible(m) && i < m->n_ifaces; i++)
-                if (m->ifaces[i].ip)
-                        cJSON_AddItemToArray(a, cJSON_CreateString(m->ifaces[i].ip));
-        return a;
-}
-
 static void add_identity(struct sim *s, cJSON *o, const struct sim_machine *m)
 {
         char *fqdn = xasprintf("%s.%s", m->hostname, s->domains[m->domain].name);
@@ -284,22 +207,21 @@ static void add_status(cJSON *o, const struct sim_machine *m)
 static void add_hardware(struct sim *s, cJSON *o, const struct sim_machine *m)
 {
         cJSON *ifs = cJSON_CreateArray();
-        cJSON *gw = cJSON_AddObjectToObject(o, "default_gateways");
         static const char *const empty[] = {
                 "virtualblockdevice_set", "volume_groups", "raids", "cache_sets", "bcaches",
                 "special_filesystems"
         };
 
         cJSON_AddItemToObject(o, "tag_names", str_array(&m->tags));
-        cJSON_AddItemToObject(o, "ip_addresses", ip_list(m));
+        cJSON_AddItemToObject(o, "ip_addresses", sim_machine_ips_json(m));
         cJSON_AddNullToObject(o, "address_ttl");
         cJSON_AddItemToObject(o, "zone", sim_zone_json(s, m->zone));
         cJSON_AddItemToObject(o, "pool", sim_pool_json(s, m->pool));
         cJSON_AddItemToObject(o, "hardware_info", hardware_info(m));
         for (size_t i = 0; i < m->n_ifaces; i++)
-                cJSON_AddItemToArray(ifs, iface_json(m, &m->ifaces[i]));
+                cJSON_AddItemToArray(ifs, sim_iface_json(s, m, &m->ifaces[i]));
         if (m->n_ifaces)
-                cJSON_AddItemToObject(o, "boot_interface", iface_json(m, &m->ifaces[0]));
+                cJSON_AddItemToObject(o, "boot_interface", sim_iface_json(s, m, &m->ifaces[0]));
         else
                 cJSON_AddNullToObject(o, "boot_interface");
         cJSON_AddItemToObject(o, "interface_set", ifs);
@@ -308,11 +230,7 @@ static void add_hardware(struct sim *s, cJSON *o, const struct sim_machine *m)
         cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "physicalblockdevice_set"), disk_json(m));
         for (size_t i = 0; i < ARRAY_SIZE(empty); i++)
                 cJSON_AddArrayToObject(o, empty[i]);
-        cJSON_AddItemToObject(gw, "ipv4", cJSON_CreateObject());
-        cJSON_AddNullToObject(cJSON_GetObjectItemCaseSensitive(gw, "ipv4"), "gateway_ip");
-        cJSON_AddNullToObject(cJSON_GetObjectItemCaseSensitive(gw, "ipv4"), "link_id");
-        cJSON_AddItemToObject(gw, "ipv6",
-                              cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(gw, "ipv4"), true));
+        cJSON_AddItemToObject(o, "default_gateways", sim_default_gateways_json(s, m));
 }
 
 cJSON *sim_machine_json(struct sim *s, const struct sim_machine *m)

@@ -446,6 +446,7 @@ static void apply_deploy(struct sim *s,
         m->status = ST_DEPLOYING;
         m->deadline = sim_now() + s->deploy_seconds;
         sim_set(&m->power_state, "on");
+        sim_machine_claim_auto(s, m);
 }
 
 void sim_machine_deploy(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)

@@ -8,7 +8,8 @@
  * Files: main.c (flags, daemon, signals), http.c (libmicrohttpd glue, bodies, OAuth, routing),
  * params.c (query/form/multipart/JSON parameter parsing), inventory.c (YAML/JSON inventory ->
  * state), machines.c (machine handlers and JSON), catalogue.c (zones, pools, tags, domains, boot
- * resources, DNS, users, version), admin.c (/_sim/ endpoints, faults, request log).
+ * resources, DNS, users, version), network.c (subnets, interface links, addresses), admin.c
+ * (/_sim/ endpoints, faults, request log).
  */
 
 #include <pthread.h>
@@ -92,12 +93,37 @@ struct sim_boot {
         char *base_image; /* NULL for synced */
 };
 
+/* A link of an interface to a subnet, as MAAS's StaticIPAddress rows: ids unique across the
+ * region (sim.next_link_id). */
+enum sim_link_mode { LINK_AUTO, LINK_DHCP, LINK_STATIC, LINK_UP };
+
+struct sim_link {
+        int id;
+        enum sim_link_mode mode;
+        ssize_t subnet; /* index into sim.subnets; -1 = none (a bare LINK_UP) */
+        char *ip;       /* STATIC: always; AUTO: claimed from deploy until release; else NULL */
+};
+
 struct sim_iface {
         int id;
         char *name;
         char *mac;
-        char *ip;   /* static address claimed on deploy; may be NULL */
-        char *cidr; /* subnet; may be NULL */
+        char *ip; /* the address MAAS picks for the AUTO link on deploy (when free); may be NULL */
+        char *cidr; /* the subnet of the initial AUTO link; may be NULL */
+        int vid;    /* the VLAN: its subnet's; -1 = none yet (any subnet may be linked) */
+        struct sim_link *links;
+        size_t n_links;
+};
+
+struct sim_subnet {
+        int id;
+        char *name;
+        char *cidr;       /* IPv4 only */
+        char *gateway_ip; /* NULL = none */
+        struct sim_strv dns_servers;
+        int vid;
+        uint32_t net; /* host order */
+        unsigned prefix;
 };
 
 struct sim_machine {
@@ -128,7 +154,8 @@ struct sim_machine {
         size_t zone, pool, domain; /* indices into the state arrays */
         struct sim_iface *ifaces;
         size_t n_ifaces;
-        double deadline; /* monotonic seconds when Deploying/Releasing ends */
+        int gateway_link_v4; /* the link whose subnet's gateway is the default (0 = MAAS picks) */
+        double deadline;     /* monotonic seconds when Deploying/Releasing ends */
 };
 
 struct sim_dns {
@@ -196,6 +223,9 @@ struct sim {
         bool by_id_stale;
         struct sim_dns *dns;
         size_t n_dns;
+        struct sim_subnet *subnets;
+        size_t n_subnets;
+        int next_link_id;
         int next_dns_id;
         struct sim_key keys[SIM_MAX_KEYS];
         size_t n_keys;
@@ -217,6 +247,7 @@ struct sim_req {
         const char *method;
         const char *path; /* full path, e.g. /MAAS/api/2.0/machines/abc/ */
         const char *arg;  /* the '*' path segment (system_id, id, name) or NULL */
+        const char *arg2; /* the second '*' segment (nodes/<sid>/interfaces/<id>/) or NULL */
         const char *op;   /* NULL when absent or empty */
         const char *user; /* authenticated user or NULL */
         struct sim_params query;
@@ -326,6 +357,28 @@ extern const struct sim_op sim_ops_boots[];
 extern const struct sim_op sim_ops_boot[];
 extern const struct sim_op sim_ops_dnsresources[];
 extern const struct sim_op sim_ops_dnsresource[];
+extern const struct sim_op sim_ops_subnets[];
+extern const struct sim_op sim_ops_subnet[];
+extern const struct sim_op sim_ops_interfaces[];
+extern const struct sim_op sim_ops_interface[];
+
+/* --- network.c: subnets, interface links, addresses (lock held) --- */
+/* Adds a subnet {cidr, name, gateway_ip, dns_servers, vid} (inventory key "subnets"). */
+MUST_CHECK int sim_add_subnet_json(struct sim *s, const cJSON *o, char **ret_err);
+/* The subnet whose CIDR is cidr, creating it (no gateway) when absent; -1 for a bad CIDR. */
+ssize_t sim_subnet_for_cidr(struct sim *s, const char *cidr);
+/* Gives a new interface its initial AUTO link (when it has a subnet). */
+void sim_iface_init_links(struct sim *s, struct sim_iface *f);
+void sim_iface_release_links(struct sim_iface *f);
+/* Deploy starts: every AUTO link claims an address (the interface's own when free). */
+void sim_machine_claim_auto(struct sim *s, struct sim_machine *m);
+/* Release ends: AUTO links give their addresses back; STATIC links stay (as in MAAS). */
+void sim_machine_release_auto(struct sim_machine *m);
+void sim_subnets_release(struct sim *s);
+cJSON *sim_iface_json(const struct sim *s, const struct sim_machine *m, const struct sim_iface *f);
+/* The machine's addresses (ip_addresses) and its default_gateways object. */
+cJSON *sim_machine_ips_json(const struct sim_machine *m);
+cJSON *sim_default_gateways_json(const struct sim *s, const struct sim_machine *m);
 
 /* --- admin.c --- */
 /* Handles /_sim/...; lock not held. */

@@ -917,3 +917,306 @@ int maas_delete_dns_resource(struct maas_client *mc, int id, struct maas_error *
         free(path);
         return run(mc, &c, NULL, NULL, err);
 }
+
+/* --- network: subnets and interface links ----------------------------------------------------- */
+
+/* Links unlinked from one interface in one call at most: a region answering with the link
+ * still there cannot keep the loop going. */
+#define MAX_UNLINKS 16
+
+static int dec_subnets(const cJSON *d, void *ret)
+{
+        return maas_subnet_list_from_json(d, ret);
+}
+
+static int dec_ifaces(const cJSON *d, void *ret)
+{
+        return maas_interface_list_from_json(d, ret);
+}
+
+static int dec_iface(const cJSON *d, void *ret)
+{
+        return maas_interface_from_json(d, ret);
+}
+
+/* An error found here, not in MAAS's answer (no HTTP status). */
+static int local_error(struct maas_error *err, int code, enum maas_error_class cls, struct buf *msg)
+{
+        if (err) {
+                maas_error_release(err);
+                err->cls = cls;
+                err->message = xstrdup(msg->data ? msg->data : maas_strerror(code));
+        }
+        buf_release(msg);
+        return code;
+}
+
+int maas_list_subnets(struct maas_client *mc, struct maas_subnet_list *ret, struct maas_error *err)
+{
+        return get_simple(mc, "subnets/", NULL, dec_subnets, ret, err);
+}
+
+int maas_list_interfaces(struct maas_client *mc,
+                         const char *system_id,
+                         struct maas_interface_list *ret,
+                         struct maas_error *err)
+{
+        struct call c;
+        char *path;
+
+        if (!id_ok(system_id))
+                return bad_id(err);
+        path = xasprintf("nodes/%s/interfaces/", system_id);
+        call_init(&c, mc, "GET", path, NULL, true);
+        free(path);
+        return run(mc, &c, dec_ifaces, ret, err);
+}
+
+/* POST nodes/<sid>/interfaces/<id>/?op=op: never repeated (a second link or unlink acts
+ * twice, or fails on what the first did). */
+static void iface_call(
+        struct call *c, struct maas_client *mc, const char *system_id, int iface_id, const char *op)
+{
+        char *path = xasprintf("nodes/%s/interfaces/%d/", system_id, iface_id);
+
+        call_init(c, mc, "POST", path, op, false);
+        free(path);
+}
+
+static int link_subnet(struct maas_client *mc,
+                       const char *system_id,
+                       int iface_id,
+                       const char *mode,
+                       int subnet_id,
+                       const char *ip,
+                       bool default_gateway,
+                       struct maas_interface *ret,
+                       struct maas_error *err)
+{
+        struct call c;
+        char num[16];
+
+        iface_call(&c, mc, system_id, iface_id, "link_subnet");
+        form_add(&c, "mode", mode);
+        snprintf(num, sizeof(num), "%d", subnet_id);
+        form_add(&c, "subnet", num);
+        form_add_opt(&c, "ip_address", ip);
+        if (default_gateway)
+                form_add_bool(&c, "default_gateway", true);
+        return run(mc, &c, dec_iface, ret, err);
+}
+
+static int unlink_subnet(struct maas_client *mc,
+                         const char *system_id,
+                         int iface_id,
+                         int link_id,
+                         struct maas_interface *ret,
+                         struct maas_error *err)
+{
+        struct call c;
+        char num[16];
+
+        iface_call(&c, mc, system_id, iface_id, "unlink_subnet");
+        snprintf(num, sizeof(num), "%d", link_id);
+        form_add(&c, "id", num);
+        return run(mc, &c, dec_iface, ret, err);
+}
+
+/* The id of the subnet whose CIDR is cidr; CM_ENOTFOUND naming MAAS's subnets otherwise. */
+static int subnet_by_cidr(struct maas_client *mc,
+                          const char *cidr,
+                          int *ret_id,
+                          struct maas_error *err)
+{
+        struct maas_subnet_list l = { 0 };
+        struct buf msg;
+        int r = maas_list_subnets(mc, &l, err);
+
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < l.n; i++)
+                if (cidr && strcmp(l.items[i].cidr, cidr) == 0) {
+                        *ret_id = l.items[i].id;
+                        maas_subnet_list_release(&l);
+                        return 0;
+                }
+        buf_init(&msg, MESSAGE_MAX);
+        (void)!buf_printf(&msg, "MAAS has no subnet %s (its subnets:", cidr ? cidr : "");
+        for (size_t i = 0; i < l.n; i++)
+                (void)!buf_printf(&msg, "%s %s", i ? "," : "", l.items[i].cidr);
+        (void)!buf_printf(&msg, "%s)", l.n ? "" : " none");
+        maas_subnet_list_release(&l);
+        return local_error(err, CM_ENOTFOUND, MAAS_ERR_NOT_FOUND, &msg);
+}
+
+/* The interface o names (or the boot one, or the first); moved into *ret. */
+static int pick_interface(struct maas_client *mc,
+                          const char *system_id,
+                          const struct maas_static_ip *o,
+                          struct maas_interface *ret,
+                          struct maas_error *err)
+{
+        struct maas_interface_list l = { 0 };
+        struct buf msg;
+        int r = maas_list_interfaces(mc, system_id, &l, err);
+
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < l.n; i++) {
+                const struct maas_interface *f = &l.items[i];
+                bool boot = o->boot_interface_id >= 0 ? f->id == o->boot_interface_id : i == 0;
+
+                if (o->interface ? strcmp(f->name, o->interface) == 0 : boot) {
+                        *ret = l.items[i];
+                        l.items[i] = l.items[--l.n];
+                        maas_interface_list_release(&l);
+                        return 0;
+                }
+        }
+        buf_init(&msg, MESSAGE_MAX);
+        (void)!buf_printf(&msg, "MAAS machine %s has no %s%s (its interfaces:", system_id,
+                          o->interface ? "interface " : "boot interface",
+                          o->interface ? o->interface : "");
+        for (size_t i = 0; i < l.n; i++)
+                (void)!buf_printf(&msg, "%s %s", i ? "," : "", l.items[i].name);
+        (void)!buf_printf(&msg, "%s)", l.n ? "" : " none");
+        maas_interface_list_release(&l);
+        return local_error(err, CM_ENOTFOUND, MAAS_ERR_NOT_FOUND, &msg);
+}
+
+static bool holds(const struct maas_interface *f, const char *ip)
+{
+        for (size_t k = 0; k < f->n_links; k++)
+                if (f->links[k].mode == MAAS_LINK_STATIC && f->links[k].ip &&
+                    strcmp(f->links[k].ip, ip) == 0)
+                        return true;
+        return false;
+}
+
+/* Hands *f to ret (or frees it). */
+static void give_interface(struct maas_interface *f, struct maas_interface *ret)
+{
+        if (ret) {
+                *ret = *f;
+                *f = (struct maas_interface){ 0 };
+        }
+        maas_interface_release(f);
+}
+
+/* Unlinks the first link of *f that drop() picks; *f becomes MAAS's answer. 1 when one was
+ * unlinked, 0 when none is left, or an error. */
+static int unlink_one(struct maas_client *mc,
+                      const char *system_id,
+                      struct maas_interface *f,
+                      bool (*drop)(const struct maas_link *l, const char *ip),
+                      const char *ip,
+                      int *ret_subnet,
+                      struct maas_error *err)
+{
+        struct maas_interface after = { 0 };
+        int r;
+
+        for (size_t k = 0; k < f->n_links; k++) {
+                if (!drop(&f->links[k], ip))
+                        continue;
+                if (ret_subnet && f->links[k].subnet_id >= 0)
+                        *ret_subnet = f->links[k].subnet_id;
+                r = unlink_subnet(mc, system_id, f->id, f->links[k].id, &after, err);
+                if (r < 0)
+                        return r;
+                maas_interface_release(f);
+                *f = after;
+                return 1;
+        }
+        return 0;
+}
+
+static bool drop_dynamic(const struct maas_link *l, const char *ip)
+{
+        (void)ip;
+        return l->mode == MAAS_LINK_AUTO || l->mode == MAAS_LINK_DHCP;
+}
+
+static bool drop_static(const struct maas_link *l, const char *ip)
+{
+        return l->mode == MAAS_LINK_STATIC && l->ip && strcmp(l->ip, ip) == 0;
+}
+
+int maas_link_static_ip(struct maas_client *mc,
+                        const char *system_id,
+                        const struct maas_static_ip *o,
+                        struct maas_interface *ret,
+                        struct maas_error *err)
+{
+        struct maas_interface f = { 0 }, after = { 0 };
+        int subnet = -1, r;
+
+        if (!id_ok(system_id))
+                return bad_id(err);
+        r = subnet_by_cidr(mc, o->cidr, &subnet, err);
+        if (r == 0)
+                r = pick_interface(mc, system_id, o, &f, err);
+        if (r < 0 || holds(&f, o->ip))
+                goto out;
+        for (int i = 0; i < MAX_UNLINKS &&
+                        (r = unlink_one(mc, system_id, &f, drop_dynamic, NULL, NULL, err)) > 0;
+             i++)
+                ;
+        if (r < 0)
+                goto out;
+        r = link_subnet(mc, system_id, f.id, "STATIC", subnet, o->ip, o->default_gateway, &after,
+                        err);
+        if (r == 0) {
+                maas_interface_release(&f);
+                f = after;
+        }
+out:
+        if (r == 0)
+                give_interface(&f, ret);
+        maas_interface_release(&f);
+        return r;
+}
+
+static bool has_auto(const struct maas_interface *f)
+{
+        for (size_t k = 0; k < f->n_links; k++)
+                if (f->links[k].mode == MAAS_LINK_AUTO)
+                        return true;
+        return false;
+}
+
+int maas_unlink_static_ip(struct maas_client *mc,
+                          const char *system_id,
+                          const struct maas_static_ip *o,
+                          struct maas_interface *ret,
+                          struct maas_error *err)
+{
+        struct maas_interface f = { 0 }, after = { 0 };
+        int subnet = -1, r;
+
+        if (!id_ok(system_id))
+                return bad_id(err);
+        r = pick_interface(mc, system_id, o, &f, err);
+        if (r < 0)
+                goto out;
+        for (int i = 0; i < MAX_UNLINKS &&
+                        (r = unlink_one(mc, system_id, &f, drop_static, o->ip, &subnet, err)) > 0;
+             i++)
+                ;
+        r = r > 0 ? 0 : r; /* MAX_UNLINKS reached: MAAS's answer decides below */
+        if (r < 0 || has_auto(&f))
+                goto out;
+        if (subnet < 0)
+                r = subnet_by_cidr(mc, o->cidr, &subnet, err);
+        if (r == 0)
+                r = link_subnet(mc, system_id, f.id, "AUTO", subnet, NULL, false, &after, err);
+        if (r == 0) {
+                maas_interface_release(&f);
+                f = after;
+        }
+out:
+        if (r == 0)
+                give_interface(&f, ret);
+        maas_interface_release(&f);
+        return r;
+}

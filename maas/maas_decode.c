@@ -105,6 +105,9 @@ int maas_node_from_json(const cJSON *o, struct maas_node *ret)
                 .ephemeral_deploy =
                         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ephemeral_deploy")),
                 .owner_data = cJSON_IsObject(od) ? cJSON_Duplicate(od, true) : cJSON_CreateObject(),
+                .boot_interface_id =
+                        (int)jint(cJSON_GetObjectItemCaseSensitive(o, "boot_interface"), "id", -1,
+                                  0, INT_MAX),
         };
         maas_strv_from_json(cJSON_GetObjectItemCaseSensitive(o, "tag_names"), NULL, &m.tags);
         maas_strv_from_json(cJSON_GetObjectItemCaseSensitive(o, "ip_addresses"), NULL,
@@ -413,4 +416,152 @@ void maas_user_release(struct maas_user *u)
 {
         free(u->username);
         *u = (struct maas_user){ 0 };
+}
+
+/* --- subnets and interfaces ------------------------------------------------------------------ */
+
+static int subnet_decode(const cJSON *o, void *ret)
+{
+        const cJSON *vlan = cJSON_GetObjectItemCaseSensitive(o, "vlan");
+        int64_t id = jint(o, "id", -1, 0, INT_MAX);
+        struct maas_subnet *sn = ret;
+
+        if (!cJSON_IsObject(o) || id < 0 || !json_find_str(o, "cidr", NULL))
+                return CM_EPARSE;
+        *sn = (struct maas_subnet){
+                .id = (int)id,
+                .name = jdup(o, "name", ""),
+                .cidr = jdup(o, "cidr", NULL),
+                .gateway_ip = jdup(o, "gateway_ip", NULL),
+                .vid = (int)jint(vlan, "vid", -1, 0, 4095),
+        };
+        if (sn->gateway_ip && !*sn->gateway_ip) {
+                free(sn->gateway_ip);
+                sn->gateway_ip = NULL;
+        }
+        maas_strv_from_json(cJSON_GetObjectItemCaseSensitive(o, "dns_servers"), NULL,
+                            &sn->dns_servers);
+        return 0;
+}
+
+static void subnet_release(void *elem)
+{
+        struct maas_subnet *sn = elem;
+
+        free(sn->name);
+        free(sn->cidr);
+        free(sn->gateway_ip);
+        maas_strv_release(&sn->dns_servers);
+        *sn = (struct maas_subnet){ 0 };
+}
+
+int maas_subnet_list_from_json(const cJSON *arr, struct maas_subnet_list *ret)
+{
+        size_t n = 0;
+        void *items = array_from_json(arr, sizeof(*ret->items), subnet_decode, subnet_release, &n);
+
+        if (!items)
+                return CM_EPARSE;
+        *ret = (struct maas_subnet_list){ .items = items, .n = n };
+        return 0;
+}
+
+void maas_subnet_list_release(struct maas_subnet_list *l)
+{
+        array_release(l->items, l->n, sizeof(*l->items), subnet_release);
+        *l = (struct maas_subnet_list){ 0 };
+}
+
+static enum maas_link_mode link_mode(const char *s)
+{
+        static const char *const names[] = { "auto", "dhcp", "static", "link_up" };
+
+        for (size_t i = 0; s && i < ARRAY_SIZE(names); i++)
+                if (strcmp(s, names[i]) == 0)
+                        return (enum maas_link_mode)i;
+        return MAAS_LINK_OTHER;
+}
+
+static int link_decode(const cJSON *o, void *ret)
+{
+        const cJSON *sn = cJSON_GetObjectItemCaseSensitive(o, "subnet");
+        int64_t id = jint(o, "id", -1, 0, INT_MAX);
+        struct maas_link *l = ret;
+
+        if (!cJSON_IsObject(o) || id < 0)
+                return CM_EPARSE;
+        *l = (struct maas_link){
+                .id = (int)id,
+                .mode = link_mode(json_find_str(o, "mode", NULL)),
+                .ip = jdup(o, "ip_address", NULL),
+                .subnet_id = cJSON_IsObject(sn) ? (int)jint(sn, "id", -1, 0, INT_MAX) : -1,
+                .subnet_cidr = cJSON_IsObject(sn) ? jdup(sn, "cidr", NULL) : NULL,
+        };
+        return 0;
+}
+
+static void link_release(void *elem)
+{
+        struct maas_link *l = elem;
+
+        free(l->ip);
+        free(l->subnet_cidr);
+        *l = (struct maas_link){ 0 };
+}
+
+int maas_interface_from_json(const cJSON *o, struct maas_interface *ret)
+{
+        const cJSON *links = cJSON_GetObjectItemCaseSensitive(o, "links");
+        int64_t id = jint(o, "id", -1, 0, INT_MAX);
+        struct maas_interface f;
+        size_t n = 0;
+
+        if (!cJSON_IsObject(o) || id < 0 || !json_find_str(o, "name", NULL))
+                return CM_EPARSE;
+        f = (struct maas_interface){ .id = (int)id };
+        if (links) {
+                f.links = array_from_json(links, sizeof(*f.links), link_decode, link_release, &n);
+                if (!f.links)
+                        return CM_EPARSE;
+                f.n_links = n;
+        }
+        f.name = jdup(o, "name", NULL);
+        f.mac_address = jdup(o, "mac_address", "");
+        *ret = f;
+        return 0;
+}
+
+void maas_interface_release(struct maas_interface *f)
+{
+        array_release(f->links, f->n_links, sizeof(*f->links), link_release);
+        free(f->name);
+        free(f->mac_address);
+        *f = (struct maas_interface){ 0 };
+}
+
+static int iface_decode(const cJSON *o, void *ret)
+{
+        return maas_interface_from_json(o, ret);
+}
+
+static void iface_release(void *elem)
+{
+        maas_interface_release(elem);
+}
+
+int maas_interface_list_from_json(const cJSON *arr, struct maas_interface_list *ret)
+{
+        size_t n = 0;
+        void *items = array_from_json(arr, sizeof(*ret->items), iface_decode, iface_release, &n);
+
+        if (!items)
+                return CM_EPARSE;
+        *ret = (struct maas_interface_list){ .items = items, .n = n };
+        return 0;
+}
+
+void maas_interface_list_release(struct maas_interface_list *l)
+{
+        array_release(l->items, l->n, sizeof(*l->items), iface_release);
+        *l = (struct maas_interface_list){ 0 };
 }

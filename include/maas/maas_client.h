@@ -132,7 +132,8 @@ struct maas_node {
         bool ephemeral_deploy;
         struct maas_strv tags;
         struct maas_strv ip_addresses;
-        cJSON *owner_data; /* object string -> string; owned */
+        cJSON *owner_data;     /* object string -> string; owned */
+        int boot_interface_id; /* -1 when MAAS names none */
 };
 
 struct maas_node_list {
@@ -186,6 +187,49 @@ struct maas_user {
         bool is_superuser;
 };
 
+struct maas_subnet {
+        int id;
+        char *name, *cidr;
+        char *gateway_ip; /* NULL when the subnet has none */
+        struct maas_strv dns_servers;
+        int vid; /* its VLAN's; -1 when MAAS did not say */
+};
+
+struct maas_subnet_list {
+        struct maas_subnet *items;
+        size_t n;
+};
+
+enum maas_link_mode {
+        MAAS_LINK_AUTO,
+        MAAS_LINK_DHCP,
+        MAAS_LINK_STATIC,
+        MAAS_LINK_UP,
+        MAAS_LINK_OTHER
+};
+
+/* A link of an interface to a subnet (MAAS's StaticIPAddress). */
+struct maas_link {
+        int id;
+        enum maas_link_mode mode;
+        char *ip;          /* NULL until MAAS assigned one (AUTO before deploy, DHCP, LINK_UP) */
+        int subnet_id;     /* -1 when the link has no subnet */
+        char *subnet_cidr; /* NULL likewise */
+};
+
+struct maas_interface {
+        int id;
+        char *name;
+        char *mac_address; /* "" when MAAS sent none */
+        struct maas_link *links;
+        size_t n_links;
+};
+
+struct maas_interface_list {
+        struct maas_interface *items;
+        size_t n;
+};
+
 void maas_node_release(struct maas_node *m);
 void maas_node_list_release(struct maas_node_list *l);
 /* Moves every node of src to the end of dst; src is left empty. */
@@ -196,6 +240,9 @@ void maas_dns_resource_release(struct maas_dns_resource *d);
 void maas_dns_list_release(struct maas_dns_list *l);
 void maas_version_release(struct maas_version *v);
 void maas_user_release(struct maas_user *u);
+void maas_subnet_list_release(struct maas_subnet_list *l);
+void maas_interface_release(struct maas_interface *f);
+void maas_interface_list_release(struct maas_interface_list *l);
 
 /* Decodes one machine object (exported for the inventory cache and tests). */
 MUST_CHECK int maas_node_from_json(const cJSON *o, struct maas_node *ret);
@@ -348,3 +395,48 @@ MUST_CHECK int maas_update_dns_resource_ips(struct maas_client *mc,
                                             struct maas_dns_resource *ret,
                                             struct maas_error *err);
 MUST_CHECK int maas_delete_dns_resource(struct maas_client *mc, int id, struct maas_error *err);
+
+/* --- network: subnets and interface links --------------------------------------------------- */
+
+MUST_CHECK int maas_list_subnets(struct maas_client *mc,
+                                 struct maas_subnet_list *ret,
+                                 struct maas_error *err);
+/* GET nodes/<system_id>/interfaces/. */
+MUST_CHECK int maas_list_interfaces(struct maas_client *mc,
+                                    const char *system_id,
+                                    struct maas_interface_list *ret,
+                                    struct maas_error *err);
+
+/* A static address on one interface of a machine. */
+struct maas_static_ip {
+        const char *interface; /* its name; NULL = the boot interface */
+        int boot_interface_id; /* the machine's (maas_node.boot_interface_id), when no name */
+        const char *ip;        /* the address */
+        const char *cidr;      /* the subnet that holds it, found by CIDR in MAAS's subnets */
+        bool default_gateway;  /* the subnet's gateway becomes the machine's default */
+};
+
+/* Links o->ip on the interface: unlinks its AUTO and DHCP links (what MAAS would address it
+ * by otherwise), then link_subnet mode=STATIC on the subnet whose CIDR is o->cidr, with
+ * default_gateway as asked. Several reads and writes: subnets, the interfaces, one unlink per
+ * link, the link; link and unlink are never repeated after a 5xx or a lost answer (a second
+ * one would act twice). Idempotent as a whole: an interface already holding o->ip STATIC is
+ * left as it is. ret (the interface after) may be NULL. Errors as every call; a subnet or an
+ * interface MAAS does not have is CM_ENOTFOUND with err->message naming what exists; MAAS's
+ * refusals keep its text (an address in use is "IP address is already in use.", which MAAS
+ * sends as a 404; outside the subnet a 400 naming ip_address). Only a MAAS administrator may
+ * change a machine's interfaces (403 otherwise), and only while the machine is New, Ready,
+ * Allocated or Broken (409 otherwise). */
+MUST_CHECK int maas_link_static_ip(struct maas_client *mc,
+                                   const char *system_id,
+                                   const struct maas_static_ip *o,
+                                   struct maas_interface *ret,
+                                   struct maas_error *err);
+/* Undoes maas_link_static_ip: unlinks every STATIC link holding o->ip on the interface, then
+ * links AUTO on o->cidr's subnet when the interface has no AUTO link left (MAAS's default:
+ * an address assigned on deploy). Nothing to undo is success (no write). ret may be NULL. */
+MUST_CHECK int maas_unlink_static_ip(struct maas_client *mc,
+                                     const char *system_id,
+                                     const struct maas_static_ip *o,
+                                     struct maas_interface *ret,
+                                     struct maas_error *err);

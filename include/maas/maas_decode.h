@@ -26,3 +26,6 @@ MUST_CHECK int maas_dns_resource_from_json(const cJSON *o, struct maas_dns_resou
 MUST_CHECK int maas_dns_list_from_json(const cJSON *arr, struct maas_dns_list *ret);
 MUST_CHECK int maas_version_from_json(const cJSON *o, struct maas_version *ret);
 MUST_CHECK int maas_user_from_json(const cJSON *o, struct maas_user *ret);
+MUST_CHECK int maas_subnet_list_from_json(const cJSON *arr, struct maas_subnet_list *ret);
+MUST_CHECK int maas_interface_from_json(const cJSON *o, struct maas_interface *ret);
+MUST_CHECK int maas_interface_list_from_json(const cJSON *arr, struct maas_interface_list *ret);

@@ -848,7 +848,7 @@ static void interface_set_default_gateway(struct sim *s,
                         continue;
                 ids[n++] = l->id;
                 first = first ? first : l;
-                if (want && is_number(want) && l->id == atoi(want))
+                if (want && is_number(want) && l->id == strtol(want, NULL, 10))
                         chosen = l;
         }
         if (n == 0)

@@ -208,6 +208,7 @@ void sim_subnets_release(struct sim *s)
 static struct sim_link *add_link(
         struct sim *s, struct sim_iface *f, enum sim_link_mode mode, ssize_t subnet, char *ip)
 {
+        s->static_linked = s->static_linked || mode == LINK_STATIC;
         f->links = xrealloc(f->links, (f->n_links + 1) * sizeof(*f->links));
         f->links[f->n_links] = (struct sim_link){
                 .id = ++s->next_link_id, .mode = mode, .subnet = subnet, .ip = ip
@@ -255,7 +256,14 @@ void sim_machine_claim_auto(struct sim *s, struct sim_machine *m)
                 for (size_t k = 0; k < f->n_links; k++) {
                         struct sim_link *l = &f->links[k];
 
-                        if (l->mode == LINK_AUTO && l->subnet >= 0 && !l->ip)
+                        if (l->mode != LINK_AUTO || l->subnet < 0 || l->ip)
+                                continue;
+                        /* without STATIC links the inventory's own addresses cannot clash:
+                         * no scan of the region per deploy (10 000-machine fleets) */
+                        if (!s->static_linked && f->ip && f->cidr &&
+                            find_subnet_cidr(s, f->cidr) == l->subnet)
+                                l->ip = xstrdup(f->ip);
+                        else
                                 l->ip = free_address(s, &s->subnets[l->subnet], f->ip);
                 }
         }

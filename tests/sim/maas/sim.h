@@ -226,6 +226,7 @@ struct sim {
         struct sim_subnet *subnets;
         size_t n_subnets;
         int next_link_id;
+        bool static_linked; /* a STATIC link was ever made: AUTO claims must check for conflicts */
         int next_dns_id;
         struct sim_key keys[SIM_MAX_KEYS];
         size_t n_keys;

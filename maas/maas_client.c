@@ -1022,10 +1022,11 @@ static int unlink_subnet(struct maas_client *mc,
         return run(mc, &c, dec_iface, ret, err);
 }
 
-/* The id of the subnet whose CIDR is cidr; CM_ENOTFOUND naming MAAS's subnets otherwise. */
+/* The subnet whose CIDR is cidr (moved into *ret); CM_ENOTFOUND naming MAAS's subnets
+ * otherwise. */
 static int subnet_by_cidr(struct maas_client *mc,
                           const char *cidr,
-                          int *ret_id,
+                          struct maas_subnet *ret,
                           struct maas_error *err)
 {
         struct maas_subnet_list l = { 0 };
@@ -1036,7 +1037,8 @@ static int subnet_by_cidr(struct maas_client *mc,
                 return r;
         for (size_t i = 0; i < l.n; i++)
                 if (cidr && strcmp(l.items[i].cidr, cidr) == 0) {
-                        *ret_id = l.items[i].id;
+                        *ret = l.items[i];
+                        l.items[i] = l.items[--l.n];
                         maas_subnet_list_release(&l);
                         return 0;
                 }
@@ -1047,6 +1049,45 @@ static int subnet_by_cidr(struct maas_client *mc,
         (void)!buf_printf(&msg, "%s)", l.n ? "" : " none");
         maas_subnet_list_release(&l);
         return local_error(err, CM_ENOTFOUND, MAAS_ERR_NOT_FOUND, &msg);
+}
+
+static bool strv_has(const struct maas_strv *v, const char *s)
+{
+        for (size_t i = 0; i < v->n; i++)
+                if (strcmp(v->v[i], s) == 0)
+                        return true;
+        return false;
+}
+
+/* o's gateway and nameservers are the subnet's (MAAS has no per-link ones). */
+static int check_subnet_fits(const struct maas_static_ip *o,
+                             const struct maas_subnet *sn,
+                             struct maas_error *err)
+{
+        struct buf msg;
+
+        buf_init(&msg, MESSAGE_MAX);
+        if (o->gateway && (!sn->gateway_ip || strcmp(o->gateway, sn->gateway_ip) != 0))
+                (void)!buf_printf(&msg,
+                                  "gateway %s is not the gateway of MAAS subnet %s (%s%s): MAAS "
+                                  "gives a static address its subnet's gateway",
+                                  o->gateway, sn->cidr, sn->gateway_ip ? "" : "it has none",
+                                  sn->gateway_ip ? sn->gateway_ip : "");
+        for (size_t i = 0; !msg.len && i < o->n_nameservers; i++) {
+                if (strv_has(&sn->dns_servers, o->nameservers[i]))
+                        continue;
+                (void)!buf_printf(&msg, "nameserver %s is not a DNS server of MAAS subnet %s (",
+                                  o->nameservers[i], sn->cidr);
+                for (size_t k = 0; k < sn->dns_servers.n; k++)
+                        (void)!buf_printf(&msg, "%s%s", k ? ", " : "", sn->dns_servers.v[k]);
+                (void)!buf_printf(&msg, "%s): MAAS gives a static address its subnet's DNS servers",
+                                  sn->dns_servers.n ? "" : "it has none");
+        }
+        if (!msg.len) {
+                buf_release(&msg);
+                return 0;
+        }
+        return local_error(err, CM_EINVAL, MAAS_ERR_VALIDATION, &msg);
 }
 
 /* The interface o names (or the boot one, or the first); moved into *ret. */
@@ -1149,11 +1190,14 @@ int maas_link_static_ip(struct maas_client *mc,
                         struct maas_error *err)
 {
         struct maas_interface f = { 0 }, after = { 0 };
-        int subnet = -1, r;
+        struct maas_subnet sn = { 0 };
+        int r;
 
         if (!id_ok(system_id))
                 return bad_id(err);
-        r = subnet_by_cidr(mc, o->cidr, &subnet, err);
+        r = subnet_by_cidr(mc, o->cidr, &sn, err);
+        if (r == 0)
+                r = check_subnet_fits(o, &sn, err);
         if (r == 0)
                 r = pick_interface(mc, system_id, o, &f, err);
         if (r < 0 || holds(&f, o->ip))
@@ -1164,7 +1208,7 @@ int maas_link_static_ip(struct maas_client *mc,
                 ;
         if (r < 0)
                 goto out;
-        r = link_subnet(mc, system_id, f.id, "STATIC", subnet, o->ip, o->default_gateway, &after,
+        r = link_subnet(mc, system_id, f.id, "STATIC", sn.id, o->ip, sn.gateway_ip != NULL, &after,
                         err);
         if (r == 0) {
                 maas_interface_release(&f);
@@ -1174,6 +1218,7 @@ out:
         if (r == 0)
                 give_interface(&f, ret);
         maas_interface_release(&f);
+        maas_subnet_release(&sn);
         return r;
 }
 
@@ -1206,8 +1251,13 @@ int maas_unlink_static_ip(struct maas_client *mc,
         r = r > 0 ? 0 : r; /* MAX_UNLINKS reached: MAAS's answer decides below */
         if (r < 0 || has_auto(&f))
                 goto out;
-        if (subnet < 0)
-                r = subnet_by_cidr(mc, o->cidr, &subnet, err);
+        if (subnet < 0) {
+                struct maas_subnet sn = { 0 };
+
+                r = subnet_by_cidr(mc, o->cidr, &sn, err);
+                subnet = sn.id;
+                maas_subnet_release(&sn);
+        }
         if (r == 0)
                 r = link_subnet(mc, system_id, f.id, "AUTO", subnet, NULL, false, &after, err);
         if (r == 0) {

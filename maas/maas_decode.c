@@ -455,6 +455,11 @@ static void subnet_release(void *elem)
         *sn = (struct maas_subnet){ 0 };
 }
 
+void maas_subnet_release(struct maas_subnet *sn)
+{
+        subnet_release(sn);
+}
+
 int maas_subnet_list_from_json(const cJSON *arr, struct maas_subnet_list *ret)
 {
         size_t n = 0;

@@ -240,6 +240,7 @@ void maas_dns_resource_release(struct maas_dns_resource *d);
 void maas_dns_list_release(struct maas_dns_list *l);
 void maas_version_release(struct maas_version *v);
 void maas_user_release(struct maas_user *u);
+void maas_subnet_release(struct maas_subnet *sn);
 void maas_subnet_list_release(struct maas_subnet_list *l);
 void maas_interface_release(struct maas_interface *f);
 void maas_interface_list_release(struct maas_interface_list *l);
@@ -407,26 +408,31 @@ MUST_CHECK int maas_list_interfaces(struct maas_client *mc,
                                     struct maas_interface_list *ret,
                                     struct maas_error *err);
 
-/* A static address on one interface of a machine. */
+/* A static address on one interface of a machine. MAAS gives a STATIC link its subnet's
+ * gateway and DNS servers (it has no per-link ones): gateway and nameservers, when given, must
+ * be the subnet's, and are checked before anything is written. */
 struct maas_static_ip {
         const char *interface; /* its name; NULL = the boot interface */
         int boot_interface_id; /* the machine's (maas_node.boot_interface_id), when no name */
         const char *ip;        /* the address */
         const char *cidr;      /* the subnet that holds it, found by CIDR in MAAS's subnets */
-        bool default_gateway;  /* the subnet's gateway becomes the machine's default */
+        const char *gateway;   /* NULL = the subnet's, if it has one */
+        const char *const *nameservers; /* each must be one of the subnet's DNS servers */
+        size_t n_nameservers;
 };
 
 /* Links o->ip on the interface: unlinks its AUTO and DHCP links (what MAAS would address it
  * by otherwise), then link_subnet mode=STATIC on the subnet whose CIDR is o->cidr, with
- * default_gateway as asked. Several reads and writes: subnets, the interfaces, one unlink per
- * link, the link; link and unlink are never repeated after a 5xx or a lost answer (a second
- * one would act twice). Idempotent as a whole: an interface already holding o->ip STATIC is
- * left as it is. ret (the interface after) may be NULL. Errors as every call; a subnet or an
- * interface MAAS does not have is CM_ENOTFOUND with err->message naming what exists; MAAS's
- * refusals keep its text (an address in use is "IP address is already in use.", which MAAS
- * sends as a 404; outside the subnet a 400 naming ip_address). Only a MAAS administrator may
- * change a machine's interfaces (403 otherwise), and only while the machine is New, Ready,
- * Allocated or Broken (409 otherwise). */
+ * default_gateway when the subnet has a gateway. Several reads and writes: subnets, the
+ * interfaces, one unlink per link, the link; link and unlink are never repeated after a 5xx
+ * or a lost answer (a second one would act twice). Idempotent as a whole: an interface
+ * already holding o->ip STATIC is left as it is. ret (the interface after) may be NULL.
+ * Errors as every call; a subnet or an interface MAAS does not have is CM_ENOTFOUND with
+ * err->message naming what exists; a gateway or nameserver the subnet does not have is
+ * CM_EINVAL naming the subnet's; MAAS's refusals keep its text (an address in use is "IP
+ * address is already in use.", which MAAS sends as a 404; outside the subnet a 400 naming
+ * ip_address). Only a MAAS administrator may change a machine's interfaces (403 otherwise),
+ * and only while the machine is New, Ready, Allocated or Broken (409 otherwise). */
 MUST_CHECK int maas_link_static_ip(struct maas_client *mc,
                                    const char *system_id,
                                    const struct maas_static_ip *o,

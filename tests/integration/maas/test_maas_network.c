@@ -18,6 +18,7 @@
 #include <curl/curl.h>
 
 #include "err.h"
+#include "json.h"
 #include "maas_client.h"
 #include "maassim.h"
 #include "testutil.h"
@@ -164,9 +165,7 @@ static void test_maas_network__static_ip_replaces_the_auto_link_and_is_deployed(
         struct fx *f = *state;
         struct maas_node n = { 0 };
         struct maas_interface after = { 0 };
-        struct maas_static_ip o = { .ip = "10.20.0.200",
-                                    .cidr = "10.20.0.0/24",
-                                    .default_gateway = true };
+        struct maas_static_ip o = { .ip = "10.20.0.200", .cidr = "10.20.0.0/24" };
         cJSON *m;
         int links;
 
@@ -281,6 +280,37 @@ static void test_maas_network__unknown_subnet_and_interface_name_what_exists(voi
         assert_int_equal(count_op(f, "unlink_subnet"), 0);
 }
 
+static void test_maas_network__gateway_and_nameservers_must_be_the_subnets(void **state)
+{
+        struct fx *f = *state;
+        struct maas_node n = { 0 };
+        struct maas_error me = { 0 };
+        static const char *const ns_ok[] = { "10.20.0.2" }, *const ns_bad[] = { "1.1.1.1" };
+        struct maas_static_ip o = { .ip = "10.20.0.200",
+                                    .cidr = "10.20.0.0/24",
+                                    .gateway = "10.20.0.254",
+                                    .boot_interface_id = -1 };
+
+        allocate(f, SID_A, &n);
+        maas_node_release(&n);
+        assert_int_equal(maas_link_static_ip(f->mc, SID_A, &o, NULL, &me), CM_EINVAL);
+        assert_string_equal(me.message,
+                            "gateway 10.20.0.254 is not the gateway of MAAS subnet 10.20.0.0/24 "
+                            "(10.20.0.1): MAAS gives a static address its subnet's gateway");
+        maas_error_release(&me);
+        o.gateway = "10.20.0.1";
+        o.nameservers = ns_bad;
+        o.n_nameservers = 1;
+        assert_int_equal(maas_link_static_ip(f->mc, SID_A, &o, NULL, &me), CM_EINVAL);
+        assert_string_equal(me.message,
+                            "nameserver 1.1.1.1 is not a DNS server of MAAS subnet 10.20.0.0/24 "
+                            "(10.20.0.2): MAAS gives a static address its subnet's DNS servers");
+        maas_error_release(&me);
+        assert_int_equal(count_op(f, "unlink_subnet"), 0); /* refused before any write */
+        o.nameservers = ns_ok;
+        assert_int_equal(maas_link_static_ip(f->mc, SID_A, &o, NULL, NULL), 0);
+}
+
 static void test_maas_network__deployed_machine_and_non_admin_are_refused(void **state)
 {
         struct fx *f = *state;
@@ -315,6 +345,7 @@ int main(void)
                 T(test_maas_network__undo_with_nothing_linked_writes_nothing),
                 T(test_maas_network__address_outside_the_subnet_is_refused_by_field),
                 T(test_maas_network__unknown_subnet_and_interface_name_what_exists),
+                T(test_maas_network__gateway_and_nameservers_must_be_the_subnets),
                 T(test_maas_network__deployed_machine_and_non_admin_are_refused),
 #undef T
         };

@@ -318,6 +318,7 @@ static cJSON *state_json(struct sim *s)
                 cJSON_AddItemToObject(o, "owner_data", cJSON_Duplicate(m->owner_data, true));
                 cJSON_AddItemToObject(o, "ip_addresses", sim_machine_ips_json(m));
                 cJSON_AddItemToObject(o, "links", links_json(s, m));
+                cJSON_AddItemToObject(o, "default_gateways", sim_default_gateways_json(s, m));
                 cJSON_AddItemToArray(ms, o);
         }
         for (size_t i = 0; i < s->n_dns; i++) {

@@ -109,6 +109,7 @@ static int state_deployed(struct maasmachine_ctx *c, struct reconcile_result *re
         int err;
 
         addresses_from_node(c);
+        maasmachine_static_ip_status(c);
         if (!c->mm.status.machine_powered)
                 return maasmachine_power(c, res);
         if (!c->mm.status.ready) {
@@ -146,6 +147,7 @@ static int state_deploying(struct maasmachine_ctx *c, struct reconcile_result *r
 
         if (maasmachine_provisioned(c)) /* redeployed behind our back */
                 return maasmachine_host_lost(c, res);
+        maasmachine_static_ip_status(c);
         set_ready(c, false);
         if (t0 > 0 && c->now - t0 > (int64_t)limit_s)
                 return maasmachine_replace(c, "DeployTimeout", res);
@@ -190,10 +192,14 @@ static int state_undefined(struct maasmachine_ctx *c, struct reconcile_result *r
 
 static int state_allocated(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
+        bool go = true;
         int err;
 
         if (maasmachine_provisioned(c)) /* never deployed again under a consumed providerID */
                 return maasmachine_host_lost(c, res);
+        err = maasmachine_network_apply(c, res, &go);
+        if (err || !go) /* refused (released, backing off) or an earlier host still releasing */
+                return err;
         err = maasmachine_deploy(c);
         if (err)
                 return err;
@@ -313,6 +319,8 @@ static int reconcile_normal(struct maasmachine_ctx *c, struct reconcile_result *
         if (c->have_node && named)
                 return drive_held(c, res);
         if (!c->have_node) {
+                if (maasmachine_static_ip_backoff(c, res))
+                        return 0; /* a refused static address: not before its backoff */
                 err = maasmachine_allocate(c, res, &got);
                 if (err || !got)
                         return err;

@@ -269,6 +269,9 @@ int maasmachine_replace(struct maasmachine_ctx *c, const char *why, struct recon
         free(old);
         if (err)
                 return err;
+        err = maasmachine_network_apply(c, res, &got);
+        if (err || !got) /* the static address: refused, or still on the released host */
+                return err;
         err = maasmachine_deploy(c);
         if (err == 0) {
                 res->outcome = RECONCILE_REQUEUE_AFTER;

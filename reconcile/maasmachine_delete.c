@@ -128,6 +128,41 @@ static void note_released(struct maasmachine_ctx *c, const char *sid)
         free(key);
 }
 
+/* A static address linked on a machine comes off before the finalizer goes (MAAS keeps a
+ * STATIC link across release): a deployed machine is released first and undone once Ready. */
+static int undo_static_ip(struct maasmachine_ctx *c, struct reconcile_result *res, bool *ret_wait)
+{
+        bool done = true, release = false;
+        char *sid;
+        int err;
+
+        *ret_wait = false;
+        err = maasmachine_network_undo(c, &done, &release);
+        if (err || done)
+                return err;
+        sid = xstrdup(
+                schema_strmap_get(&c->mm.meta.annotations, RECONCILER_ANNOTATION_STATIC_IP_HOST));
+        if (release) {
+                err = maasmachine_release(c, sid);
+                if (err)
+                        goto out;
+                note_released(c, sid);
+                reconciler_event(c->p, c->cur, "Normal", "SuccessfulRelease",
+                                 "Released instance \"%s\"", sid);
+        }
+        reconciler_cond(&c->conds, SCHEMA_COND_STATIC_IP_APPLIED, SCHEMA_CONDITION_FALSE,
+                        SCHEMA_REASON_STATIC_IP_PENDING,
+                        "unlinking %s once MAAS machine %s is released",
+                        maasmachine_static_ip(c)->ip, sid);
+        res->outcome = RECONCILE_REQUEUE_AFTER;
+        res->after_ms = 2000;
+        *ret_wait = true;
+        err = maasmachine_flush(c, false);
+out:
+        free(sid);
+        return err;
+}
+
 /* Status, then the finalizer: once it is gone the object may vanish at once. */
 static int deleted(struct maasmachine_ctx *c)
 {
@@ -154,7 +189,8 @@ int maasmachine_delete_pass(struct maasmachine_ctx *c, struct reconcile_result *
                          c->name);
                 return finish(c);
         }
-        if (c->mm.spec.system_id && released_here(c, c->mm.spec.system_id))
+        if (c->mm.spec.system_id && released_here(c, c->mm.spec.system_id) &&
+            !schema_strmap_get(&c->mm.meta.annotations, RECONCILER_ANNOTATION_STATIC_IP_HOST))
                 return deleted(c);
         err = maasmachine_find_node(c);
         if (err)
@@ -165,6 +201,9 @@ int maasmachine_delete_pass(struct maasmachine_ctx *c, struct reconcile_result *
                 return 0;
         }
         err = wait_dns_detach(c, res, &wait);
+        if (err || wait)
+                return err;
+        err = undo_static_ip(c, res, &wait);
         if (err || wait)
                 return err;
         sid = c->have_node ? c->node.system_id : NULL;

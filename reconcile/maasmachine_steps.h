@@ -14,6 +14,27 @@
 /* maasmachine_release.c: releases system_id (erase per the settings); 404 counts as done. */
 MUST_CHECK int maasmachine_release(struct maasmachine_ctx *c, const char *system_id);
 
+/* maasmachine_network.c: the static address of the pass: spec.staticIP (or the address an
+ * IPAddressClaim was answered with), NULL for none. */
+const struct schema_static_ip *maasmachine_static_ip(const struct maasmachine_ctx *c);
+/* StaticIPApplied True while the machine the address was linked on is c->node (each pass). */
+void maasmachine_static_ip_status(struct maasmachine_ctx *c);
+/* Before allocating: true (and a requeue set) while a refused static address's backoff runs. */
+bool maasmachine_static_ip_backoff(struct maasmachine_ctx *c, struct reconcile_result *res);
+/* Allocated c->node, before deploy: links the static address (undoing first a link left on an
+ * earlier host). *ret_go false when the pass stops here: an earlier host is still releasing
+ * (requeue), or MAAS refused (machine released, StaticIPApplied False/StaticIPFailed, Warning
+ * event, backoff). Nothing to do without a static address. */
+MUST_CHECK int maasmachine_network_apply(struct maasmachine_ctx *c,
+                                         struct reconcile_result *res,
+                                         bool *ret_go);
+/* Undoes the link on the machine the static-ip-host annotation names, where MAAS allows it.
+ * *ret_done: nothing of ours is linked any more. Not done: *ret_release says the machine is
+ * c->node, deployed: release it, then come back once it is Ready. */
+MUST_CHECK int maasmachine_network_undo(struct maasmachine_ctx *c,
+                                        bool *ret_done,
+                                        bool *ret_release);
+
 /* maasmachine_deploy.c: swap off, then deploy c->node with the Machine's bootstrap data; on
  * failure the machine is released and the ids cleared. */
 MUST_CHECK int maasmachine_deploy(struct maasmachine_ctx *c);

@@ -43,6 +43,10 @@ struct metric_family;
  * kept in metadata because clusterctl move copies metadata and spec, never status, and
  * gives the object a new UID. */
 #define RECONCILER_ANNOTATION_DNS_RECORD      "maas.infrastructure.cluster.x-k8s.io/dns-record"
+/* The MAAS machine a static address was linked on (until it is unlinked again), and the
+ * static address's backoff: "<failures> <not before, unix s>" (maasmachine_network.c). */
+#define RECONCILER_ANNOTATION_STATIC_IP_HOST  "maas.infrastructure.cluster.x-k8s.io/static-ip-host"
+#define RECONCILER_ANNOTATION_STATIC_IP_RETRY "maas.infrastructure.cluster.x-k8s.io/static-ip-retry"
 /* Ready's reason while an object waits for what it owns to go (CAPI's Deleting). */
 #define RECONCILER_REASON_DELETING            "Deleting"
 

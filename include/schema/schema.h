@@ -86,6 +86,7 @@
 #define SCHEMA_COND_LOAD_BALANCER_READY  "LoadBalancerReady"
 #define SCHEMA_COND_API_SERVER_AVAILABLE "APIServerAvailable"
 #define SCHEMA_COND_LXD_READY            "LXDReady"
+#define SCHEMA_COND_STATIC_IP_APPLIED    "StaticIPApplied"
 
 #define SCHEMA_REASON_MACHINE_DEPLOYED           "MachineDeployed"
 #define SCHEMA_REASON_WAITING_FOR_CLUSTER_INFRA  "WaitingForClusterInfrastructure"
@@ -109,6 +110,9 @@
 #define SCHEMA_REASON_LXD_READY                  "LXDReady"
 #define SCHEMA_REASON_LXD_FAILED                 "LXDFailed"
 #define SCHEMA_REASON_LXD_SETUP_PENDING          "LXDSetupPending"
+#define SCHEMA_REASON_STATIC_IP_APPLIED          "StaticIPApplied"
+#define SCHEMA_REASON_STATIC_IP_FAILED           "StaticIPFailed"
+#define SCHEMA_REASON_STATIC_IP_PENDING          "StaticIPPending"
 #define SCHEMA_REASON_PAUSED                     "Paused"
 #define SCHEMA_REASON_NOT_PAUSED                 "NotPaused"
 /* What a condition without a reason (CAPI v1beta1 allowed one) reads as, as in CAPI. */

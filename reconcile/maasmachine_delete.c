@@ -16,7 +16,8 @@
 #include "maasmachine_steps.h"
 #include "xalloc.h"
 
-#define LOGGER MAASMACHINE_LOGGER
+#define LOGGER      MAASMACHINE_LOGGER
+#define OR_EMPTY(s) ((s) ? (s) : "")
 
 static bool releasable(const char *status)
 {
@@ -140,8 +141,10 @@ static int undo_static_ip(struct maasmachine_ctx *c, struct reconcile_result *re
         err = maasmachine_network_undo(c, &done, &release);
         if (err || done)
                 return err;
-        sid = xstrdup(
-                schema_strmap_get(&c->mm.meta.annotations, RECONCILER_ANNOTATION_STATIC_IP_HOST));
+        /* "<system_id> <ip> <cidr> <interface>" (maasmachine_network.c) */
+        sid = xstrdup(OR_EMPTY(
+                schema_strmap_get(&c->mm.meta.annotations, RECONCILER_ANNOTATION_STATIC_IP_HOST)));
+        sid[strcspn(sid, " ")] = '\0';
         if (release) {
                 err = maasmachine_release(c, sid);
                 if (err)
@@ -152,8 +155,7 @@ static int undo_static_ip(struct maasmachine_ctx *c, struct reconcile_result *re
         }
         reconciler_cond(&c->conds, SCHEMA_COND_STATIC_IP_APPLIED, SCHEMA_CONDITION_FALSE,
                         SCHEMA_REASON_STATIC_IP_PENDING,
-                        "unlinking %s once MAAS machine %s is released",
-                        maasmachine_static_ip(c)->ip, sid);
+                        "unlinking the static address once MAAS machine %s is released", sid);
         res->outcome = RECONCILE_REQUEUE_AFTER;
         res->after_ms = 2000;
         *ret_wait = true;

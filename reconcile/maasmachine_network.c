@@ -36,9 +36,83 @@
 #define ANNOTATION_HOST  RECONCILER_ANNOTATION_STATIC_IP_HOST
 #define ANNOTATION_RETRY RECONCILER_ANNOTATION_STATIC_IP_RETRY
 
-const struct schema_static_ip *maasmachine_static_ip(const struct maasmachine_ctx *c)
+int maasmachine_static_ip(struct maasmachine_ctx *c, const struct schema_static_ip **ret)
 {
-        return c->mm.spec.static_ip;
+        *ret = c->mm.spec.static_ip;
+        return 0;
+}
+
+/* What the static-ip-host annotation records: "<system_id> <ip> <cidr> <interface|->", all
+ * an undo needs (it never depends on the spec or on a claim still being there). */
+struct linked {
+        char *sid, *ip, *cidr, *iface; /* iface NULL = the boot interface */
+};
+
+static void linked_release(struct linked *l)
+{
+        free(l->sid);
+        free(l->ip);
+        free(l->cidr);
+        free(l->iface);
+        *l = (struct linked){ 0 };
+}
+
+static char *word(const char **p)
+{
+        const char *s = *p, *e;
+
+        while (*s == ' ')
+                s++;
+        e = s + strcspn(s, " ");
+        *p = e;
+        return e > s ? xstrndup(s, (size_t)(e - s)) : NULL;
+}
+
+/* false when there is no annotation (or it is not one of ours). */
+static bool linked_get(const struct maasmachine_ctx *c, struct linked *ret)
+{
+        const char *p = schema_strmap_get(&c->mm.meta.annotations, ANNOTATION_HOST);
+        struct linked l = { 0 };
+
+        if (!p)
+                return false;
+        l.sid = word(&p);
+        l.ip = word(&p);
+        l.cidr = word(&p);
+        l.iface = word(&p);
+        if (l.iface && strcmp(l.iface, "-") == 0) {
+                free(l.iface);
+                l.iface = NULL;
+        }
+        if (!l.sid || !l.ip || !l.cidr) {
+                linked_release(&l);
+                return false;
+        }
+        *ret = l;
+        return true;
+}
+
+static void linked_set(struct maasmachine_ctx *c,
+                       const char *sid,
+                       const struct schema_static_ip *sip)
+{
+        char *v = xasprintf("%s %s %s %s", sid, sip->ip, sip->cidr,
+                            sip->interface && *sip->interface ? sip->interface : "-");
+
+        maasmachine_set_annotation(c, ANNOTATION_HOST, v);
+        free(v);
+}
+
+static bool linked_on(const struct maasmachine_ctx *c, const char *sid)
+{
+        struct linked l;
+        bool yes;
+
+        if (!linked_get(c, &l))
+                return false;
+        yes = strcmp(l.sid, sid) == 0;
+        linked_release(&l);
+        return yes;
 }
 
 static const char *iface_name(const struct schema_static_ip *sip)
@@ -104,8 +178,6 @@ bool maasmachine_static_ip_backoff(struct maasmachine_ctx *c, struct reconcile_r
         unsigned failures;
         int64_t at;
 
-        if (!maasmachine_static_ip(c))
-                return false;
         retry_state(c, &failures, &at);
         if (at <= (int64_t)c->now)
                 return false;
@@ -132,28 +204,25 @@ static unsigned note_failure(struct maasmachine_ctx *c)
 
 /* --- undo ------------------------------------------------------------------------------------ */
 
-/* Undoes the link on host (the annotation's machine). *ret_done: nothing of ours is left
- * linked there (then the annotation is removed). Not done and no error: MAAS cannot change
- * the links yet (releasing, or deployed: *ret_status says which). */
+/* Undoes the link l records. *ret_done: nothing of ours is left linked there (then the
+ * annotation goes, when it is l's). Not done and no error: MAAS cannot change the links yet
+ * (releasing, or deployed: *ret_status says which). */
 static int undo_on(struct maasmachine_ctx *c,
-                   const struct schema_static_ip *sip,
-                   const char *host,
+                   const struct linked *l,
                    bool *ret_done,
                    char **ret_status)
 {
         struct maas_node n = { 0 };
         struct maas_error me = { 0 };
         struct maas_static_ip o;
-        const char *h;
-        int err;
+        int err = 0;
 
         *ret_done = false;
-        if (c->have_node && strcmp(c->node.system_id, host) == 0) {
-                err = 0;
+        if (c->have_node && strcmp(c->node.system_id, l->sid) == 0) {
                 n.status_name = xstrdup(c->node.status_name ? c->node.status_name : "");
                 n.boot_interface_id = c->node.boot_interface_id;
         } else {
-                err = maas_get_machine(c->w->maas, host, &n, &me);
+                err = maas_get_machine(c->w->maas, l->sid, &n, &me);
                 reconciler_maas_count(c->p, "get_machine", err, &me);
         }
         if (err == CM_ENOTFOUND) { /* gone from MAAS, and its addresses with it */
@@ -167,23 +236,25 @@ static int undo_on(struct maasmachine_ctx *c,
                 *ret_status = xstrdup(n.status_name ? n.status_name : "");
                 goto out;
         }
-        o = opts_of(sip, n.boot_interface_id);
-        err = maas_unlink_static_ip(c->w->maas, host, &o, NULL, &me);
+        o = (struct maas_static_ip){ .interface = l->iface,
+                                     .boot_interface_id = n.boot_interface_id,
+                                     .ip = l->ip,
+                                     .cidr = l->cidr };
+        err = maas_unlink_static_ip(c->w->maas, l->sid, &o, NULL, &me);
         reconciler_maas_count(c->p, "unlink_static_ip", err, &me);
         if (err == CM_ENOTFOUND && me.http_status == 404)
                 err = 0; /* the machine went meanwhile */
         if (err)
                 log_warn(LOGGER, "undoing the static address failed",
-                         "object=%s/%s system_id=%s ip=%s error=%s", c->ns, c->name, host, sip->ip,
+                         "object=%s/%s system_id=%s ip=%s error=%s", c->ns, c->name, l->sid, l->ip,
                          message_of(err, &me));
         else
                 *ret_done = true;
 out:
-        if (*ret_done && (h = schema_strmap_get(&c->mm.meta.annotations, ANNOTATION_HOST)) &&
-            strcmp(h, host) == 0) {
+        if (*ret_done && linked_on(c, l->sid)) {
                 maasmachine_set_annotation(c, ANNOTATION_HOST, NULL);
                 log_info(LOGGER, "static address unlinked", "object=%s/%s system_id=%s ip=%s",
-                         c->ns, c->name, host, sip->ip);
+                         c->ns, c->name, l->sid, l->ip);
         }
         maas_node_release(&n);
         maas_error_release(&me);
@@ -192,42 +263,38 @@ out:
 
 int maasmachine_network_undo(struct maasmachine_ctx *c, bool *ret_done, bool *ret_release)
 {
-        const struct schema_static_ip *sip = maasmachine_static_ip(c);
-        char *host = NULL, *status = NULL;
-        const char *h = schema_strmap_get(&c->mm.meta.annotations, ANNOTATION_HOST);
+        struct linked l = { 0 };
+        char *status = NULL;
         int err;
 
         *ret_done = true;
         *ret_release = false;
-        if (!h || !sip)
+        if (!linked_get(c, &l))
                 return 0;
-        host = xstrdup(h);
-        err = undo_on(c, sip, host, ret_done, &status);
+        err = undo_on(c, &l, ret_done, &status);
         if (err || *ret_done || releasing(status))
                 goto out;
         /* a deployed machine of ours: released first, undone once Ready */
-        *ret_release = c->have_node && strcmp(c->node.system_id, host) == 0;
+        *ret_release = c->have_node && strcmp(c->node.system_id, l.sid) == 0;
         if (*ret_release)
                 goto out;
         /* deployed again, by someone else: not ours to change any more */
         reconciler_event(c->p, c->cur, "Warning", SCHEMA_REASON_STATIC_IP_FAILED,
                          "%s stays linked STATIC on MAAS machine %s, which is %s and no longer "
                          "held for this MaasMachine: unlink it in MAAS",
-                         sip->ip, host, status ? status : "");
+                         l.ip, l.sid, status ? status : "");
         maasmachine_set_annotation(c, ANNOTATION_HOST, NULL);
         *ret_done = true;
 out:
         free(status);
-        free(host);
+        linked_release(&l);
         return err;
 }
 
 void maasmachine_static_ip_status(struct maasmachine_ctx *c)
 {
-        const char *h = schema_strmap_get(&c->mm.meta.annotations, ANNOTATION_HOST);
-
         /* status is rebuilt every pass: applied while the machine we linked is held */
-        if (maasmachine_static_ip(c) && c->have_node && h && strcmp(h, c->node.system_id) == 0)
+        if (c->have_node && linked_on(c, c->node.system_id))
                 reconciler_cond(&c->conds, SCHEMA_COND_STATIC_IP_APPLIED, SCHEMA_CONDITION_TRUE,
                                 SCHEMA_REASON_STATIC_IP_APPLIED, NULL);
 }
@@ -241,12 +308,18 @@ static void failed(struct maasmachine_ctx *c,
                    struct reconcile_result *res)
 {
         char *sid = xstrdup(c->node.system_id);
+        struct linked l = { .sid = xstrdup(sid),
+                            .ip = xstrdup(sip->ip),
+                            .cidr = xstrdup(sip->cidr ? sip->cidr : ""),
+                            .iface = sip->interface && *sip->interface ? xstrdup(sip->interface)
+                                                                       : NULL };
         bool done = false;
         char *status = NULL;
         unsigned delay;
 
-        (void)!undo_on(c, sip, sid, &done, &status);
+        (void)!undo_on(c, &l, &done, &status);
         free(status);
+        linked_release(&l);
         (void)!maasmachine_release(c, sid);
         maasmachine_set_ids(c, NULL, NULL);
         maasmachine_drop_node(c);
@@ -278,56 +351,62 @@ static int undo_earlier_host(struct maasmachine_ctx *c,
                              struct reconcile_result *res,
                              bool *ret_go)
 {
-        const char *h = schema_strmap_get(&c->mm.meta.annotations, ANNOTATION_HOST);
-        char *host, *status = NULL, *msg;
+        struct linked l = { 0 };
+        char *status = NULL, *msg;
         bool done = false;
-        int err;
+        int err = 0;
 
         *ret_go = true;
-        if (!h || strcmp(h, c->node.system_id) == 0)
+        if (!linked_get(c, &l))
                 return 0;
-        host = xstrdup(h);
-        err = undo_on(c, sip, host, &done, &status);
+        if (strcmp(l.sid, c->node.system_id) == 0)
+                goto out;
+        err = undo_on(c, &l, &done, &status);
         if (err || done)
                 goto out;
         *ret_go = false;
         if (releasing(status)) {
                 reconciler_cond(&c->conds, SCHEMA_COND_STATIC_IP_APPLIED, SCHEMA_CONDITION_FALSE,
                                 SCHEMA_REASON_STATIC_IP_PENDING,
-                                "%s is still linked on MAAS machine %s, which is %s", sip->ip, host,
+                                "%s is still linked on MAAS machine %s, which is %s", l.ip, l.sid,
                                 status);
                 maasmachine_requeue(res, UNDO_WAIT_MS);
                 goto out;
         }
         msg = xasprintf("still linked on MAAS machine %s, which is %s: MAAS changes its links "
                         "only once it is released",
-                        host, status ? status : "");
+                        l.sid, status ? status : "");
         failed(c, sip, msg, res);
         free(msg);
 out:
         free(status);
-        free(host);
+        linked_release(&l);
         return err;
 }
 
 int maasmachine_network_apply(struct maasmachine_ctx *c, struct reconcile_result *res, bool *ret_go)
 {
-        const struct schema_static_ip *sip = maasmachine_static_ip(c);
+        const struct schema_static_ip *sip = NULL;
         struct maas_error me = { 0 };
         struct maas_static_ip o;
         char *sid;
         int err;
 
         *ret_go = true;
-        if (!sip || !sip->ip || !c->have_node)
+        if (!c->have_node)
                 return 0;
+        err = maasmachine_static_ip(c, &sip);
+        if (err || !sip || !sip->ip || !sip->cidr) {
+                *ret_go = err == 0;
+                return err;
+        }
         err = undo_earlier_host(c, sip, res, ret_go);
         if (err || !*ret_go)
                 return err;
         sid = xstrdup(c->node.system_id);
-        if (!schema_strmap_get(&c->mm.meta.annotations, ANNOTATION_HOST)) {
+        if (!linked_on(c, sid)) {
                 /* recorded before the link exists: a crash in between leaves nothing unknown */
-                maasmachine_set_annotation(c, ANNOTATION_HOST, sid);
+                linked_set(c, sid, sip);
                 err = maasmachine_flush(c, true);
                 if (err)
                         goto out;

@@ -14,9 +14,11 @@
 /* maasmachine_release.c: releases system_id (erase per the settings); 404 counts as done. */
 MUST_CHECK int maasmachine_release(struct maasmachine_ctx *c, const char *system_id);
 
-/* maasmachine_network.c: the static address of the pass: spec.staticIP (or the address an
- * IPAddressClaim was answered with), NULL for none. */
-const struct schema_static_ip *maasmachine_static_ip(const struct maasmachine_ctx *c);
+/* maasmachine_network.c: the static address of the pass in *ret: spec.staticIP, else the
+ * address an IPAddressClaim was answered with, else NULL. CM_ENOTFOUND when the claim is not
+ * answered (any more); a kube error otherwise (the pass returns it). */
+MUST_CHECK int maasmachine_static_ip(struct maasmachine_ctx *c,
+                                     const struct schema_static_ip **ret);
 /* StaticIPApplied True while the machine the address was linked on is c->node (each pass). */
 void maasmachine_static_ip_status(struct maasmachine_ctx *c);
 /* Before allocating: true (and a requeue set) while a refused static address's backoff runs. */
@@ -28,7 +30,8 @@ bool maasmachine_static_ip_backoff(struct maasmachine_ctx *c, struct reconcile_r
 MUST_CHECK int maasmachine_network_apply(struct maasmachine_ctx *c,
                                          struct reconcile_result *res,
                                          bool *ret_go);
-/* Undoes the link on the machine the static-ip-host annotation names, where MAAS allows it.
+/* Undoes the link the static-ip-host annotation records ("<system_id> <ip> <cidr>
+ * <interface|->": neither the spec nor a claim is needed), where MAAS allows it.
  * *ret_done: nothing of ours is linked any more. Not done: *ret_release says the machine is
  * c->node, deployed: release it, then come back once it is Ready. */
 MUST_CHECK int maasmachine_network_undo(struct maasmachine_ctx *c,

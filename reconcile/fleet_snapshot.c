@@ -86,14 +86,16 @@ struct fleet_ids {
         int64_t youngest; /* the latest deploy-started among them (epoch seconds) */
         char **ids;
         size_t n, cap;
-        char **covered; /* in-flight: the ids the last Deployed list asked for (sorted) */
+        char **covered; /* in-flight: the ids the Deployed list holds (sorted); unplaced:
+                         * the UIDs known to have nothing stamped */
         size_t n_covered;
 };
 
 static int cmp_str(const void *a, const void *b);
 
-/* Deployed (status ready) since the last Deployed list: the in-flight list keeps reading
- * it until the next Deployed list does, so its passes meanwhile need no GET. */
+/* Deployed (status ready) and not in the Deployed list (neither listed by it nor taken from
+ * an in-flight list since): the in-flight list reads it until one of them holds it, so its
+ * passes meanwhile need no GET. */
 static bool newly_deployed(const struct fleet_ids *f, const cJSON *o, const char *sid)
 {
         const char *st = json_find_str(o, "status", "machineState", NULL);
@@ -214,7 +216,7 @@ static int fleet_fetch(struct reconciler_worker *w, enum fleet_kind kind, struct
 
         if (kind == FLEET_INFLIGHT) {
                 pthread_mutex_lock(&p->fleet_lock);
-                f.n_covered = p->fleet.valid ? p->fleet.n_asked : 0;
+                f.n_covered = p->fleet.n_asked; /* listed, or taken from an in-flight list */
                 f.covered = f.n_covered ? xcalloc(f.n_covered, sizeof(char *)) : NULL;
                 for (size_t i = 0; i < f.n_covered; i++)
                         f.covered[i] = xstrdup(p->fleet.asked[i]);
@@ -313,6 +315,69 @@ static bool fleet_claim(struct provider *p, enum fleet_kind kind, uint64_t now)
         return true;
 }
 
+/*
+ * The machines an in-flight list found Deployed join the Deployed list (nodes and asked,
+ * merged by system_id; a newer entry replaces an older one) until the next Deployed list
+ * replaces it: their passes meanwhile read them there, and the in-flight list no longer
+ * asks for them (they are covered), so a machine is listed about once after its deploy
+ * rather than every in-flight interval until the next Deployed list. fleet_lock held.
+ */
+static void fleet_take_deployed(struct reconciler_fleet *dst, const struct maas_node_list *src)
+{
+        struct maas_node *nodes;
+        char **asked;
+        size_t m = 0, i = 0, j = 0, n = 0, a = 0;
+
+        for (size_t x = 0; x < src->n; x++)
+                m += src->items[x].status_name && !strcmp(src->items[x].status_name, "Deployed");
+        if (m == 0)
+                return;
+        nodes = xcalloc(dst->nodes.n + m, sizeof(*nodes));
+        asked = xcalloc(dst->n_asked + m, sizeof(*asked));
+        while (i < dst->nodes.n || j < src->n) {
+                const struct maas_node *s = j < src->n ? &src->items[j] : NULL;
+                int d;
+
+                if (s && (!s->status_name || strcmp(s->status_name, "Deployed") != 0)) {
+                        j++;
+                        continue;
+                }
+                d = !s ? -1 : i == dst->nodes.n ? 1 : cmp_node_id(&dst->nodes.items[i], s);
+                if (d < 0) {
+                        nodes[n++] = dst->nodes.items[i++];
+                        continue;
+                }
+                if (d == 0)
+                        maas_node_release(&dst->nodes.items[i++]);
+                node_copy(s, &nodes[n++]);
+                j++;
+        }
+        /* the ids: the old ones and the taken ones, once each */
+        for (i = 0, j = 0; i < dst->n_asked || j < src->n;) {
+                const struct maas_node *s = j < src->n ? &src->items[j] : NULL;
+                int d;
+
+                if (s && (!s->status_name || strcmp(s->status_name, "Deployed") != 0)) {
+                        j++;
+                        continue;
+                }
+                d = !s ? -1 : i == dst->n_asked ? 1 : strcmp(dst->asked[i], s->system_id);
+                if (d <= 0)
+                        asked[a++] = dst->asked[i++];
+                if (d >= 0) {
+                        if (d > 0)
+                                asked[a++] = xstrdup(s->system_id);
+                        j++;
+                }
+        }
+        free(dst->nodes.items);
+        free(dst->asked);
+        dst->nodes.items = nodes;
+        dst->nodes.n = n;
+        dst->asked = asked;
+        dst->n_asked = a;
+}
+
 static void fleet_refresh(struct reconciler_worker *w, enum fleet_kind kind)
 {
         struct provider *p = w->p;
@@ -329,6 +394,8 @@ static void fleet_refresh(struct reconciler_worker *w, enum fleet_kind kind)
                 f->n_asked = r.n_asked;
                 f->every_ms = r.every_ms;
                 f->valid = true;
+                if (kind == FLEET_INFLIGHT)
+                        fleet_take_deployed(&p->fleet, &f->nodes);
         }
         /* after a failure too: the next attempt waits an interval, lookups fall back to a
          * GET per machine meanwhile only if no list was ever fetched */

@@ -1216,6 +1216,21 @@ static void test_rollout_rides_one_list_per_interval(void **state)
                 (void)snprintf(url, sizeof(url), INFRA_API "/maasmachines/m%u", i);
                 assert_true(cJSON_IsTrue(json_at(world_get(w, url), "status.ready")));
         }
+
+        /* interval 4, one more machine in flight: the list asks for it alone, the five
+         * Deployed ones having passed to the Deployed list (not read again every interval
+         * until the next Deployed list), and their passes read them there: no GET */
+        put_deploying(w, FLEET_N + 1, 1);
+        maas_route(&w->maas, "GET", "machines/?id=s6", 200, "[%s]",
+                   node_json_as("s6", "Deploying", "on", "capmaas",
+                                "{\"capmaas-cluster\":\"c1\",\"capmaas-namespace\":\"ns1\","
+                                "\"capmaas-machine\":\"m6\"}"));
+        clock_fake_advance(&w->clock, 2000);
+        passes_of(w, FLEET_N + 1, FLEET_N + 1);
+        assert_int_equal(requests(&w->maas, "GET", "machines/?id=s6", NULL), 1);
+        assert_int_equal(requests(&w->maas, "GET", "machines/?id=", NULL), 4);
+        passes_of(w, 1, FLEET_N);
+        assert_int_equal(machine_gets(&w->maas), 0);
         world_free(w);
 }
 

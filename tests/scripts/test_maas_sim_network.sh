@@ -202,6 +202,10 @@ js(*call("POST", "machines/%s/" % c, {"op": "deploy"}))
 got = js(*call("GET", "machines/%s/" % c))["ip_addresses"]
 ok(len(got) == 1 and got[0] != "10.20.0.12" and got[0].startswith("10.20.0."),
    "another free address: %r" % got)
+# recommissioning (an operator's action) redoes the network: the STATIC links go, AUTO back
+admin("POST", "faults", {"commission": [b2]})
+f2 = js(*call("GET", "nodes/%s/interfaces/" % b2))[0]
+ok([l["mode"] for l in f2["links"]] == ["auto"], "links after commissioning: %r" % f2["links"])
 log = admin("GET", "requests")
 ok(any(r["op"] == "link_subnet" and r["status"] == 404 for r in log["requests"]),
    "link ops are in the request log")

@@ -17,7 +17,8 @@
  * at once: power off; release (Ready, no owner, owner data and agent_name wiped, as MAAS's
  * release); delete the machine (its API then answers 404); release and allocate to another
  * user (Allocated, that owner); release and recommission (Commissioning until the sim
- * stops: the host is being fixed); mark Broken.
+ * stops: the host is being fixed; its links back to the initial AUTO ones, as commissioning
+ * redoes them); mark Broken.
  * POST /_sim/subnets adds subnets ({cidr, name, gateway_ip, dns_servers, vid}, as the
  * inventory's). GET /_sim/requests lists the request log: method, path, op, status, and the
  * authenticated user and the agent_name parameter when there are. Op keys are "<resource>.<op or
@@ -188,7 +189,8 @@ static void operator_actions(struct sim *s, const cJSON *doc)
         cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(doc, "commission"))
                 if ((m = named(s, e)) != NULL) {
                         sim_machine_finish_release(m);
-                        m->status = ST_COMMISSIONING; /* stays there: the operator's fix */
+                        sim_machine_reset_links(s, m); /* commissioning redoes the network */
+                        m->status = ST_COMMISSIONING;  /* stays there: the operator's fix */
                         set_message(m, "Commissioning");
                 }
         cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(doc, "mark_broken"))

@@ -248,6 +248,15 @@ void sim_iface_release_links(struct sim_iface *f)
         f->n_links = 0;
 }
 
+void sim_machine_reset_links(struct sim *s, struct sim_machine *m)
+{
+        m->gateway_link_v4 = 0;
+        for (size_t j = 0; j < m->n_ifaces; j++) {
+                sim_iface_release_links(&m->ifaces[j]);
+                sim_iface_init_links(s, &m->ifaces[j]);
+        }
+}
+
 void sim_machine_claim_auto(struct sim *s, struct sim_machine *m)
 {
         for (size_t j = 0; j < m->n_ifaces; j++) {

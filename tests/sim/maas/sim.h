@@ -371,6 +371,8 @@ ssize_t sim_subnet_for_cidr(struct sim *s, const char *cidr);
 /* Gives a new interface its initial AUTO link (when it has a subnet). */
 void sim_iface_init_links(struct sim *s, struct sim_iface *f);
 void sim_iface_release_links(struct sim_iface *f);
+/* Commissioning: MAAS clears the links and sets the initial ones again (AUTO per subnet). */
+void sim_machine_reset_links(struct sim *s, struct sim_machine *m);
 /* Deploy starts: every AUTO link claims an address (the interface's own when free). */
 void sim_machine_claim_auto(struct sim *s, struct sim_machine *m);
 /* Release ends: AUTO links give their addresses back; STATIC links stay (as in MAAS). */

@@ -17,7 +17,6 @@
  * finalizer until then): the STATIC link holding the address is unlinked and AUTO linked
  * again.
  */
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,7 +335,7 @@ static void failed(struct maasmachine_ctx *c,
                          "%s on %s: %s; released MAAS machine %s", sip->ip, iface_name(sip), msg,
                          sid);
         log_info(LOGGER, "static address refused, machine released",
-                 "object=%s/%s system_id=%s ip=%s error=\"%s\" retry_s=%u", c->ns, c->name, sid,
+                 "object=%s/%s system_id=%s ip=%s error=%s retry_s=%u", c->ns, c->name, sid,
                  sip->ip, msg, delay);
         /* exactly the backoff, and long enough that this pass writes its status */
         res->outcome = RECONCILE_REQUEUE_AFTER;
@@ -387,6 +386,7 @@ out:
 int maasmachine_network_apply(struct maasmachine_ctx *c, struct reconcile_result *res, bool *ret_go)
 {
         const struct schema_static_ip *sip = NULL;
+        const struct schema_condition *k;
         struct maas_error me = { 0 };
         struct maas_static_ip o;
         char *sid;
@@ -421,10 +421,8 @@ int maasmachine_network_apply(struct maasmachine_ctx *c, struct reconcile_result
                 goto out;
         }
         maasmachine_set_annotation(c, ANNOTATION_RETRY, NULL);
-        if (!schema_conditions_find(&c->mm.status.conditions, SCHEMA_COND_STATIC_IP_APPLIED) ||
-            strcmp(schema_conditions_find(&c->mm.status.conditions, SCHEMA_COND_STATIC_IP_APPLIED)
-                           ->status,
-                   SCHEMA_CONDITION_TRUE) != 0)
+        k = schema_conditions_find(&c->mm.status.conditions, SCHEMA_COND_STATIC_IP_APPLIED);
+        if (!k || strcmp(k->status, SCHEMA_CONDITION_TRUE) != 0) /* once per link */
                 reconciler_event(c->p, c->cur, "Normal", SCHEMA_REASON_STATIC_IP_APPLIED,
                                  "%s linked STATIC on %s of MAAS machine %s", sip->ip,
                                  iface_name(sip), sid);

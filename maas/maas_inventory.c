@@ -1,9 +1,9 @@
 /*
  * maas_inventory: the MAAS inventory cache behind the admission checks. One mutex guards the
  * published snapshot, the last refresh result and the refresh sequence numbers; a refresh
- * itself (six MAAS calls) runs without it. Sequence numbers make a miss wait for a refresh
- * that STARTED after the miss (req_seq is bumped by askers, started_seq is the req_seq a
- * refresh saw when it began, done_seq the started_seq of the last finished refresh).
+ * itself (seven MAAS calls, more for a large region) runs without it. Sequence numbers make a miss
+ * wait for a refresh that STARTED after the miss (req_seq is bumped by askers, started_seq is the
+ * req_seq a refresh saw when it began, done_seq the started_seq of the last finished refresh).
  */
 #include "maas_inventory.h"
 
@@ -15,6 +15,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "maas_inventory_net.h"
 #include "metrics.h"
 #include "xalloc.h"
 
@@ -157,6 +158,7 @@ struct maas_inventory_snapshot *maas_inventory_snapshot_build(const struct maas_
         for (size_t i = 0; i < machines->n; i++)
                 machine_from_node(s, &machines->items[i], &s->machines[i]);
         s->n_machines = machines->n;
+        maas_inv_net_build(s, l);
         return s;
 }
 
@@ -172,6 +174,7 @@ static void snapshot_free(struct maas_inventory_snapshot *s)
                 free(s->machines[i].tags);
         }
         free(s->machines);
+        maas_inv_net_free(s);
         free(s);
 }
 
@@ -477,6 +480,7 @@ static void lists_release(struct maas_inventory_lists *l)
         maas_named_list_release(&l->tags);
         maas_named_list_release(&l->domains);
         maas_boot_resource_list_release(&l->images);
+        maas_subnet_list_release(&l->subnets);
         maas_node_list_release(&l->machines);
 }
 
@@ -542,7 +546,22 @@ static int list_machines_by_zone(struct maas_client *mc,
         return r;
 }
 
-/* The six list calls; *ret_what names the one that failed. */
+/* Subnets; a MAAS (or a stand-in) without subnets/ is a snapshot that knows none. */
+static int list_subnets(struct maas_client *mc,
+                        struct maas_inventory_lists *l,
+                        struct maas_error *err)
+{
+        int r = maas_list_subnets(mc, &l->subnets, err);
+
+        if (r == CM_ENOTFOUND) {
+                maas_error_release(err);
+                l->no_subnets = true;
+                return 0;
+        }
+        return r;
+}
+
+/* The seven list calls; *ret_what names the one that failed. */
 static int fetch_lists(struct maas_client *mc,
                        struct maas_inventory_lists *l,
                        struct maas_error *err,
@@ -567,6 +586,10 @@ static int fetch_lists(struct maas_client *mc,
         if (r == 0) {
                 r = maas_list_boot_resources(mc, &l->images, err);
                 *ret_what = "boot resources";
+        }
+        if (r == 0) {
+                r = list_subnets(mc, l, err);
+                *ret_what = "subnets";
         }
         if (r == 0) {
                 r = list_machines_by_zone(mc, &l->zones, &l->pools, &l->machines, err);

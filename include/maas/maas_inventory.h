@@ -4,8 +4,9 @@
  * resources and a compact summary of every machine), shared by the admission webhooks so
  * they can tell at `kubectl apply` whether a template could ever be satisfied (beyond.md B1).
  *
- * Refresh: a background thread lists the six collections (six GET calls, never one per
- * machine) every interval, and sooner after a failure. A reader that misses a name may ask
+ * Refresh: a background thread lists the seven collections (seven GET calls, never one per
+ * machine: zones, pools, tags, domains, boot resources, subnets, machines zone by zone) every
+ * interval, and sooner after a failure. A reader that misses a name may ask
  * for one synchronous refresh (maas_inventory_refresh_on_miss): it waits at most
  * miss_wait_ms (2 s), concurrent askers share one refresh, and such refreshes happen at most
  * once per miss_min_gap_ms (10 s).
@@ -65,6 +66,20 @@ struct maas_inv_names {
         size_t n;
 };
 
+/* A MAAS subnet, as GET subnets/ listed it. */
+struct maas_inv_subnet {
+        char *cidr; /* as MAAS wrote it */
+        char *name;
+};
+
+/* An address some machine holds (its ip_addresses: MAAS lists a STATIC link's address there
+ * from the link on, an AUTO one from deploy): canonical text, sorted by it; the machine as
+ * an index into machines. */
+struct maas_inv_ip {
+        char *ip;
+        size_t machine;
+};
+
 struct maas_inventory_snapshot {
         _Atomic unsigned refs;
         uint64_t taken_ms; /* clock now_ms() when the refresh finished */
@@ -72,6 +87,12 @@ struct maas_inventory_snapshot {
         struct maas_inv_names names[MAAS_INV_KIND_COUNT];
         struct maas_inv_machine *machines;
         size_t n_machines;
+        /* false when MAAS answered subnets/ with 404 (nothing is known about subnets) */
+        bool has_subnets;
+        struct maas_inv_subnet *subnets; /* MAAS's order */
+        size_t n_subnets;
+        struct maas_inv_ip *ips;
+        size_t n_ips;
 };
 
 /* Why the MAAS checks cannot run now (the label of ..._checks_skipped_total). */
@@ -180,10 +201,18 @@ void maas_inv_fit(const struct maas_inventory_snapshot *s,
                   const struct maas_inv_query *q,
                   struct maas_inv_fit *ret);
 
+/* The subnet of that CIDR (equal network and prefix however either is spelt), or -1. */
+long maas_inv_find_subnet(const struct maas_inventory_snapshot *s, const char *cidr);
+/* The machine holding address ip (any spelling), or NULL. */
+const struct maas_inv_machine *maas_inv_ip_holder(const struct maas_inventory_snapshot *s,
+                                                  const char *ip);
+
 /* What MAAS listed: the collections a snapshot is built from. */
 struct maas_inventory_lists {
         struct maas_named_list zones, pools, tags, domains;
         struct maas_boot_resource_list images;
+        struct maas_subnet_list subnets;
+        bool no_subnets; /* subnets/ answered 404 */
         struct maas_node_list machines;
 };
 

@@ -203,6 +203,7 @@ struct fake {
         bool with_pool2;
         bool zone_too_big;  /* a machine list of the whole zone is over the response cap */
         bool pool2_too_big; /* and so is pool2's */
+        bool no_subnets;    /* subnets/ answers 404, as a MAAS stand-in without it */
         unsigned calls;
 };
 
@@ -221,6 +222,11 @@ static const char *body_for(const struct fake *f, const char *url)
         if (strstr(url, "/boot-resources/"))
                 return "[{\"id\":1,\"type\":\"Synced\",\"name\":\"ubuntu/jammy\","
                        "\"architecture\":\"amd64/ga-22.04\"}]";
+        if (strstr(url, "/subnets/"))
+                return "[{\"id\":1,\"name\":\"prov\",\"cidr\":\"10.20.0.0/24\","
+                       "\"gateway_ip\":\"10.20.0.1\",\"dns_servers\":[],\"vlan\":{\"vid\":0}},"
+                       "{\"id\":2,\"name\":\"v6\",\"cidr\":\"fd00:20::/64\","
+                       "\"gateway_ip\":null}]";
         if (strstr(url, "/machines/") && strstr(url, "pool=pool2"))
                 return "[{\"system_id\":\"def456\",\"status\":4,\"cpu_count\":64,"
                        "\"memory\":262144,\"zone\":{\"name\":\"az1\"},\"pool\":{\"name\":"
@@ -228,7 +234,8 @@ static const char *body_for(const struct fake *f, const char *url)
         if (strstr(url, "/machines/"))
                 return "[{\"system_id\":\"abc123\",\"status\":4,\"cpu_count\":4,\"memory\":8192,"
                        "\"zone\":{\"name\":\"az1\"},\"pool\":{\"name\":\"default\"},"
-                       "\"tag_names\":[\"gpu\"]}]";
+                       "\"tag_names\":[\"gpu\"],\"ip_addresses\":[\"10.20.0.10\","
+                       "\"fd00:20:0::0:21\"]}]";
         return "{}";
 }
 
@@ -248,6 +255,14 @@ static int fake_send(struct http_transport *t,
              (f->pool2_too_big && strstr(req->url, "pool=pool2")))) {
                 (void)snprintf(t->error, sizeof(t->error), "response body over the size cap");
                 return CM_ETOOBIG;
+        }
+        if (f->no_subnets && strstr(req->url, "/subnets/")) {
+                resp->status = 404;
+                resp->body = xstrdup("Not Found");
+                resp->body_len = strlen(resp->body);
+                resp->content_type = xstrdup("text/plain");
+                resp->retry_after_s = -1;
+                return 0;
         }
         resp->status = f->status ? f->status : 200;
         resp->body = xstrdup(f->status ? "Authorization Error: 'Invalid signature.'"
@@ -342,7 +357,7 @@ static void test_maas_inventory__states_follow_the_last_refresh(void **state)
         assert_int_equal(state_of(f, NULL), MAAS_INV_NOT_LOADED);
         assert_true(metric(f, "capmaas_maas_inventory_age_seconds") == -1);
         assert_int_equal(maas_inventory_refresh(f->inv), 0);
-        assert_int_equal(f->fake.calls, 6); /* six list calls, none per machine */
+        assert_int_equal(f->fake.calls, 7); /* seven list calls, none per machine */
         assert_int_equal(state_of(f, NULL), MAAS_INV_OK);
         f->fake.down = true;
         assert_int_equal(maas_inventory_refresh(f->inv), CM_ETRANSPORT);
@@ -379,7 +394,7 @@ static void test_maas_inventory__oversized_zone_is_listed_pool_by_pool(void **st
         f->fake.with_pool2 = true;
         f->fake.zone_too_big = true;
         assert_int_equal(maas_inventory_refresh(f->inv), 0);
-        assert_int_equal(f->fake.calls, 6 + 2); /* the zone, then each of its two pools */
+        assert_int_equal(f->fake.calls, 7 + 2); /* the zone, then each of its two pools */
         s = maas_inventory_acquire(f->inv, &st, NULL);
         assert_int_equal(st, MAAS_INV_OK);
         maas_inv_fit(s, &(struct maas_inv_query){ .zone = "az1" }, &fit);
@@ -396,6 +411,45 @@ static void test_maas_inventory__oversized_zone_is_listed_pool_by_pool(void **st
         free(detail);
         assert_true(metric(f, "capmaas_maas_inventory_refresh_errors_total{reason=\"failed\"}") ==
                     1);
+}
+
+/* Subnets are found by network however the CIDR is spelt; the addresses machines hold are
+ * found in any spelling; a MAAS without subnets/ is
+ * a snapshot that knows no subnets, not a failed refresh. */
+static void test_maas_inventory__subnets_and_held_addresses(void **state)
+{
+        struct fx *f = *state;
+        struct maas_inventory_snapshot *s;
+        enum maas_inv_state st;
+        const struct maas_inv_machine *m;
+
+        assert_int_equal(maas_inventory_refresh(f->inv), 0);
+        s = maas_inventory_acquire(f->inv, &st, NULL);
+        assert_int_equal(st, MAAS_INV_OK);
+        assert_true(s->has_subnets);
+        assert_int_equal(s->n_subnets, 2);
+        assert_int_equal(maas_inv_find_subnet(s, "10.20.0.0/24"), 0);
+        assert_int_equal(maas_inv_find_subnet(s, "fd00:0020:0::/64"), 1);
+        assert_int_equal(maas_inv_find_subnet(s, "10.20.0.0/25"), -1);
+        assert_int_equal(maas_inv_find_subnet(s, "10.30.0.0/24"), -1);
+        assert_int_equal(maas_inv_find_subnet(s, "nonsense"), -1);
+        m = maas_inv_ip_holder(s, "10.20.0.10");
+        assert_non_null(m);
+        assert_string_equal(m->system_id, "abc123");
+        m = maas_inv_ip_holder(s, "fd00:20::21");
+        assert_non_null(m);
+        assert_string_equal(m->system_id, "abc123");
+        assert_null(maas_inv_ip_holder(s, "10.20.0.11"));
+        maas_inventory_snapshot_release(s);
+
+        f->fake.no_subnets = true;
+        assert_int_equal(maas_inventory_refresh(f->inv), 0);
+        s = maas_inventory_acquire(f->inv, &st, NULL);
+        assert_int_equal(st, MAAS_INV_OK);
+        assert_false(s->has_subnets);
+        assert_int_equal(s->n_subnets, 0);
+        assert_int_equal(maas_inv_find_subnet(s, "10.20.0.0/24"), -1);
+        maas_inventory_snapshot_release(s);
 }
 
 static void test_maas_inventory__stale_after_ten_intervals(void **state)
@@ -427,7 +481,7 @@ static void test_maas_inventory__miss_refresh_at_most_once_per_ten_seconds(void 
         maas_inventory_snapshot_release(s);
         clock_fake_advance(&f->clock, 9999);
         assert_int_equal(maas_inventory_refresh_on_miss(f->inv), MAAS_INV_MISS_LIMITED);
-        assert_int_equal(f->fake.calls, 12);
+        assert_int_equal(f->fake.calls, 14);
         clock_fake_advance(&f->clock, 1);
         f->fake.down = true;
         assert_int_equal(maas_inventory_refresh_on_miss(f->inv), MAAS_INV_MISS_FAILED);
@@ -473,6 +527,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(
                         test_maas_inventory__oversized_zone_is_listed_pool_by_pool, fx_setup,
                         fx_teardown),
+                cmocka_unit_test_setup_teardown(test_maas_inventory__subnets_and_held_addresses,
+                                                fx_setup, fx_teardown),
                 cmocka_unit_test_setup_teardown(test_maas_inventory__stale_after_ten_intervals,
                                                 fx_setup, fx_teardown),
                 cmocka_unit_test_setup_teardown(

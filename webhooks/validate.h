@@ -101,6 +101,49 @@ char *machine_spec_immutable(const struct maas_machine_spec *old,
                              const struct maas_machine_spec *cur,
                              const char *what);
 
+/* MaasMachine: the update rules that are not the reference's (spec.providerID once
+ * provisioned, staticIP and addressesFromPools always). */
+void machine_update(const cJSON *old_json,
+                    const union webhook_obj *old,
+                    const union webhook_obj *cur,
+                    struct field_errors *fe);
+
+/* ---- static addresses (validate_static_ip.c, docs/static-ips.md) ---- */
+
+/* staticIP at path.staticIP: ip and cidr required; cidr a network; ip inside it and not its
+ * network or broadcast address; gateway an address inside it, not ip; nameservers
+ * addresses; interface a Linux interface name. */
+void validate_static_ip(const struct schema_static_ip *s,
+                        const char *path,
+                        struct field_errors *fe);
+/* addressesFromPools at path.addressesFromPools: apiGroup, kind and name each required and
+ * well formed; at most 8; a warning when more than one (only the first is used). */
+void validate_pool_refs(const struct schema_pool_refs *r,
+                        const char *path,
+                        struct field_errors *fe,
+                        struct admission_response *warn);
+/* Both of the above for a MaasMachine spec, and not both set. */
+void validate_machine_addresses(const struct maas_machine_spec *s,
+                                const char *path,
+                                struct field_errors *fe,
+                                struct admission_response *warn);
+/* dnsRecordAddresses at path.dnsRecordAddresses: cidr required, a network; interface a
+ * Linux interface name. */
+void validate_dns_record_addresses(const struct schema_dns_record_addresses *d,
+                                   const char *path,
+                                   struct field_errors *fe);
+/* staticIP and addressesFromPools may not change on a MaasMachine (added, removed or
+ * edited). */
+void machine_addresses_update(const struct maas_machine_spec *old,
+                              const struct maas_machine_spec *cur,
+                              struct field_errors *fe);
+/* MAAS checks of staticIP: its cidr is a MAAS subnet (denied listing them; skipped when the
+ * snapshot knows no subnets), and a warning when another machine holds its ip. False when
+ * the subnet was missing (worth a fresh read). */
+bool maas_check_static_ip(const struct maas_machine_spec *sp, struct maas_check *c);
+/* staticIP equal in a and b. */
+bool maas_static_ip_same(const struct maas_machine_spec *a, const struct maas_machine_spec *b);
+
 /* Defaulting of a MaasMachine spec: duplicate tags removed, first occurrence kept. */
 void defaults_machine_spec(const cJSON *spec, const char *pointer, cJSON *patch);
 /* Defaulting of a MaasCluster spec: controlPlaneEndpoint.port 6443 when a host is set

@@ -66,6 +66,8 @@ void validate_cluster_spec(const struct maas_cluster_spec *s,
         rule_maas_names(fe, at(&p, path, "failureDomains"), &s->failure_domains);
         if (s->lxd_config)
                 validate_lxd_config(s->lxd_config, path, fe);
+        if (s->dns_record_addresses)
+                validate_dns_record_addresses(s->dns_record_addresses, path, fe);
 }
 
 /* ---- the spec_ops of MaasCluster and MaasClusterTemplate (no reference counterpart for

@@ -258,6 +258,7 @@ void maas_check_machine_spec(const struct maas_machine_spec *sp, struct maas_che
         if (sp->image)
                 ok &= need_name(s, MAAS_INV_IMAGE, (struct name_at){ path, "image", -1 }, sp->image,
                                 fe);
+        ok &= maas_check_static_ip(sp, c);
         if (!ok) {
                 c->miss = true;
         } else if (!sp->system_id) {
@@ -444,7 +445,8 @@ bool maas_machine_spec_same(const struct maas_machine_spec *a, const struct maas
                str_same(a->failure_domain, b->failure_domain) && str_same(a->image, b->image) &&
                str_same(a->system_id, b->system_id) && strv_same(&a->tags, &b->tags) &&
                a->has_min_cpu == b->has_min_cpu && a->min_cpu == b->min_cpu &&
-               a->has_min_memory == b->has_min_memory && a->min_memory == b->min_memory;
+               a->has_min_memory == b->has_min_memory && a->min_memory == b->min_memory &&
+               maas_static_ip_same(a, b);
 }
 
 bool maas_cluster_spec_same(const struct maas_cluster_spec *a, const struct maas_cluster_spec *b)

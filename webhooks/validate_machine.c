@@ -51,6 +51,7 @@ void validate_machine_spec(const struct maas_machine_spec *s,
                 rule_range(fe, at(&p, path, "lxd.vmConfig.diskSize"),
                            s->lxd->vm_config->has_disk_size, s->lxd->vm_config->disk_size,
                            &vm_disk_size);
+        validate_machine_addresses(s, path, fe, warn);
         if (warn && s->has_min_cpu && s->has_min_memory && s->min_cpu == 0 && s->min_memory == 0)
                 admission_response_warn(warn,
                                         "%s.minCPU and %s.minMemory are both 0: any machine "
@@ -104,6 +105,15 @@ void machine_provider_id_update(const cJSON *old_json,
                 field_errors_add(fe, FIELD_ERR_FORBIDDEN, "spec.providerID", NULL,
                                  "may not be removed once the machine is provisioned (was %s)",
                                  was);
+}
+
+void machine_update(const cJSON *old_json,
+                    const union webhook_obj *old,
+                    const union webhook_obj *cur,
+                    struct field_errors *fe)
+{
+        machine_provider_id_update(old_json, old, cur, fe);
+        machine_addresses_update(&old->machine.spec, &cur->machine.spec, fe);
 }
 
 /* ---- the spec_ops of MaasMachine and MaasMachineTemplate ---- */

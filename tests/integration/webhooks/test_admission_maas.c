@@ -52,14 +52,19 @@
 #define TAGS    "(known: big, control-plane, gpu, odd, ssd, virtual)"
 #define IMAGES  "(known: u-2204-0-k-1264-0, ubuntu/focal, ubuntu/jammy)"
 #define SKIPPED "MAAS checks skipped: "
+#define SUBNETS "(known: 10.20.0.0/24, 10.30.0.0/24, 10.10.0.0/16)"
 
-/* Added before capmaas starts: a big machine that is in use, and two "odd" machines, one
- * with many CPUs and little memory, one the other way round. */
-#define EXTRA_MACHINES                                                                      \
-        "[{'system_id':'busy01','cpu_count':64,'memory':262144,'zone':'az2','pool':'capi'," \
-        "'tags':['big'],'status':'Deployed','owner':'admin'},"                              \
-        "{'system_id':'odd001','cpu_count':32,'memory':4096,'zone':'az1','tags':['odd']},"  \
-        "{'system_id':'odd002','cpu_count':2,'memory':131072,'zone':'az1','tags':['odd']}]"
+/* Added before capmaas starts: a big machine that is in use, two "odd" machines, one
+ * with many CPUs and little memory, one the other way round, and a deployed machine holding
+ * 10.30.0.50. */
+#define EXTRA_MACHINES                                                                        \
+        "[{'system_id':'busy01','cpu_count':64,'memory':262144,'zone':'az2','pool':'capi',"   \
+        "'tags':['big'],'status':'Deployed','owner':'admin'},"                                \
+        "{'system_id':'odd001','cpu_count':32,'memory':4096,'zone':'az1','tags':['odd']},"    \
+        "{'system_id':'odd002','cpu_count':2,'memory':131072,'zone':'az1','tags':['odd']},"   \
+        "{'system_id':'ipheld','cpu_count':2,'memory':2048,'zone':'az3','status':'Deployed'," \
+        "'owner':'admin','interfaces':[{'name':'eth0','mac':'52:54:00:99:00:01',"             \
+        "'ip':'10.30.0.50','cidr':'10.30.0.0/24'}]}]"
 
 struct env {
         struct maassim sim;
@@ -394,6 +399,11 @@ static const struct mcase denials[] = {
           MM(JAMMY ",'resourcePool':'nope'"), MM(JAMMY ",'resourcePool':'capi'"),
           BAD_MM "spec.resourcePool: Invalid value: \"nope\": no such resource pool in MAAS " POOLS,
           NULL },
+        { "MaasMachine: staticIP on a subnet MAAS does not have, the subnets listed",
+          MM(JAMMY ",'staticIP':{'ip':'10.40.0.5','cidr':'10.40.0.0/24'}"), NULL,
+          BAD_MM "spec.staticIP.cidr: Invalid value: \"10.40.0.0/24\": no such subnet in "
+                 "MAAS " SUBNETS,
+          NULL },
         { "MaasCluster: unknown DNS domain and zone",
           MC("'dnsDomain':'example.com','failureDomains':['az1','az7']"), NULL,
           BAD_MC "[spec.dnsDomain: Invalid value: \"example.com\": no such DNS domain in MAAS "
@@ -427,6 +437,16 @@ static const struct mcase allowed[] = {
         { "ratcheting: an update that does not touch the MAAS fields is not checked",
           MM(JAMMY ",'resourcePool':'deleted-pool','providerID':'maas:///az1/hkd3ps'"),
           MM(JAMMY ",'resourcePool':'deleted-pool'"), NULL, NULL },
+        { "MaasMachine: staticIP on a MAAS subnet, the address free",
+          MM(JAMMY ",'staticIP':{'ip':'10.30.0.51','cidr':'10.30.0.0/24','gateway':'10.30.0.1'}"),
+          NULL, NULL, NULL },
+        { "MaasMachine: staticIP whose address another machine holds: a warning",
+          MM(JAMMY ",'staticIP':{'ip':'10.30.0.50','cidr':'10.30.0.0/24'}"), NULL, NULL,
+          "spec.staticIP.ip: 10.30.0.50 is already in use by MAAS machine ipheld; the machine "
+          "will not deploy with it until that machine releases it" },
+        { "MaasMachine: staticIP held by its own machine: no warning",
+          MM(JAMMY ",'systemID':'ipheld','staticIP':{'ip':'10.30.0.50','cidr':'10.30.0.0/24'}"),
+          NULL, NULL, NULL },
         { "MaasCluster with the MAAS domain and zones",
           MC("'dnsDomain':'maas','failureDomains':['az1','az2','az3']"), NULL, NULL, NULL },
         { "machines fit but all are in use: a warning",

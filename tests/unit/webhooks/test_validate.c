@@ -628,6 +628,243 @@ static void test_validate__provider_id_immutable_once_provisioned(void **state)
         free(old);
 }
 
+/* ---- static addresses (#19): each rule denies naming its field ---- */
+
+#define OBJ_HEAD                                                                       \
+        "{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"%s\"," \
+        "\"metadata\":{\"name\":\"x\",\"namespace\":\"ns1\"},\"spec\":"
+#define MM_SPEC "{\"image\":\"ubuntu/jammy\",\"minCPU\":2,\"minMemory\":4096"
+#define MC_SPEC "{\"dnsDomain\":\"maas\""
+
+/* A CREATE review of kind with the spec spec_head + extra + "}" (in spec.template.spec when
+ * tmpl); want NULL = allowed, else the only error (the denial's whole message). The response
+ * is left in resp (caller releases). */
+static void expect_create(const char *kind,
+                          const char *spec_head,
+                          const char *extra,
+                          bool tmpl,
+                          const char *want,
+                          struct admission_response *resp)
+{
+        char *spec = xasprintf("%s%s}", spec_head, extra);
+        char *head = xasprintf(OBJ_HEAD, kind);
+        char *doc = tmpl ? xasprintf("%s{\"template\":{\"spec\":%s}}}", head, spec)
+                         : xasprintf("%s%s}", head, spec);
+        struct admission_request req = { .op = ADMISSION_OP_CREATE, .object = cJSON_Parse(doc) };
+        char *msg;
+
+        assert_non_null(req.object);
+        *resp = (struct admission_response){ 0 };
+        webhook_validate(kind, &req, resp);
+        if (!want) {
+                if (!resp->allowed)
+                        fail_msg("%s denied: %s", extra, resp->message);
+        } else {
+                msg = xasprintf("%s.infrastructure.cluster.x-k8s.io \"x\" is invalid: %s", kind,
+                                want);
+                if (resp->allowed)
+                        fail_msg("%s allowed, want %s", extra, want);
+                assert_int_equal(resp->code, 422);
+                assert_string_equal(resp->message, msg);
+                free(msg);
+        }
+        cJSON_Delete(req.object);
+        free(doc);
+        free(head);
+        free(spec);
+}
+
+static void expect_machine(const char *extra, const char *want)
+{
+        struct admission_response resp;
+
+        expect_create("MaasMachine", MM_SPEC, extra, false, want, &resp);
+        admission_response_release(&resp);
+}
+
+#define SIP(body) ",\"staticIP\":{" body "}"
+#define GOOD_SIP  "\"ip\":\"10.10.0.21\",\"cidr\":\"10.10.0.0/24\""
+
+static void test_validate__static_ip_rules_name_the_field(void **state)
+{
+        static const char *const rows[][2] = {
+                { SIP(GOOD_SIP), NULL },
+                { SIP(GOOD_SIP ",\"gateway\":\"10.10.0.1\",\"nameservers\":[\"10.10.0.2\","
+                               "\"fd00::53\"],\"interface\":\"enp5s0.100\""),
+                  NULL },
+                { SIP("\"ip\":\"fd00:10::21\",\"cidr\":\"fd00:10::/64\""), NULL },
+                { SIP("\"ip\":\"10.10.0.1\",\"cidr\":\"10.10.0.0/31\""), NULL },
+                { SIP("\"cidr\":\"10.10.0.0/24\""), "spec.staticIP.ip: Required value" },
+                { SIP("\"ip\":\"10.10.0.21\""), "spec.staticIP.cidr: Required value" },
+                { SIP("\"ip\":\"ten\",\"cidr\":\"10.10.0.0/24\""),
+                  "spec.staticIP.ip: Invalid value: \"ten\": must be an IPv4 or IPv6 address" },
+                { SIP("\"ip\":\"10.10.0.21\",\"cidr\":\"10.10.0/24\""),
+                  "spec.staticIP.cidr: Invalid value: \"10.10.0/24\": must be a CIDR: an IPv4 or "
+                  "IPv6 network and a prefix length (e.g. 10.10.0.0/24)" },
+                { SIP("\"ip\":\"10.10.0.21\",\"cidr\":\"10.10.0.21/24\""),
+                  "spec.staticIP.cidr: Invalid value: \"10.10.0.21/24\": must be a network "
+                  "address: the host bits are set (the network is 10.10.0.0/24)" },
+                { SIP("\"ip\":\"10.10.1.21\",\"cidr\":\"10.10.0.0/24\""),
+                  "spec.staticIP.ip: Invalid value: \"10.10.1.21\": must be inside "
+                  "spec.staticIP.cidr (10.10.0.0/24)" },
+                { SIP("\"ip\":\"10.10.0.21\",\"cidr\":\"fd00:10::/64\""),
+                  "spec.staticIP.ip: Invalid value: \"10.10.0.21\": must be inside "
+                  "spec.staticIP.cidr (fd00:10::/64)" },
+                { SIP("\"ip\":\"10.10.0.0\",\"cidr\":\"10.10.0.0/24\""),
+                  "spec.staticIP.ip: Invalid value: \"10.10.0.0\": must not be the network "
+                  "address of 10.10.0.0/24" },
+                { SIP("\"ip\":\"10.10.0.255\",\"cidr\":\"10.10.0.0/24\""),
+                  "spec.staticIP.ip: Invalid value: \"10.10.0.255\": must not be the broadcast "
+                  "address of 10.10.0.0/24" },
+                { SIP(GOOD_SIP ",\"gateway\":\"10.10.9.1\""),
+                  "spec.staticIP.gateway: Invalid value: \"10.10.9.1\": must be inside "
+                  "spec.staticIP.cidr (10.10.0.0/24)" },
+                { SIP(GOOD_SIP ",\"gateway\":\"router\""),
+                  "spec.staticIP.gateway: Invalid value: \"router\": must be an IPv4 or IPv6 "
+                  "address" },
+                { SIP(GOOD_SIP ",\"gateway\":\"10.10.0.21\""),
+                  "spec.staticIP.gateway: Invalid value: \"10.10.0.21\": must not be the "
+                  "machine's own address" },
+                { SIP(GOOD_SIP ",\"nameservers\":[\"10.10.0.2\",\"dns.local\"]"),
+                  "spec.staticIP.nameservers[1]: Invalid value: \"dns.local\": must be an IPv4 "
+                  "or IPv6 address" },
+                { SIP(GOOD_SIP ",\"nameservers\":[\"\"]"),
+                  "spec.staticIP.nameservers[0]: Invalid value: \"\": must be an IPv4 or IPv6 "
+                  "address" },
+                { SIP(GOOD_SIP ",\"interface\":\"eth 0\""),
+                  "spec.staticIP.interface: Invalid value: \"eth 0\": must be an interface name: "
+                  "1-15 letters, digits, '.', '-' and '_'" },
+                { SIP(GOOD_SIP ",\"interface\":\"abcdefghijklmnop\""),
+                  "spec.staticIP.interface: Invalid value: \"abcdefghijklmnop\": must be an "
+                  "interface name: 1-15 letters, digits, '.', '-' and '_'" },
+        };
+
+        (void)state;
+        for (size_t i = 0; i < ARRAY_SIZE(rows); i++)
+                expect_machine(rows[i][0], rows[i][1]);
+}
+
+#define POOL(g, k, n) ",\"addressesFromPools\":[{" g k n "}]"
+#define G_OK          "\"apiGroup\":\"ipam.cluster.x-k8s.io\","
+#define K_OK          "\"kind\":\"InClusterIPPool\","
+#define N_OK          "\"name\":\"cp-pool\""
+
+static void test_validate__pool_refs_and_exclusivity_name_the_field(void **state)
+{
+        static const char *const rows[][2] = {
+                { POOL(G_OK, K_OK, N_OK), NULL },
+                { POOL("", K_OK, N_OK), "spec.addressesFromPools[0].apiGroup: Required value" },
+                { POOL("\"apiGroup\":\"IPAM\",", K_OK, N_OK),
+                  "spec.addressesFromPools[0].apiGroup: Invalid value: \"IPAM\": must be an API "
+                  "group: a lowercase RFC 1123 subdomain (e.g. ipam.cluster.x-k8s.io)" },
+                { POOL(G_OK, "", N_OK), "spec.addressesFromPools[0].kind: Required value" },
+                { POOL(G_OK, "\"kind\":\"in-cluster\",", N_OK),
+                  "spec.addressesFromPools[0].kind: Invalid value: \"in-cluster\": must be a "
+                  "kind: a letter, then letters and digits (e.g. InClusterIPPool)" },
+                { POOL(G_OK, K_OK, "\"name\":\"\""),
+                  "spec.addressesFromPools[0].name: Required value" },
+                { POOL(G_OK, K_OK, "\"name\":\"Cp_Pool\""),
+                  "spec.addressesFromPools[0].name: Invalid value: \"Cp_Pool\": must be a "
+                  "lowercase RFC 1123 subdomain (the pool's name)" },
+                { SIP(GOOD_SIP) POOL(G_OK, K_OK, N_OK),
+                  "spec.addressesFromPools: Forbidden: may not be set together with "
+                  "spec.staticIP: the machine's address comes from one of them" },
+        };
+        struct admission_response resp;
+
+        (void)state;
+        for (size_t i = 0; i < ARRAY_SIZE(rows); i++)
+                expect_machine(rows[i][0], rows[i][1]);
+        /* an empty list is no pool: staticIP alone */
+        expect_machine(SIP(GOOD_SIP) ",\"addressesFromPools\":[]", NULL);
+        /* only the first pool is used: said in a warning */
+        expect_create("MaasMachine", MM_SPEC,
+                      ",\"addressesFromPools\":[{" G_OK K_OK N_OK "},{" G_OK K_OK
+                      "\"name\":\"b\"}]",
+                      false, NULL, &resp);
+        assert_int_equal(resp.n_warnings, 1);
+        assert_string_equal(resp.warnings[0], "spec.addressesFromPools: only the first pool is "
+                                              "used (2 are listed)");
+        admission_response_release(&resp);
+}
+
+static void test_validate__dns_record_addresses_rules(void **state)
+{
+        static const char *const rows[][2] = {
+                { ",\"dnsRecordAddresses\":{\"cidr\":\"10.20.0.0/24\"}", NULL },
+                { ",\"dnsRecordAddresses\":{\"cidr\":\"fd00:20::/64\",\"interface\":\"eth1\"}",
+                  NULL },
+                { ",\"dnsRecordAddresses\":{}", "spec.dnsRecordAddresses.cidr: Required value" },
+                { ",\"dnsRecordAddresses\":{\"cidr\":\"10.20.0.0\"}",
+                  "spec.dnsRecordAddresses.cidr: Invalid value: \"10.20.0.0\": must be a CIDR: "
+                  "an IPv4 or IPv6 network and a prefix length (e.g. 10.10.0.0/24)" },
+                { ",\"dnsRecordAddresses\":{\"cidr\":\"10.20.0.0/24\",\"interface\":\"\"}",
+                  "spec.dnsRecordAddresses.interface: Invalid value: \"\": must be an interface "
+                  "name: 1-15 letters, digits, '.', '-' and '_'" },
+        };
+        struct admission_response resp;
+
+        (void)state;
+        for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+                expect_create("MaasCluster", MC_SPEC, rows[i][0], false, rows[i][1], &resp);
+                admission_response_release(&resp);
+        }
+        expect_create("MaasClusterTemplate", MC_SPEC, ",\"dnsRecordAddresses\":{\"cidr\":\"x\"}",
+                      true,
+                      "spec.template.spec.dnsRecordAddresses.cidr: Invalid value: \"x\": must be a "
+                      "CIDR: an IPv4 or IPv6 network and a prefix length (e.g. 10.10.0.0/24)",
+                      &resp);
+        admission_response_release(&resp);
+}
+
+/* staticIP and addressesFromPools are fixed for a MaasMachine's life: added, removed or
+ * edited on UPDATE is denied naming the field. */
+static void test_validate__static_fields_immutable_on_update(void **state)
+{
+        static const char *const pairs[][3] = {
+                { SIP(GOOD_SIP), SIP("\"ip\":\"10.10.0.22\",\"cidr\":\"10.10.0.0/24\""),
+                  "spec.staticIP: Forbidden" },
+                { SIP(GOOD_SIP), SIP(GOOD_SIP ",\"nameservers\":[\"10.10.0.2\"]"),
+                  "spec.staticIP: Forbidden" },
+                { "", SIP(GOOD_SIP), "spec.staticIP: Forbidden" },
+                { SIP(GOOD_SIP), "", "spec.staticIP: Forbidden" },
+                { "", POOL(G_OK, K_OK, N_OK), "spec.addressesFromPools: Forbidden" },
+                { POOL(G_OK, K_OK, N_OK), POOL(G_OK, K_OK, "\"name\":\"other\""),
+                  "spec.addressesFromPools: Forbidden" },
+        };
+        struct admission_response resp;
+        char *old, *cur, *spec;
+
+        (void)state;
+        for (size_t i = 0; i < ARRAY_SIZE(pairs); i++) {
+                spec = xasprintf(MM_SPEC "%s}", pairs[i][0]);
+                old = xasprintf(OBJ_HEAD "%s}", "MaasMachine", spec);
+                free(spec);
+                spec = xasprintf(MM_SPEC "%s}", pairs[i][1]);
+                cur = xasprintf(OBJ_HEAD "%s}", "MaasMachine", spec);
+                review_update(old, cur, &resp);
+                if (resp.allowed || !strstr(resp.message, pairs[i][2]))
+                        fail_msg("%s -> %s: %s", pairs[i][0], pairs[i][1],
+                                 resp.allowed ? "allowed" : resp.message);
+                assert_non_null(strstr(resp.message, "field is immutable"));
+                admission_response_release(&resp);
+                /* the same fields with another spec change: allowed */
+                free(cur);
+                free(spec);
+                spec = xasprintf("{\"image\":\"ubuntu/jammy\",\"minCPU\":2,\"minMemory\":4096,"
+                                 "\"tags\":[\"a\"]%s}",
+                                 pairs[i][0]);
+                cur = xasprintf(OBJ_HEAD "%s}", "MaasMachine", spec);
+                review_update(old, cur, &resp);
+                if (!resp.allowed)
+                        fail_msg("unchanged %s denied: %s", pairs[i][0], resp.message);
+                admission_response_release(&resp);
+                free(spec);
+                free(cur);
+                free(old);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -649,6 +886,10 @@ int main(void)
                 cmocka_unit_test(test_validate__spec_change_of_reference_object_is_judged),
                 cmocka_unit_test(test_validate__status_never_denies),
                 cmocka_unit_test(test_validate__provider_id_immutable_once_provisioned),
+                cmocka_unit_test(test_validate__static_ip_rules_name_the_field),
+                cmocka_unit_test(test_validate__pool_refs_and_exclusivity_name_the_field),
+                cmocka_unit_test(test_validate__dns_record_addresses_rules),
+                cmocka_unit_test(test_validate__static_fields_immutable_on_update),
         };
 
         xalloc_install_cjson_hooks();

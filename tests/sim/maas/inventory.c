@@ -461,6 +461,8 @@ static int machine_placement(struct sim *s, struct sim_machine *m, const cJSON *
 
 static void machine_release_fields(struct sim_machine *m)
 {
+        free(m->disk_text);
+        free(m->hw_text);
         free(m->system_id);
         free(m->hostname);
         free(m->description);

@@ -36,7 +36,7 @@ static const char *const mode_names[] = { "auto", "dhcp", "static", "link_up" };
 
 static bool parse_v4(const char *s, uint32_t *ret)
 {
-        struct in_addr a;
+        struct in_addr a = { 0 };
 
         if (!s || inet_pton(AF_INET, s, &a) != 1)
                 return false;
@@ -64,7 +64,7 @@ static bool parse_cidr(const char *cidr, uint32_t *ret_net, unsigned *ret_prefix
         char host[INET_ADDRSTRLEN];
         char *end = NULL;
         unsigned long n;
-        uint32_t a;
+        uint32_t a = 0;
 
         if (!slash || (size_t)(slash - cidr) >= sizeof(host) || !slash[1])
                 return false;
@@ -154,7 +154,7 @@ int sim_add_subnet_json(struct sim *s, const cJSON *o, char **ret_err)
         const cJSON *gw = cJSON_GetObjectItemCaseSensitive(o, "gateway_ip");
         const cJSON *vid = cJSON_GetObjectItemCaseSensitive(o, "vid");
         const cJSON *e;
-        uint32_t a;
+        uint32_t a = 0;
         ssize_t i;
 
         if (!cJSON_IsString(cidr) || find_subnet_cidr(s, cidr->valuestring) >= 0) {
@@ -611,7 +611,7 @@ static void clean_fields(const struct sim *s,
 {
         const char *mode = sim_params_get(p, "mode");
         const char *subnet = sim_params_get(p, "subnet");
-        uint32_t a;
+        uint32_t a = 0;
         struct in6_addr a6;
 
         lf->mode = -1;
@@ -661,7 +661,7 @@ static void clean_mode(const struct sim *s,
 {
         const struct sim_subnet *sn = lf->subnet >= 0 ? &s->subnets[lf->subnet] : NULL;
         char *str = sn ? subnet_str(sn) : NULL;
-        uint32_t a;
+        uint32_t a = 0;
 
         if ((lf->mode == LINK_AUTO || lf->mode == LINK_STATIC) && !sn && !subnet_bad)
                 field_error(errs, "subnet", "This field is required.");
@@ -712,7 +712,7 @@ static int save_link(struct sim *s,
 {
         struct sim_link *l;
         char *ip = NULL;
-        uint32_t a;
+        uint32_t a = 0;
 
         if (lf->mode == LINK_STATIC && lf->ip) {
                 if (parse_v4(lf->ip, &a) && holder(s, a)) {

@@ -128,6 +128,9 @@ struct sim_subnet {
 
 struct sim_machine {
         size_t order; /* internal id: list order */
+        /* the parts of its JSON that never change, printed once (machine_json.c): the
+         * block device (three times in a machine) and hardware_info */
+        char *disk_text, *hw_text;
         char *system_id;
         char *hostname;
         char *description;
@@ -329,7 +332,7 @@ cJSON *sim_zone_json(const struct sim *s, size_t i);
 cJSON *sim_pool_json(const struct sim *s, size_t i);
 cJSON *sim_domain_json(const struct sim *s, size_t i);
 cJSON *sim_tag_json(const struct sim *s, size_t i);
-cJSON *sim_machine_json(struct sim *s, const struct sim_machine *m);
+cJSON *sim_machine_json(struct sim *s, struct sim_machine *m);
 
 /* machines_alloc.c */
 void sim_machines_allocate(struct sim *s, const struct sim_req *rq, struct sim_resp *rp);

@@ -131,7 +131,10 @@ static void test_maas_network__lists_subnets_with_gateway_and_dns(void **state)
         for (size_t i = 0; i < l.n; i++)
                 if (strcmp(l.items[i].cidr, "10.20.0.0/24") == 0)
                         prov = &l.items[i];
-        assert_non_null(prov);
+        if (!prov) {
+                fail_msg("no subnet 10.20.0.0/24 in the list");
+                return;
+        }
         assert_string_equal(prov->name, "provisioning");
         assert_string_equal(prov->gateway_ip, "10.20.0.1");
         assert_int_equal(prov->dns_servers.n, 1);

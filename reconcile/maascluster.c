@@ -2,15 +2,16 @@
  * maascluster: the MaasCluster reconciler (upstream-capmaas.md §3.3–3.4, beyond.md B5).
  *
  * The API endpoint is a MAAS DNS record <cluster>-<6 hex>.<dnsDomain> (TTL 10) holding the
- * first ExternalIP of every healthy control-plane machine. Its name is persisted in the
- * dns-record annotation (and status.network.dnsName, as the reference writes it) BEFORE
- * the record is created, so a lost write never creates a second record, and clusterctl
- * move, which copies metadata and spec but never status, carries the record's identity to
- * the target. The record is written only when its address set changes and is never
- * emptied while control planes merely look down or have not reported yet (an empty status
- * after a move); it is deleted with the cluster, but not for a move (delete-for-move).
- * Pause (the Cluster's or ours) stops every branch, delete included; a MaasCluster managed
- * by another controller (cluster.x-k8s.io/managed-by) is left alone.
+ * first ExternalIP of every healthy control-plane machine, or with spec.dnsRecordAddresses
+ * its addresses in that CIDR (and on that interface): maascluster_addresses.h. Its name is
+ * persisted in the dns-record annotation (and status.network.dnsName, as the reference writes it)
+ * BEFORE the record is created, so a lost write never creates a second record, and clusterctl move,
+ * which copies metadata and spec but never status, carries the record's identity to the target. The
+ * record is written only when its address set changes and is never emptied while control planes
+ * merely look down or have not reported yet (an empty status after a move); it is deleted with the
+ * cluster, but not for a move (delete-for-move). Pause (the Cluster's or ours) stops every branch,
+ * delete included; a MaasCluster managed by another controller (cluster.x-k8s.io/managed-by) is
+ * left alone.
  */
 #include "maascluster.h"
 
@@ -24,6 +25,7 @@
 #include "kube_events.h"
 #include "legacy.h"
 #include "log.h"
+#include "maascluster_addresses.h"
 #include "patch_helper.h"
 #include "reconciler.h"
 #include "worker.h"
@@ -146,21 +148,6 @@ static const char *record_name(const struct maascluster_ctx *c)
                        : NULL;
 }
 
-static const char *first_external_ip(const cJSON *mm)
-{
-        const cJSON *addrs = json_find(mm, "status", "addresses", NULL);
-        const cJSON *a;
-
-        cJSON_ArrayForEach (a, addrs) {
-                const char *type = json_find_str(a, "type", NULL);
-                const char *ip = json_find_str(a, "address", NULL);
-
-                if (type && ip && *ip && strcmp(type, "ExternalIP") == 0)
-                        return ip;
-        }
-        return NULL;
-}
-
 /* A machine that holds a MAAS machine but has not reported it yet (its status is empty, as
  * after clusterctl move, or not yet written): its address is unknown, not gone. */
 static bool unreported(const cJSON *mm)
@@ -180,46 +167,59 @@ static bool healthy(const cJSON *mm)
                strcmp(st, "Deployed") == 0;
 }
 
-/* The addresses the record should hold (borrowed pointers into the cached objects and
- * current, valid while both are held). Machines being deleted are dropped; machines that
- * merely look down keep their address when nothing healthy is left (B5); while any control
- * plane has not reported its machine yet, no address leaves the record. */
-static size_t desired_ips(struct maascluster_ctx *c,
-                          struct kube_object **objs,
-                          size_t n,
-                          const struct maas_strv *current,
-                          const char **out)
+static void add_unique(const char **out, size_t *k, const char *ip)
+{
+        if (*k < MAX_CP_IPS && !in_list(out, *k, ip))
+                out[(*k)++] = ip;
+}
+
+/* The addresses the record should hold into out, *ret_k of them (borrowed pointers into the
+ * cached objects, current and pick, valid while all are held): each control plane's
+ * addresses as pick chooses them (spec.dnsRecordAddresses). Machines being deleted are
+ * dropped; machines that merely look down keep their addresses when nothing healthy is left
+ * (B5); while any control plane has not reported its machine yet, no address leaves the
+ * record. A MAAS error reading interfaces is returned. */
+static int desired_ips(struct maascluster_ctx *c,
+                       struct kube_object **objs,
+                       size_t n,
+                       const struct maas_strv *current,
+                       struct endpoint_pick *pick,
+                       const char **out,
+                       size_t *ret_k)
 {
         const char *held[MAX_CP_IPS];
-        size_t k = 0, h = 0;
+        const char *mine[ENDPOINT_ADDRS_PER_CP];
+        size_t k = 0, h = 0, m;
         bool unknown = false;
+        int err;
 
         for (size_t i = 0; i < n; i++) {
                 const cJSON *mm = kube_object_json(objs[i]);
-                const char *ip = first_external_ip(mm);
 
                 if (!kube_label(mm, SCHEMA_LABEL_CONTROL_PLANE) ||
                     kube_meta_str(mm, "deletionTimestamp"))
                         continue;
                 unknown = unknown || unreported(mm);
-                if (!ip)
-                        continue;
-                if (healthy(mm) && k < MAX_CP_IPS && !in_list(out, k, ip))
-                        out[k++] = ip;
-                else if (!healthy(mm) && h < MAX_CP_IPS &&
-                         in_list((const char *const *)current->v, current->n, ip))
-                        held[h++] = ip;
+                err = endpoint_pick_addresses(pick, c->p, c->w->maas, mm, mine, ARRAY_SIZE(mine),
+                                              &m);
+                if (err)
+                        return err;
+                for (size_t j = 0; j < m; j++) {
+                        if (healthy(mm))
+                                add_unique(out, &k, mine[j]);
+                        else if (h < MAX_CP_IPS &&
+                                 in_list((const char *const *)current->v, current->n, mine[j]))
+                                held[h++] = mine[j];
+                }
         }
         if (k == 0)
                 for (size_t i = 0; i < h; i++)
-                        if (!in_list(out, k, held[i]))
-                                out[k++] = held[i];
-        for (size_t i = 0; unknown && i < current->n && k < MAX_CP_IPS; i++)
-                if (!in_list(out, k, current->v[i]))
-                        out[k++] = current->v[i];
-        (void)c;
+                        add_unique(out, &k, held[i]);
+        for (size_t i = 0; unknown && i < current->n; i++)
+                add_unique(out, &k, current->v[i]);
         qsort(out, k, sizeof(*out), cmp_str);
-        return k;
+        *ret_k = k;
+        return 0;
 }
 
 static bool same_set(const char *const *want, size_t n, const struct maas_strv *have)
@@ -259,22 +259,28 @@ static int sync_record(struct maascluster_ctx *c, const char *fqdn)
         struct maas_error me = { 0 };
         struct cps cps = { 0 };
         const char *want[MAX_CP_IPS];
-        size_t k;
+        struct endpoint_pick pick;
+        size_t k = 0;
         bool found = false;
         int err;
 
         err = find_record(c, fqdn, &rec, &found);
         if (err)
                 return err;
+        if (!endpoint_pick_init(&pick, c->mc.spec.dns_record_addresses))
+                log_warn(LOGGER,
+                         "spec.dnsRecordAddresses.cidr is not a CIDR: the record holds "
+                         "each control plane's first ExternalIP",
+                         "object=%s/%s", c->ns, c->name);
         (void)informer_each(c->p->maasmachines, c->ns, c->cluster_name, keep_control_plane, &cps);
-        k = desired_ips(c, cps.v, cps.n, &rec.ips, want);
-        if (!found) {
+        err = desired_ips(c, cps.v, cps.n, &rec.ips, &pick, want, &k);
+        if (err == 0 && !found) {
                 err = maas_create_dns_resource(c->w->maas, fqdn, DNS_TTL, want, k, NULL, &me);
                 reconciler_maas_count(c->p, "create_dns_resource", err, &me);
                 if (err == 0)
                         reconciler_event(c->p, c->cur, "Normal", "DNSRecordCreated",
                                          "Created MAAS DNS record %s with %zu addresses", fqdn, k);
-        } else if (!same_set(want, k, &rec.ips)) {
+        } else if (err == 0 && !same_set(want, k, &rec.ips)) {
                 err = maas_update_dns_resource_ips(c->w->maas, rec.id, want, k, NULL, &me);
                 reconciler_maas_count(c->p, "update_dns_resource", err, &me);
                 if (err == 0)
@@ -287,6 +293,7 @@ static int sync_record(struct maascluster_ctx *c, const char *fqdn)
                                 SCHEMA_REASON_LOAD_BALANCER_FAILED, "%s",
                                 me.message ? me.message : maas_strerror(err));
         kube_object_list_free(cps.v, cps.n);
+        endpoint_pick_release(&pick);
         maas_dns_resource_release(&rec);
         maas_error_release(&me);
         return err;

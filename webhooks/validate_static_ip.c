@@ -338,16 +338,23 @@ bool maas_check_static_ip(const struct maas_machine_spec *sp, struct maas_check 
         const struct maas_inv_machine *holder;
         struct json_path p;
         char *known;
+        long i;
 
         if (!st || !st->cidr || !c->s->has_subnets)
                 return true;
-        if (maas_inv_find_subnet(c->s, st->cidr) < 0) {
+        i = maas_inv_find_subnet(c->s, st->cidr);
+        if (i < 0) {
                 known = subnet_list(c->s);
                 field_invalid_str(c->fe, at2(&p, c->path, "staticIP", "cidr"), st->cidr,
                                   "no such subnet in MAAS (known: %s)", known);
                 free(known);
                 return false;
         }
+        /* the MAAS step finds the subnet by its text: the same network spelt otherwise */
+        if (strcmp(c->s->subnets[i].cidr, st->cidr) != 0)
+                field_invalid_str(c->fe, at2(&p, c->path, "staticIP", "cidr"), st->cidr,
+                                  "MAAS writes this subnet %s: write it the same way",
+                                  c->s->subnets[i].cidr);
         holder = st->ip ? maas_inv_ip_holder(c->s, st->ip) : NULL;
         if (holder && c->warn && (!sp->system_id || strcmp(holder->system_id, sp->system_id) != 0))
                 admission_response_warn(c->warn,

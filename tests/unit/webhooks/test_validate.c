@@ -23,6 +23,7 @@
 #include "admission.h"
 #include "err.h"
 #include "json.h"
+#include "maas_inventory.h"
 #include "testutil.h"
 #include "xalloc.h"
 
@@ -865,6 +866,72 @@ static void test_validate__static_fields_immutable_on_update(void **state)
         }
 }
 
+/* The MAAS checks of staticIP on a snapshot built by hand: the subnet must be MAAS's, spelt
+ * as MAAS writes it; an address another machine holds is a warning; a snapshot that knows no
+ * subnets (MAAS without subnets/) checks nothing. */
+static void test_validate__static_ip_maas_checks(void **state)
+{
+        struct maas_subnet subnets[] = {
+                { .id = 1,
+                  .name = (char[]){ "prov" },
+                  .cidr = (char[]){ "10.20.0.0/24" },
+                  .vid = -1 },
+                { .id = 2,
+                  .name = (char[]){ "v6" },
+                  .cidr = (char[]){ "fd00:20::/64" },
+                  .vid = -1 },
+        };
+        char *ips[] = { (char[]){ "10.20.0.9" } };
+        struct maas_node node = { .system_id = (char[]){ "abc123" },
+                                  .ip_addresses = { .v = ips, .n = 1 } };
+        struct maas_inventory_lists l = { .subnets = { subnets, 2 }, .machines = { &node, 1 } };
+        struct maas_inventory_snapshot *snap = maas_inventory_snapshot_build(&l, 0);
+        struct maas_machine_spec sp = { 0 };
+        struct schema_static_ip st = { 0 };
+        struct admission_response warn = { 0 };
+        struct field_errors fe;
+        struct maas_check c = { .path = "spec", .s = snap, .fe = &fe, .warn = &warn };
+
+        (void)state;
+        field_errors_init(&fe);
+        sp.static_ip = &st;
+        st.ip = (char[]){ "10.40.0.5" };
+        st.cidr = (char[]){ "10.40.0.0/24" };
+        assert_false(maas_check_static_ip(&sp, &c));
+        assert_only_error(&fe, "spec.staticIP.cidr: Invalid value: \"10.40.0.0/24\": no such "
+                               "subnet in MAAS (known: 10.20.0.0/24, fd00:20::/64)");
+        st.ip = (char[]){ "fd00:20::5" };
+        st.cidr = (char[]){ "fd00:0020::/64" };
+        assert_true(maas_check_static_ip(&sp, &c));
+        assert_only_error(&fe, "spec.staticIP.cidr: Invalid value: \"fd00:0020::/64\": MAAS "
+                               "writes this subnet fd00:20::/64: write it the same way");
+        st.ip = (char[]){ "10.20.0.9" };
+        st.cidr = (char[]){ "10.20.0.0/24" };
+        assert_true(maas_check_static_ip(&sp, &c));
+        assert_int_equal(fe.n, 0);
+        assert_int_equal(warn.n_warnings, 1);
+        assert_string_equal(warn.warnings[0],
+                            "spec.staticIP.ip: 10.20.0.9 is already in use by MAAS machine "
+                            "abc123; the machine will not deploy with it until that machine "
+                            "releases it");
+        admission_response_release(&warn);
+        warn = (struct admission_response){ 0 };
+        sp.system_id = (char[]){ "abc123" }; /* its own machine */
+        assert_true(maas_check_static_ip(&sp, &c));
+        assert_int_equal(warn.n_warnings, 0);
+        maas_inventory_snapshot_release(snap);
+
+        l.no_subnets = true;
+        l.subnets = (struct maas_subnet_list){ 0 };
+        snap = maas_inventory_snapshot_build(&l, 0);
+        c.s = snap;
+        st.cidr = (char[]){ "10.99.0.0/24" };
+        assert_true(maas_check_static_ip(&sp, &c));
+        assert_int_equal(fe.n, 0);
+        maas_inventory_snapshot_release(snap);
+        field_errors_release(&fe);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -890,6 +957,7 @@ int main(void)
                 cmocka_unit_test(test_validate__pool_refs_and_exclusivity_name_the_field),
                 cmocka_unit_test(test_validate__dns_record_addresses_rules),
                 cmocka_unit_test(test_validate__static_fields_immutable_on_update),
+                cmocka_unit_test(test_validate__static_ip_maas_checks),
         };
 
         xalloc_install_cjson_hooks();

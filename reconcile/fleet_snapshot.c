@@ -93,74 +93,193 @@ struct fleet_ids {
 
 static int cmp_str(const void *a, const void *b);
 
+/* What the lists need of one MaasMachine (p->fleet_index), from its latest event. */
+struct fleet_rec {
+        char *uid;        /* NULL when it has none */
+        char *sid;        /* spec.systemID or NULL */
+        char *state;      /* status.machineState or NULL */
+        int64_t started;  /* the deploy-started annotation's value */
+        bool has_started; /* the annotation is there */
+        bool has_provider_id, ready, deleting, failed;
+};
+
+static char *dup_str(const char *s)
+{
+        return s ? xstrdup(s) : NULL;
+}
+
+static struct fleet_rec *rec_of(const struct kube_object *obj)
+{
+        const cJSON *o = kube_object_json(obj);
+        const char *t = json_find_str(o, "metadata", "annotations",
+                                      RECONCILER_ANNOTATION_DEPLOY_STARTED, NULL);
+        const char *fr = json_find_str(o, "status", "failureReason", NULL);
+        struct fleet_rec *r = xcalloc(1, sizeof(*r));
+
+        r->uid = dup_str(kube_object_uid(obj));
+        r->sid = dup_str(json_find_str(o, "spec", "systemID", NULL));
+        r->state = dup_str(json_find_str(o, "status", "machineState", NULL));
+        r->has_started = t != NULL;
+        r->started = t ? strtoll(t, NULL, 10) : 0;
+        r->has_provider_id = json_find_str(o, "spec", "providerID", NULL) != NULL;
+        r->ready = cJSON_IsTrue(json_find(o, "status", "ready", NULL));
+        r->deleting = json_find(o, "metadata", "deletionTimestamp", NULL) != NULL;
+        r->failed = fr && *fr;
+        return r;
+}
+
+static void rec_free(struct fleet_rec *r)
+{
+        if (!r)
+                return;
+        free(r->uid);
+        free(r->sid);
+        free(r->state);
+        free(r);
+}
+
+static char *index_key(const struct kube_object *obj)
+{
+        return xasprintf("%s/%s", kube_object_namespace(obj), kube_object_name(obj));
+}
+
+/* informer handler (the informer's thread): the record follows the object */
+static void index_put(void *arg, const struct kube_object *obj)
+{
+        struct provider *p = arg;
+        struct fleet_rec *r = rec_of(obj);
+        char *key = index_key(obj);
+        struct reconciler_entry *e;
+
+        pthread_mutex_lock(&p->fleet_index_lock);
+        e = reconciler_table_put(&p->fleet_index, key);
+        rec_free(e->ptr);
+        e->ptr = r;
+        pthread_mutex_unlock(&p->fleet_index_lock);
+        free(key);
+}
+
+static void index_update(void *arg, const struct kube_object *old, const struct kube_object *cur)
+{
+        (void)old;
+        index_put(arg, cur);
+}
+
+static void index_delete(void *arg, const struct kube_object *last)
+{
+        struct provider *p = arg;
+        char *key = index_key(last);
+        struct reconciler_entry *e;
+
+        pthread_mutex_lock(&p->fleet_index_lock);
+        e = reconciler_table_get(&p->fleet_index, key);
+        if (e) {
+                rec_free(e->ptr);
+                reconciler_table_del(&p->fleet_index, key);
+        }
+        pthread_mutex_unlock(&p->fleet_index_lock);
+        free(key);
+}
+
+int fleet_snapshot_index_watch(struct provider *p)
+{
+        return informer_add_handler(p->maasmachines,
+                                    &(struct informer_handler){ .on_add = index_put,
+                                                                .on_update = index_update,
+                                                                .on_delete = index_delete,
+                                                                .arg = p });
+}
+
+void fleet_snapshot_index_release(struct provider *p)
+{
+        for (size_t i = 0; i < p->fleet_index.n; i++)
+                rec_free(p->fleet_index.items[i].ptr);
+        reconciler_table_release(&p->fleet_index);
+}
+
+static bool covered(const struct fleet_ids *f, const char *id)
+{
+        return f->n_covered && bsearch(&id, f->covered, f->n_covered, sizeof(char *), cmp_str);
+}
+
 /* Deployed (status ready) and not in the Deployed list (neither listed by it nor taken from
  * an in-flight list since): the in-flight list reads it until one of them holds it, so its
  * passes meanwhile need no GET. */
-static bool newly_deployed(const struct fleet_ids *f, const cJSON *o, const char *sid)
+static bool newly_deployed(const struct fleet_ids *f, const struct fleet_rec *r)
 {
-        const char *st = json_find_str(o, "status", "machineState", NULL);
+        return r->sid && r->state && strcmp(r->state, "Deployed") == 0 && r->ready &&
+               !r->deleting && !covered(f, r->sid);
+}
 
-        return sid && st && strcmp(st, "Deployed") == 0 &&
-               cJSON_IsTrue(json_find(o, "status", "ready", NULL)) &&
-               !json_find(o, "metadata", "deletionTimestamp", NULL) &&
-               !(f->n_covered &&
-                 bsearch(&sid, f->covered, f->n_covered, sizeof(*f->covered), cmp_str));
+/* In flight: allocated by capmaas (a system id and deploy-started), not ready, deleting
+ * or failed, and Allocated or Deploying (or no machineState yet: the pass that allocated
+ * and deployed left status to the next). */
+static bool in_flight(const char *sid,
+                      const char *state,
+                      bool has_started,
+                      bool ready,
+                      bool deleting,
+                      bool failed)
+{
+        if (!sid || deleting || ready || failed || !has_started)
+                return false;
+        return !state || !*state || strcmp(state, "Allocated") == 0 ||
+               strcmp(state, "Deploying") == 0;
+}
+
+static bool rec_in_flight(const struct fleet_rec *r)
+{
+        return in_flight(r->sid, r->state, r->has_started, r->ready, r->deleting, r->failed);
 }
 
 bool fleet_snapshot_in_flight(const cJSON *mm)
 {
-        const char *st = json_find_str(mm, "status", "machineState", NULL);
         const char *fr = json_find_str(mm, "status", "failureReason", NULL);
-        const cJSON *ready = json_find(mm, "status", "ready", NULL);
 
-        if (!json_find_str(mm, "spec", "systemID", NULL) ||
-            json_find(mm, "metadata", "deletionTimestamp", NULL) || cJSON_IsTrue(ready) ||
-            (fr && *fr) ||
-            !json_find_str(mm, "metadata", "annotations", RECONCILER_ANNOTATION_DEPLOY_STARTED,
-                           NULL))
-                return false;
-        /* no machineState yet: the pass that allocated and deployed left status to the next */
-        return !st || !*st || strcmp(st, "Allocated") == 0 || strcmp(st, "Deploying") == 0;
+        return in_flight(json_find_str(mm, "spec", "systemID", NULL),
+                         json_find_str(mm, "status", "machineState", NULL),
+                         json_find_str(mm, "metadata", "annotations",
+                                       RECONCILER_ANNOTATION_DEPLOY_STARTED, NULL) != NULL,
+                         cJSON_IsTrue(json_find(mm, "status", "ready", NULL)),
+                         json_find(mm, "metadata", "deletionTimestamp", NULL) != NULL, fr && *fr);
 }
 
-/* informer_each: keeps the systemID of a MaasMachine of the list's kind. */
-static void fleet_id_of(void *arg, struct kube_object *obj)
+/* Keeps the id a MaasMachine's record gives the list's kind, if any. */
+static void fleet_id_of(struct fleet_ids *f, const struct fleet_rec *r)
 {
-        struct fleet_ids *f = arg;
-        const cJSON *o = kube_object_json(obj);
-        const char *sid = json_find_str(o, "spec", "systemID", NULL);
-        const char *st = json_find_str(o, "status", "machineState", NULL);
+        const char *id = r->sid;
 
         if (f->kind == FLEET_UNPLACED) {
-                sid = kube_object_uid(obj);
-                if (!sid || json_find_str(o, "spec", "systemID", NULL) ||
-                    json_find_str(o, "spec", "providerID", NULL) ||
-                    json_find(o, "metadata", "deletionTimestamp", NULL) ||
-                    (f->n_covered &&
-                     bsearch(&sid, f->covered, f->n_covered, sizeof(char *), cmp_str)))
+                id = r->uid;
+                if (!id || r->sid || r->has_provider_id || r->deleting || covered(f, id))
                         return; /* placed, deleting, or already known to have nothing */
         } else if (f->kind == FLEET_DELETING) {
-                if (!sid || !json_find(o, "metadata", "deletionTimestamp", NULL))
+                if (!id || !r->deleting)
                         return;
         } else if (f->kind == FLEET_INFLIGHT) {
-                const char *t = json_find_str(o, "metadata", "annotations",
-                                              RECONCILER_ANNOTATION_DEPLOY_STARTED, NULL);
-                int64_t t0 = t ? strtoll(t, NULL, 10) : 0;
-
-                if (fleet_snapshot_in_flight(o)) {
-                        if (t0 > f->youngest)
-                                f->youngest = t0;
-                } else if (!newly_deployed(f, o, sid)) {
+                if (rec_in_flight(r)) {
+                        if (r->started > f->youngest)
+                                f->youngest = r->started;
+                } else if (!newly_deployed(f, r)) {
                         return;
                 }
-        } else if (!sid || !st || strcmp(st, "Deployed") != 0) {
+        } else if (!id || !r->state || strcmp(r->state, "Deployed") != 0) {
                 return;
         }
         if (f->n == f->cap) {
                 f->cap = f->cap ? f->cap * 2 : 64;
                 f->ids = xrealloc(f->ids, f->cap * sizeof(*f->ids));
         }
-        f->ids[f->n++] = xstrdup(sid);
+        f->ids[f->n++] = xstrdup(id);
+}
+
+/* The ids of the list's kind, from the index (no object parsed). */
+static void collect_ids(struct provider *p, struct fleet_ids *f)
+{
+        pthread_mutex_lock(&p->fleet_index_lock);
+        for (size_t i = 0; i < p->fleet_index.n; i++)
+                fleet_id_of(f, p->fleet_index.items[i].ptr);
+        pthread_mutex_unlock(&p->fleet_index_lock);
 }
 
 static int cmp_node_id(const void *a, const void *b)
@@ -233,7 +352,7 @@ static int fleet_fetch(struct reconciler_worker *w, enum fleet_kind kind, struct
                 if (f.n_covered > 1)
                         qsort(f.covered, f.n_covered, sizeof(char *), cmp_str);
         }
-        (void)informer_each(p->maasmachines, NULL, NULL, fleet_id_of, &f);
+        collect_ids(p, &f);
         ids_release(f.covered, f.n_covered);
         if (f.n > 1) /* sorted: the lookups bsearch them, and the pages are stable */
                 qsort(f.ids, f.n, sizeof(*f.ids), cmp_str);

@@ -83,3 +83,9 @@ void fleet_snapshot_allocating(struct provider *p, const char *uid);
 struct reconciler_fleet;
 /* Frees a list (provider_free). */
 void fleet_snapshot_release(struct reconciler_fleet *f);
+
+/* Keeps p->fleet_index from p->maasmachines's events (call once, before the informer
+ * starts); errors as informer_add_handler. */
+MUST_CHECK int fleet_snapshot_index_watch(struct provider *p);
+/* Frees the index (provider teardown). */
+void fleet_snapshot_index_release(struct provider *p);

@@ -191,6 +191,7 @@ int provider_new(const struct provider_opts *o, struct provider **ret)
         p->maas_insecure = o->maas_insecure_skip_verify;
         pthread_mutex_init(&p->lock, NULL);
         pthread_mutex_init(&p->fleet_lock, NULL);
+        pthread_mutex_init(&p->fleet_index_lock, NULL);
         pthread_cond_init(&p->fleet_cond, NULL);
         err = register_metrics(p);
         if (err) {
@@ -288,6 +289,8 @@ int provider_new_informers(struct provider *p)
         if (!capi_api_known(&p->capi))
                 return CM_EINVAL;
         err = new_informer(p, &KUBE_RES_MAASMACHINES, &p->maasmachines);
+        if (err == 0)
+                err = fleet_snapshot_index_watch(p);
         if (err == 0)
                 err = new_informer(p, &KUBE_RES_MAASCLUSTERS, &p->maasclusters);
         if (err == 0)
@@ -417,12 +420,14 @@ struct provider *provider_free(struct provider *p)
         fleet_snapshot_release(&p->inflight);
         fleet_snapshot_release(&p->unplaced);
         fleet_snapshot_release(&p->deleting);
+        fleet_snapshot_index_release(p);
         reconciler_table_release(&p->allocate_tried);
         reconciler_table_release(&p->unplaced_none);
         reconciler_table_release(&p->released);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->fleet_cond);
         pthread_mutex_destroy(&p->fleet_lock);
+        pthread_mutex_destroy(&p->fleet_index_lock);
         free(p);
         return NULL;
 }

@@ -14,7 +14,12 @@
  *     standing in for kubelet, the Node's Ready goes Unknown while the MaasMachine is not
  *     ready (its host is off or gone) and back to True when it is;
  *   - machinehealthcheck: marks unhealthy Machines OwnerRemediated False (mhc.c); the KCP and
- *     MD controllers delete them and create replacements, as CAPI's owner remediation.
+ *     MD controllers delete them and create replacements, as CAPI's owner remediation;
+ *   - ipaddressclaim / inclusterippool (ipam.c): the in-cluster IPAM provider
+ *     (kubernetes-sigs/cluster-api-ipam-provider-in-cluster) standing beside CAPI: a claim of
+ *     an InClusterIPPool or GlobalInClusterIPPool gets an IPAddress named after it, the
+ *     lowest free address of the pool; releasing the claim deletes it; pools count their
+ *     addresses in status.ipAddresses.
  *
  * Ownership: struct capi owns the informers, controllers and the owner index; everything is
  * built by main before any thread starts and torn down after every thread stopped.
@@ -116,8 +121,9 @@ struct capi {
         const struct kube_config *mgmt, *workload; /* borrowed */
         char *kubeconfig_b64;                      /* the workload kubeconfig, base64 */
         struct informer *clusters, *maasclusters, *kcps, *mds, *machines, *maasmachines, *templates,
-                *nodes, *mhcs;
-        struct controller *cluster_ctl, *owner_ctl[CAPI_OWNER_KINDS], *machine_ctl, *mhc_ctl;
+                *nodes, *mhcs, *ipclaims, *ipaddresses, *pools, *gpools;
+        struct controller *cluster_ctl, *owner_ctl[CAPI_OWNER_KINDS], *machine_ctl, *mhc_ctl,
+                *ipclaim_ctl, *pool_ctl;
         struct capi_index *index;
         _Atomic uint64_t name_seed;
 };
@@ -146,6 +152,90 @@ MUST_CHECK int capi_machine_reconcile(struct capi_worker *w,
                                       const char *ns,
                                       const char *name,
                                       struct reconcile_result *res);
+
+/* ---- IPAM (ipam.c, ipset.c) ---- */
+
+#define CAPI_IPAM_GROUP                "ipam.cluster.x-k8s.io"
+#define CAPI_KIND_POOL                 "InClusterIPPool"
+#define CAPI_KIND_GLOBAL_POOL          "GlobalInClusterIPPool"
+#define CAPI_FINALIZER_RELEASE_ADDRESS "ipam.cluster.x-k8s.io/ReleaseAddress"
+#define CAPI_FINALIZER_PROTECT_ADDRESS "ipam.cluster.x-k8s.io/ProtectAddress"
+#define CAPI_FINALIZER_PROTECT_POOL    "ipam.cluster.x-k8s.io/ProtectPool"
+
+/* IPAddressClaim and IPAddress at the contract's version (CAPI serves v1beta1 in 1.10 and
+ * v1beta2 in 1.11); the in-cluster provider's pools at ipam.cluster.x-k8s.io/v1alpha2. */
+extern struct kube_resource CAPI_RES_IPCLAIMS, CAPI_RES_IPADDRESSES;
+extern const struct kube_resource CAPI_RES_POOLS, CAPI_RES_GLOBAL_POOLS;
+
+/* A claim answered or not. The real provider (v1.0 and main) records nothing on a claim it
+ * cannot answer and only logs; capi-sim also writes CAPI's IPAddressClaim Ready condition
+ * (reasons from the contract: PoolNotReady for a missing pool, PoolExhausted,
+ * AllocationFailed for a pool it cannot read), which CAPI defines for IPAM providers. */
+MUST_CHECK int capi_ipclaim_reconcile(struct capi_worker *w,
+                                      const char *ns,
+                                      const char *name,
+                                      struct reconcile_result *res);
+/* A pool (ns "" = a GlobalInClusterIPPool): its ProtectPool finalizer (removed once no
+ * address of it is left when it is deleted) and status.ipAddresses {total, used, free,
+ * outOfRange}. */
+MUST_CHECK int capi_pool_reconcile(struct capi_worker *w,
+                                   const char *ns,
+                                   const char *name,
+                                   struct reconcile_result *res);
+/* Watch mappings: an IPAddress → its claim / its pool; a pool → the claims of its namespace
+ * (every namespace for a global pool); a Cluster → its claims (arg: the claims' informer). */
+void capi_map_address_to_claim(void *arg,
+                               const struct kube_object *obj,
+                               void (*add)(void *ctl, const char *ns, const char *name),
+                               void *ctl);
+void capi_map_address_to_pool(void *arg,
+                              const struct kube_object *obj,
+                              void (*add)(void *ctl, const char *ns, const char *name),
+                              void *ctl);
+void capi_map_pool_to_claims(void *arg,
+                             const struct kube_object *obj,
+                             void (*add)(void *ctl, const char *ns, const char *name),
+                             void *ctl);
+void capi_map_cluster_to_claims(void *arg,
+                                const struct kube_object *obj,
+                                void (*add)(void *ctl, const char *ns, const char *name),
+                                void *ctl);
+
+/* IPv4 address sets (ipset.c): sorted, merged, inclusive ranges. */
+#define CAPI_IPV4_LEN 16
+
+struct capi_iprange {
+        uint32_t from, to;
+};
+
+struct capi_ipset {
+        struct capi_iprange *r; /* owned */
+        size_t n;
+};
+
+/* What an InClusterIPPool's spec hands out. */
+struct capi_pool {
+        struct capi_ipset set; /* the assignable addresses */
+        unsigned prefix;
+        uint32_t gateway;
+        bool has_gateway;
+};
+
+bool capi_ipv4_parse(const char *text, uint32_t *ret);
+void capi_ipv4_format(uint32_t ip, char out[CAPI_IPV4_LEN]);
+void capi_ipset_add(struct capi_ipset *s, uint32_t from, uint32_t to);
+void capi_ipset_remove(struct capi_ipset *s, uint32_t from, uint32_t to);
+bool capi_ipset_has(const struct capi_ipset *s, uint32_t ip);
+uint64_t capi_ipset_count(const struct capi_ipset *s);
+void capi_ipset_release(struct capi_ipset *s);
+/* The pool's assignable set as the in-cluster provider builds it: spec.addresses (single
+ * addresses, a-b ranges, CIDRs) less excludedAddresses, less the network and broadcast
+ * address of the lowest address's subnet (unless allocateReservedIPAddresses), less the
+ * gateway. CM_EINVAL with the offending field in why otherwise; *ret is the caller's
+ * (capi_ipset_release(&ret->set)). */
+MUST_CHECK int capi_pool_parse(const cJSON *spec, struct capi_pool *ret, char *why, size_t why_n);
+/* The lowest address of p not in used[0..n_used) (sorted in place); false when none. */
+bool capi_pool_first_free(const struct capi_pool *p, uint32_t *used, size_t n_used, uint32_t *ret);
 
 /* ---- helpers (util.c) ---- */
 

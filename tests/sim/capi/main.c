@@ -110,10 +110,21 @@ static int mhc_rec(void *wctx, const char *ns, const char *name, struct reconcil
         return wctx ? capi_mhc_reconcile(wctx, ns, name, r) : CM_EINVAL;
 }
 
+static int ipclaim_rec(void *wctx, const char *ns, const char *name, struct reconcile_result *r)
+{
+        return wctx ? capi_ipclaim_reconcile(wctx, ns, name, r) : CM_EINVAL;
+}
+
+static int pool_rec(void *wctx, const char *ns, const char *name, struct reconcile_result *r)
+{
+        return wctx ? capi_pool_reconcile(wctx, ns, name, r) : CM_EINVAL;
+}
+
 static const struct controller_ops ops[] = {
         { worker_new, worker_free, cluster_rec }, { worker_new, worker_free, kcp_rec },
         { worker_new, worker_free, md_rec },      { worker_new, worker_free, machine_rec },
-        { worker_new, worker_free, mhc_rec },
+        { worker_new, worker_free, mhc_rec },     { worker_new, worker_free, ipclaim_rec },
+        { worker_new, worker_free, pool_rec },
 };
 
 /* --- watch mappings ----------------------------------------------------------------------------
@@ -235,6 +246,10 @@ static int build_informers(struct capi *s)
                 { &KUBE_RES_MAASMACHINES, &s->maasmachines },
                 { &KUBE_RES_MAASMACHINETEMPLATES, &s->templates },
                 { &CAPI_RES_MHCS, &s->mhcs },
+                { &CAPI_RES_IPCLAIMS, &s->ipclaims },
+                { &CAPI_RES_IPADDRESSES, &s->ipaddresses },
+                { &CAPI_RES_POOLS, &s->pools },
+                { &CAPI_RES_GLOBAL_POOLS, &s->gpools },
         };
 
         int err = 0;
@@ -253,10 +268,19 @@ static int build_informers(struct capi *s)
 
 static int build_controllers(struct capi *s, unsigned machine_workers)
 {
-        struct controller **ctl[] = { &s->cluster_ctl, &s->owner_ctl[CAPI_OWNER_KCP],
-                                      &s->owner_ctl[CAPI_OWNER_MD], &s->machine_ctl, &s->mhc_ctl };
-        static const char *const names[] = { "cluster", "kubeadmcontrolplane", "machinedeployment",
-                                             "machine", "machinehealthcheck" };
+        struct controller **ctl[] = { &s->cluster_ctl,
+                                      &s->owner_ctl[CAPI_OWNER_KCP],
+                                      &s->owner_ctl[CAPI_OWNER_MD],
+                                      &s->machine_ctl,
+                                      &s->mhc_ctl,
+                                      &s->ipclaim_ctl,
+                                      &s->pool_ctl };
+        /* one claim worker, as the in-cluster provider: no address is handed out twice */
+        static const char *const names[] = {
+                "cluster",        "kubeadmcontrolplane", "machinedeployment",
+                "machine",        "machinehealthcheck",  "ipaddressclaim",
+                "inclusterippool"
+        };
         int err = 0;
 
         for (size_t i = 0; i < ARRAY_SIZE(ctl) && err == 0; i++)
@@ -295,6 +319,14 @@ static int watch_all(struct capi *s)
                 { s->mhc_ctl, s->machines, map_to_mhcs_later, s->mhcs },
                 { s->mhc_ctl, s->nodes, map_to_mhcs_later, s->mhcs },
                 { s->mhc_ctl, s->clusters, map_to_mhcs, s->mhcs },
+                { s->ipclaim_ctl, s->ipclaims, NULL, NULL },
+                { s->ipclaim_ctl, s->ipaddresses, capi_map_address_to_claim, NULL },
+                { s->ipclaim_ctl, s->pools, capi_map_pool_to_claims, s->ipclaims },
+                { s->ipclaim_ctl, s->gpools, capi_map_pool_to_claims, s->ipclaims },
+                { s->ipclaim_ctl, s->clusters, capi_map_cluster_to_claims, s->ipclaims },
+                { s->pool_ctl, s->pools, NULL, NULL },
+                { s->pool_ctl, s->gpools, NULL, NULL },
+                { s->pool_ctl, s->ipaddresses, capi_map_address_to_pool, NULL },
         };
 
         int err = 0;
@@ -306,10 +338,12 @@ static int watch_all(struct capi *s)
 
 static int start_all(struct capi *s)
 {
-        struct informer *inf[] = { s->clusters,     s->maasclusters, s->kcps,  s->mds, s->machines,
-                                   s->maasmachines, s->templates,    s->nodes, s->mhcs };
+        struct informer *inf[] = { s->clusters,     s->maasclusters, s->kcps,  s->mds,  s->machines,
+                                   s->maasmachines, s->templates,    s->nodes, s->mhcs, s->ipclaims,
+                                   s->ipaddresses,  s->pools,        s->gpools };
         struct controller *ctl[] = { s->cluster_ctl, s->owner_ctl[0], s->owner_ctl[1],
-                                     s->machine_ctl, s->mhc_ctl };
+                                     s->machine_ctl, s->mhc_ctl,      s->ipclaim_ctl,
+                                     s->pool_ctl };
         int err = 0;
 
         for (size_t i = 0; i < ARRAY_SIZE(inf) && err == 0; i++)
@@ -323,11 +357,13 @@ static int start_all(struct capi *s)
 
 static void stop_all(struct capi *s)
 {
-        struct informer **inf[] = { &s->clusters,  &s->maasclusters, &s->kcps,
-                                    &s->mds,       &s->machines,     &s->maasmachines,
-                                    &s->templates, &s->nodes,        &s->mhcs };
+        struct informer **inf[] = { &s->clusters, &s->maasclusters, &s->kcps,        &s->mds,
+                                    &s->machines, &s->maasmachines, &s->templates,   &s->nodes,
+                                    &s->mhcs,     &s->ipclaims,     &s->ipaddresses, &s->pools,
+                                    &s->gpools };
         struct controller **ctl[] = { &s->cluster_ctl, &s->owner_ctl[0], &s->owner_ctl[1],
-                                      &s->machine_ctl, &s->mhc_ctl };
+                                      &s->machine_ctl, &s->mhc_ctl,      &s->ipclaim_ctl,
+                                      &s->pool_ctl };
 
         for (size_t i = 0; i < ARRAY_SIZE(inf); i++)
                 if (*inf[i])

@@ -20,8 +20,10 @@ struct kube_resource CAPI_RES_CLUSTERS, CAPI_RES_MACHINES, CAPI_RES_KCPS, CAPI_R
 
 int capi_set_contract(const char *version)
 {
-        struct kube_resource *all[] = { &CAPI_RES_CLUSTERS, &CAPI_RES_MACHINES, &CAPI_RES_KCPS,
-                                        &CAPI_RES_MDS, &CAPI_RES_MHCS };
+        struct kube_resource *all[] = { &CAPI_RES_CLUSTERS,   &CAPI_RES_MACHINES,
+                                        &CAPI_RES_KCPS,       &CAPI_RES_MDS,
+                                        &CAPI_RES_MHCS,       &CAPI_RES_IPCLAIMS,
+                                        &CAPI_RES_IPADDRESSES };
         bool v2 = version && strcmp(version, "v1beta2") == 0;
 
         if (!v2 && !(version && strcmp(version, "v1beta1") == 0))
@@ -41,6 +43,10 @@ int capi_set_contract(const char *version)
                                                "MachineDeployment", true };
         CAPI_RES_MHCS = (struct kube_resource){ CAPI_GROUP, NULL, "machinehealthchecks",
                                                 "MachineHealthCheck", true };
+        CAPI_RES_IPCLAIMS = (struct kube_resource){ CAPI_IPAM_GROUP, NULL, "ipaddressclaims",
+                                                    "IPAddressClaim", true };
+        CAPI_RES_IPADDRESSES =
+                (struct kube_resource){ CAPI_IPAM_GROUP, NULL, "ipaddresses", "IPAddress", true };
         for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
                 all[i]->version = capi_contract.version;
         capi_owner_set_contract();

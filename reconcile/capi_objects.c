@@ -48,6 +48,42 @@ bool capi_api_known(const struct capi_api *a)
         return a && a->version[0];
 }
 
+int capi_ipam_set(struct capi_ipam_api *a, const char *version)
+{
+        if (!version || (strcmp(version, CAPI_V1BETA2) != 0 && strcmp(version, CAPI_V1BETA1) != 0))
+                return CM_EUNSUPPORTED;
+        *a = (struct capi_ipam_api){
+                .claims = { CAPI_IPAM_GROUP, NULL, "ipaddressclaims", "IPAddressClaim", true },
+                .addresses = { CAPI_IPAM_GROUP, NULL, "ipaddresses", "IPAddress", true },
+        };
+        (void)snprintf(a->version, sizeof(a->version), "%s", version);
+        a->claims.version = a->version;
+        a->addresses.version = a->version;
+        return 0;
+}
+
+int capi_ipam_discover(struct capi_ipam_api *a, struct kube_client *c, struct kube_error *e)
+{
+        static const char *const prefer[] = { CAPI_V1BETA2, CAPI_V1BETA1 };
+        struct kube_group_versions g = { 0 };
+        const char *v;
+        int err;
+
+        *a = (struct capi_ipam_api){ 0 };
+        err = kube_discover_group(c, CAPI_IPAM_GROUP, &g, e);
+        if (err)
+                return err;
+        v = kube_group_pick(&g, prefer, ARRAY_SIZE(prefer));
+        err = v ? capi_ipam_set(a, v) : CM_EUNSUPPORTED;
+        kube_group_versions_release(&g);
+        return err;
+}
+
+bool capi_ipam_known(const struct capi_ipam_api *a)
+{
+        return a && a->version[0];
+}
+
 /* Whether obj is read as v1beta2: by its apiVersion, else by the served version. */
 static bool v1beta2(const struct capi_api *a, const cJSON *obj)
 {

@@ -71,3 +71,26 @@ const char *capi_machine_node_name(const cJSON *machine);
 const char *capi_machine_failure_domain(const cJSON *machine);
 /* The cluster.x-k8s.io/control-plane label is present (on a Machine or any object). */
 bool capi_is_control_plane(const cJSON *obj);
+
+/* --- IPAM (the IPAddressClaim / IPAddress contract) ----------------------------------------- */
+
+#define CAPI_IPAM_GROUP "ipam.cluster.x-k8s.io"
+
+/* Where Cluster API's IPAM kinds are read and written: ipam.cluster.x-k8s.io v1beta2 (CAPI
+ * 1.11+) or v1beta1 (CAPI 1.10). The fields capmaas uses have the same JSON in both: claim
+ * spec.poolRef {apiGroup, kind, name}, spec.clusterName, status.addressRef.name and the Ready
+ * condition in status.conditions; address spec.address, spec.prefix, spec.gateway. */
+struct capi_ipam_api {
+        char version[CAPI_VERSION_N];           /* "" = the group is not served */
+        struct kube_resource claims, addresses; /* at version */
+};
+
+/* Sets a for version (CAPI_V1BETA2 or CAPI_V1BETA1; CM_EUNSUPPORTED for another). */
+MUST_CHECK int capi_ipam_set(struct capi_ipam_api *a, const char *version);
+/* GET /apis/ipam.cluster.x-k8s.io: a set to v1beta2 when served, else v1beta1.
+ * CM_ENOTFOUND when the group is not served, CM_EUNSUPPORTED when neither version is, or
+ * the client's error (e filled when non-NULL); a is left unknown on any error. */
+MUST_CHECK int capi_ipam_discover(struct capi_ipam_api *a,
+                                  struct kube_client *c,
+                                  struct kube_error *e);
+bool capi_ipam_known(const struct capi_ipam_api *a);

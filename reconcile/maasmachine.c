@@ -299,6 +299,13 @@ static int reconcile_normal(struct maasmachine_ctx *c, struct reconcile_result *
         if (maasmachine_terminal(c))
                 return 0; /* reported lost: Cluster API replaces the Machine */
         named = names_machine(c);
+        if (c->mm.spec.addresses_from_pools.n > 0 && !maasmachine_provisioned(c)) {
+                /* before allocation: a missing pool shows at once, and nothing is taken
+                 * from MAAS until the address is known (read now when none is allocated) */
+                err = maasmachine_ipam_claim(c, !named, res, &go);
+                if (err || !go)
+                        return err;
+        }
         err = maasmachine_find_node(c);
         if (err) {
                 reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_UNKNOWN,

@@ -48,6 +48,21 @@ void maasmachine_drop_node(struct maasmachine_ctx *c)
         c->have_node = false;
 }
 
+void maasmachine_set_claimed_ip(struct maasmachine_ctx *c, struct schema_static_ip *ip)
+{
+        struct schema_static_ip *old = c->claimed_ip;
+
+        c->claimed_ip = ip;
+        if (!old)
+                return;
+        free(old->ip);
+        free(old->cidr);
+        free(old->gateway);
+        schema_strv_release(&old->nameservers);
+        free(old->interface);
+        free(old);
+}
+
 void maasmachine_requeue(struct reconcile_result *res, uint64_t ms)
 {
         if (res->outcome != RECONCILE_REQUEUE_AFTER || res->after_ms > ms) {
@@ -56,13 +71,19 @@ void maasmachine_requeue(struct reconcile_result *res, uint64_t ms)
         }
 }
 
-/* The Ready summary: MachineDeployed, plus DNSAttached for control planes. */
+/* The Ready summary: MachineDeployed, plus DNSAttached for control planes, plus
+ * IPAddressClaimed with addressesFromPools. */
 static void ready_summary(struct maasmachine_ctx *c)
 {
-        static const char *const types[] = { SCHEMA_COND_MACHINE_DEPLOYED,
-                                             SCHEMA_COND_DNS_ATTACHED };
+        const char *types[3];
+        size_t n = 0;
 
-        reconciler_ready_summary(&c->conds, types, c->control_plane ? 2 : 1);
+        types[n++] = SCHEMA_COND_MACHINE_DEPLOYED;
+        if (c->control_plane)
+                types[n++] = SCHEMA_COND_DNS_ATTACHED;
+        if (c->mm.spec.addresses_from_pools.n > 0)
+                types[n++] = SCHEMA_COND_IPADDRESS_CLAIMED;
+        reconciler_ready_summary(&c->conds, types, n);
 }
 
 /*
@@ -94,6 +115,7 @@ void maasmachine_ctx_release(struct maasmachine_ctx *c)
         kube_object_unref(c->machine);
         kube_object_unref(c->cluster);
         maas_machine_release(&c->mm);
+        maasmachine_set_claimed_ip(c, NULL);
         if (c->have_node)
                 maas_node_release(&c->node);
         cJSON_Delete(c->cur);

@@ -35,6 +35,9 @@ struct maasmachine_ctx {
         time_t now;
         unsigned writes;                    /* PATCH calls made by this pass */
         struct reconciler_conditions conds; /* into mm.status and now, set as the pass begins */
+        /* The address the IPAddressClaim was answered with, once read this pass (owned;
+         * maasmachine_ipam.c), or NULL. */
+        struct schema_static_ip *claimed_ip;
 };
 
 #define MAASMACHINE_LOGGER "maasmachine"
@@ -47,6 +50,8 @@ void maasmachine_set_ids(struct maasmachine_ctx *c, const char *zone, const char
 void maasmachine_set_annotation(struct maasmachine_ctx *c, const char *key, const char *value);
 /* Makes *n the pass's MAAS machine (moved: *n is left zeroed); the previous one is freed. */
 void maasmachine_take_node(struct maasmachine_ctx *c, struct maas_node *n);
+/* Makes ip (moved, may be NULL) the pass's claimed address; the previous one is freed. */
+void maasmachine_set_claimed_ip(struct maasmachine_ctx *c, struct schema_static_ip *ip);
 /* Forgets the pass's MAAS machine. */
 void maasmachine_drop_node(struct maasmachine_ctx *c);
 /* Asks for the next pass within ms (the sooner of this and an earlier request wins). */

@@ -1,7 +1,8 @@
 /*
  * maasmachine_delete: a deleting MaasMachine. Wait until a control plane's IP has left the API
- * endpoint record, release the machine (erase per --release-erase), record it, and remove
- * the finalizer. With clusterctl's delete-for-move annotation nothing is released: the
+ * endpoint record, release the machine (erase per --release-erase), record it, delete its
+ * IPAddressClaim (maasmachine_ipam.c: only now, after the release) and remove the
+ * finalizer. With clusterctl's delete-for-move annotation nothing is released: the
  * object is being moved to another management cluster that will own the machine. The
  * reference provider's maas.lxd.io/host-evacuation finalizer goes with ours. A paused
  * Cluster or MaasMachine never gets here (maasmachine.c checks pause first).
@@ -165,7 +166,9 @@ out:
         return err;
 }
 
-/* Status, then the finalizer: once it is gone the object may vanish at once. */
+/* Status, the IPAddressClaim, then the finalizer: once it is gone the object may vanish at
+ * once. The claim goes only now that MAAS no longer holds the machine (released, or never
+ * ours), so its address returns to the pool only when MAAS has let it go. */
 static int deleted(struct maasmachine_ctx *c)
 {
         int err;
@@ -173,6 +176,8 @@ static int deleted(struct maasmachine_ctx *c)
         reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
                         SCHEMA_REASON_DELETED, NULL);
         err = maasmachine_flush(c, false);
+        if (err == 0)
+                err = maasmachine_ipam_release(c);
         if (err)
                 return err;
         return finish(c);

@@ -35,12 +35,6 @@
 #define ANNOTATION_HOST  RECONCILER_ANNOTATION_STATIC_IP_HOST
 #define ANNOTATION_RETRY RECONCILER_ANNOTATION_STATIC_IP_RETRY
 
-int maasmachine_static_ip(struct maasmachine_ctx *c, const struct schema_static_ip **ret)
-{
-        *ret = c->mm.spec.static_ip;
-        return 0;
-}
-
 /* What the static-ip-host annotation records: "<system_id> <ip> <cidr> <interface|->", all
  * an undo needs (it never depends on the spec or on a claim still being there). */
 struct linked {

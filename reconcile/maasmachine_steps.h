@@ -14,12 +14,29 @@
 /* maasmachine_release.c: releases system_id (erase per the settings); 404 counts as done. */
 MUST_CHECK int maasmachine_release(struct maasmachine_ctx *c, const char *system_id);
 
-/* maasmachine_network.c: the static address of the pass in *ret: spec.staticIP, else the
- * address an IPAddressClaim was answered with, else NULL. CM_ENOTFOUND when the claim is not
- * answered (any more); a kube error otherwise (the pass returns it). */
+/* maasmachine_ipam.c: Cluster API's IPAM contract for spec.addressesFromPools (the first
+ * pool). Finds the MaasMachine's IPAddressClaim by owner, else creates it; *ret_ready says
+ * whether it is answered (IPAddressClaimed True). Otherwise IPAddressClaimed False
+ * (WaitingForIPAddress, or IPAddressClaimFailed) and a requeue are set and the caller
+ * returns without touching MAAS. need_address: read the IPAddress now (the pass may
+ * allocate and deploy); else an answered claim already reported True needs no read.
+ * Nothing to do (ready false) without addressesFromPools. */
+MUST_CHECK int maasmachine_ipam_claim(struct maasmachine_ctx *c,
+                                      bool need_address,
+                                      struct reconcile_result *res,
+                                      bool *ret_ready);
+/* Deletes the MaasMachine's IPAddressClaims (after its MAAS machine was released): the
+ * IPAM provider then returns the address to its pool. */
+MUST_CHECK int maasmachine_ipam_release(struct maasmachine_ctx *c);
+/* The static address of the pass in *ret: spec.staticIP, else the address the
+ * IPAddressClaim was answered with (one GET of the IPAddress per pass, kept in
+ * c->claimed_ip), else NULL. CM_ENOTFOUND when the claim is not answered (any more); a kube
+ * error otherwise (the pass returns it). */
 MUST_CHECK int maasmachine_static_ip(struct maasmachine_ctx *c,
                                      const struct schema_static_ip **ret);
-/* StaticIPApplied True while the machine the address was linked on is c->node (each pass). */
+
+/* maasmachine_network.c: StaticIPApplied True while the machine the address was linked on
+ * is c->node (each pass). */
 void maasmachine_static_ip_status(struct maasmachine_ctx *c);
 /* Before allocating: true (and a requeue set) while a refused static address's backoff runs. */
 bool maasmachine_static_ip_backoff(struct maasmachine_ctx *c, struct reconcile_result *res);

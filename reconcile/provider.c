@@ -134,6 +134,25 @@ static void map_cp_mm_to_mc(void *arg, const struct kube_object *obj, add_fn *ad
         kube_object_unref(cluster);
 }
 
+/* An IPAddressClaim → the MaasMachine that controls it (maasmachine_ipam.c creates them). */
+static void map_claim_to_mm(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
+{
+        const cJSON *ref;
+
+        (void)arg;
+        cJSON_ArrayForEach (ref,
+                            json_find(kube_object_json(obj), "metadata", "ownerReferences", NULL)) {
+                const char *k = json_find_str(ref, "kind", NULL);
+                const char *av = json_find_str(ref, "apiVersion", NULL);
+                const char *n = json_find_str(ref, "name", NULL);
+
+                if (cJSON_IsTrue(json_find(ref, "controller", NULL)) && k && av && n &&
+                    strcmp(k, SCHEMA_KIND_MACHINE) == 0 &&
+                    strncmp(av, SCHEMA_GROUP "/", strlen(SCHEMA_GROUP "/")) == 0)
+                        add(ctl, kube_object_namespace(obj), n);
+        }
+}
+
 /* --- lifecycle ------------------------------------------------------------------------------ */
 
 static int register_metrics(struct provider *p)
@@ -237,6 +256,27 @@ static int new_controller(struct provider *p,
                               ret);
 }
 
+/* The IPAM contract's version. Not served (no Cluster API IPAM CRDs) is an answer: claims
+ * are then refused with a condition (maasmachine_ipam.c); any other error is retried. */
+static int discover_ipam(struct provider *p, struct kube_client *c)
+{
+        struct kube_error e = { 0 };
+        int err = capi_ipam_discover(&p->ipam, c, &e);
+
+        if (err == 0)
+                log_info(LOGGER, "reading Cluster API IPAM objects", "version=%s/%s",
+                         CAPI_IPAM_GROUP, p->ipam.version);
+        else if (err == CM_ENOTFOUND || err == CM_EUNSUPPORTED)
+                log_info(LOGGER, "Cluster API IPAM is not served: addressesFromPools is refused",
+                         "group=%s error=%s", CAPI_IPAM_GROUP, cm_strerror(err));
+        else
+                log_warn(LOGGER, "cannot tell which Cluster API IPAM versions are served",
+                         "group=%s error=%s reason=%s", CAPI_IPAM_GROUP, cm_strerror(err),
+                         e.message ? e.message : "");
+        kube_error_release(&e);
+        return err == CM_ENOTFOUND || err == CM_EUNSUPPORTED ? 0 : err;
+}
+
 int provider_discover(struct provider *p, struct http_transport *t)
 {
         struct kube_client *c = NULL;
@@ -257,6 +297,8 @@ int provider_discover(struct provider *p, struct http_transport *t)
                          "group=%s error=%s reason=%s", CAPI_GROUP, cm_strerror(err),
                          e.message ? e.message : "");
         kube_error_release(&e);
+        if (err == 0)
+                err = discover_ipam(p, c);
         kube_client_free(c);
         return err;
 }
@@ -297,6 +339,8 @@ int provider_new_informers(struct provider *p)
                 err = new_informer(p, &p->capi.machines, &p->machines);
         if (err == 0)
                 err = new_informer(p, &p->capi.clusters, &p->clusters);
+        if (err == 0 && capi_ipam_known(&p->ipam))
+                err = new_informer(p, &p->ipam.claims, &p->ipclaims);
         return err;
 }
 
@@ -340,17 +384,21 @@ static int watch(struct provider *p)
                 err = controller_watch(p->cluster_ctl, p->clusters, map_cluster_to_mc, p);
         if (err == 0)
                 err = controller_watch(p->cluster_ctl, p->maasmachines, map_cp_mm_to_mc, p);
+        if (err == 0 && p->ipclaims)
+                err = controller_watch(p->machine_ctl, p->ipclaims, map_claim_to_mm, p);
         return err;
 }
 
 static int start_informers(struct provider *p)
 {
-        struct informer *all[] = { p->maasmachines, p->maasclusters, p->machines, p->clusters };
+        struct informer *all[] = { p->maasmachines, p->maasclusters, p->machines, p->clusters,
+                                   p->ipclaims };
+        size_t n = p->ipclaims ? 5 : 4;
         int err = 0;
 
-        for (size_t i = 0; i < 4 && err == 0; i++)
+        for (size_t i = 0; i < n && err == 0; i++)
                 err = informer_start(all[i]);
-        for (size_t i = 0; i < 4 && err == 0; i++)
+        for (size_t i = 0; i < n && err == 0; i++)
                 err = informer_wait_synced(all[i], SYNC_TIMEOUT_MS);
         return err;
 }
@@ -384,13 +432,14 @@ int provider_start(struct provider *p)
 void provider_stop(struct provider *p)
 {
         struct informer *all[] = { p ? p->maasmachines : NULL, p ? p->maasclusters : NULL,
-                                   p ? p->machines : NULL, p ? p->clusters : NULL };
+                                   p ? p->machines : NULL, p ? p->clusters : NULL,
+                                   p ? p->ipclaims : NULL };
 
         if (!p)
                 return;
         atomic_store(&p->stopping, true);
         /* Informers first: their handlers enqueue into the controllers. */
-        for (size_t i = 0; i < 4; i++)
+        for (size_t i = 0; i < 5; i++)
                 if (all[i])
                         informer_stop(all[i]);
         if (p->machine_ctl)
@@ -403,6 +452,7 @@ void provider_stop(struct provider *p)
         p->maasclusters = informer_free(p->maasclusters);
         p->machines = informer_free(p->machines);
         p->clusters = informer_free(p->clusters);
+        p->ipclaims = informer_free(p->ipclaims);
         p->events = event_recorder_free(p->events);
         p->started = false;
         atomic_store(&p->stopping, false);
@@ -424,6 +474,7 @@ struct provider *provider_free(struct provider *p)
         reconciler_table_release(&p->allocate_tried);
         reconciler_table_release(&p->unplaced_none);
         reconciler_table_release(&p->released);
+        reconciler_table_release(&p->claimed);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->fleet_cond);
         pthread_mutex_destroy(&p->fleet_lock);

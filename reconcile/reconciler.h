@@ -88,8 +88,10 @@ struct provider {
         const char *maas_ca_file;
         bool maas_insecure;
 
-        struct capi_api capi; /* the Cluster API version served (provider_discover) */
+        struct capi_api capi;      /* the Cluster API version served (provider_discover) */
+        struct capi_ipam_api ipam; /* the IPAM contract's version, "" when not served */
         struct informer *maasmachines, *maasclusters, *machines, *clusters;
+        struct informer *ipclaims; /* IPAddressClaims; NULL when IPAM is not served */
         struct controller *machine_ctl, *cluster_ctl;
         struct event_recorder *events;
 
@@ -107,6 +109,7 @@ struct provider {
         /* MaasMachine UID → the unplaced list found nothing stamped for it: asked once */
         struct reconciler_table unplaced_none;
         struct reconciler_table released; /* UID/system id → wall s of our release */
+        struct reconciler_table claimed; /* MaasMachine UID → wall s of our IPAddressClaim create */
 
         pthread_mutex_t fleet_lock;
         pthread_cond_t fleet_cond;        /* a refresh finished (with fleet_lock) */

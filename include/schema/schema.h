@@ -117,6 +117,11 @@
 #define SCHEMA_REASON_NOT_PAUSED                 "NotPaused"
 /* What a condition without a reason (CAPI v1beta1 allowed one) reads as, as in CAPI. */
 #define SCHEMA_REASON_NO_REASON_REPORTED         "NoReasonReported"
+/* addressesFromPools: the MaasMachine's IPAddressClaim (reconcile/maasmachine_ipam.c). */
+#define SCHEMA_COND_IPADDRESS_CLAIMED            "IPAddressClaimed"
+#define SCHEMA_REASON_WAITING_FOR_IP_ADDRESS     "WaitingForIPAddress"
+#define SCHEMA_REASON_IPADDRESS_CLAIM_FAILED     "IPAddressClaimFailed"
+#define SCHEMA_REASON_IPADDRESS_CLAIMED          "IPAddressClaimed"
 
 /* ---- building blocks ---- */
 

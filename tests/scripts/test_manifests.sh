@@ -39,7 +39,9 @@ elif what == "rbac":
             ("infrastructure.cluster.x-k8s.io", "maasmachines", "patch"),
             ("infrastructure.cluster.x-k8s.io", "maasmachines/status", "patch"),
             ("infrastructure.cluster.x-k8s.io", "maasclusters/status", "patch"),
-            ("coordination.k8s.io", "leases", "update")}
+            ("coordination.k8s.io", "leases", "update"),
+            ("ipam.cluster.x-k8s.io", "ipaddressclaims", "create"),
+            ("ipam.cluster.x-k8s.io", "ipaddresses", "get")}
     have = set()
     for kind in ("ClusterRole", "Role"):
         for r in by[kind]:

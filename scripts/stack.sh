@@ -315,9 +315,10 @@ stack_secret_value() { # KEY: a key of the installed credentials Secret, decoded
 # cluster-template-v1beta1.yaml) rendered with clusterctl's rules into OUT. By default the
 # cluster "demo" in namespace default: Kubernetes v1.26.4, 3 control planes (4 CPUs,
 # 8 GiB) and 5 workers (2 CPUs, 4 GiB), all from the MAAS pool "capi" with the sample
-# inventory's image; NAME=VALUE words override any variable.
+# inventory's image; NAME=VALUE words override any variable. STACK_FLAVOR names another
+# v1beta2 template of the release (cluster-template-ipam.yaml).
 stack_render_cluster() {
-  local out=$1 flavor=cluster-template.yaml
+  local out=$1 flavor=${STACK_FLAVOR:-cluster-template.yaml}
   shift
   [ "${STACK_CAPI_CONTRACT:-v1beta2}" = v1beta1 ] && flavor=cluster-template-v1beta1.yaml
   env -i PATH="$PATH" CLUSTER_NAME=demo NAMESPACE=default KUBERNETES_VERSION=v1.26.4 \

@@ -125,7 +125,7 @@ fi
 out=$work/release
 rel=$out/infrastructure-maas/$version
 expect "scripts/release --out DIR $version succeeds" "$src/scripts/release" --out "$out" "$version"
-want="cluster-template-clusterclass.yaml cluster-template-v1beta1.yaml cluster-template.yaml clusterclass-maas-default.yaml infrastructure-components.yaml metadata.yaml"
+want="cluster-template-clusterclass.yaml cluster-template-ipam.yaml cluster-template-v1beta1.yaml cluster-template.yaml clusterclass-maas-default.yaml infrastructure-components.yaml metadata.yaml"
 got=$(cd "$rel" 2>/dev/null && printf '%s\n' * | tr '\n' ' ' | sed 's/ $//')
 if [ "$got" = "$want" ]; then ok "layout infrastructure-maas/$version/: $got"; else
   bad "layout infrastructure-maas/$version/" "want: $want"$'\n'"got:  $got"
@@ -138,7 +138,7 @@ if [ -z "$others" ]; then ok "nothing else is left in infrastructure-maas/"; els
 fi
 expect "metadata.yaml is config/metadata.yaml" cmp "$src/config/metadata.yaml" "$rel/metadata.yaml"
 for t in cluster-template.yaml cluster-template-v1beta1.yaml cluster-template-clusterclass.yaml \
-  clusterclass-maas-default.yaml; do
+  cluster-template-ipam.yaml clusterclass-maas-default.yaml; do
   expect "$t is templates/$t" cmp "$src/templates/$t" "$rel/$t"
 done
 sum1=$(cd "$rel" && sha256sum -- *)
@@ -207,7 +207,7 @@ fi
 tmpl=$rel/cluster-template.yaml
 documented="CLUSTER_NAME CONTROL_PLANE_MACHINE_COUNT CONTROL_PLANE_MACHINE_IMAGE CONTROL_PLANE_MACHINE_MINCPU CONTROL_PLANE_MACHINE_MINMEMORY CONTROL_PLANE_MACHINE_RESOURCEPOOL CONTROL_PLANE_MACHINE_TAG KUBERNETES_VERSION MAAS_DNS_DOMAIN NAMESPACE WORKER_MACHINE_COUNT WORKER_MACHINE_IMAGE WORKER_MACHINE_MINCPU WORKER_MACHINE_MINMEMORY WORKER_MACHINE_RESOURCEPOOL WORKER_MACHINE_TAG"
 for f in "$tmpl" "$rel/cluster-template-v1beta1.yaml" "$rel/cluster-template-clusterclass.yaml" \
-  "$rel/clusterclass-maas-default.yaml"; do
+  "$rel/cluster-template-ipam.yaml" "$rel/clusterclass-maas-default.yaml"; do
   names=$(render --list "$f" | awk '{print $1}' | tr '\n' ' ' | sed 's/ $//')
   b=$(basename "$f")
   if [ "$b" = clusterclass-maas-default.yaml ]; then
@@ -217,6 +217,11 @@ for f in "$tmpl" "$rel/cluster-template-v1beta1.yaml" "$rel/cluster-template-clu
     else
       bad "$b variables" "$names"
     fi
+  elif [ "$b" = cluster-template-ipam.yaml ]; then
+    # the default's variables and the control-plane pool's
+    want_ipam=$(tr ' ' '\n' <<<"$documented CONTROL_PLANE_IP_POOL_ADDRESSES CONTROL_PLANE_IP_POOL_GATEWAY CONTROL_PLANE_IP_POOL_PREFIX" | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')
+    if [ "$names" = "$want_ipam" ]; then ok "$b uses exactly the documented variables and the pool's"
+    else bad "$b variables" "want: $want_ipam"$'\n'"got:  $names"; fi
   elif [ "$names" = "$documented" ]; then
     ok "$b uses exactly the documented variables"
   else

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "json.h"
+#include "maassim.h"
 #include "reconcile_fixture.h"
 #include "testutil.h"
 #include "xalloc.h"
@@ -48,6 +49,36 @@ static bool pred_deleting(const cJSON *o, const void *arg)
         return json_at(o, "metadata.deletionTimestamp") != NULL;
 }
 
+/* "ip" of the STATIC link MAAS holds on machine sid, or NULL (malloc'd). */
+static char *static_link(const char *sid)
+{
+        cJSON *m = maassim_machine(&RF.sim, sid);
+        const cJSON *l;
+        char *ip = NULL;
+
+        cJSON_ArrayForEach (l, json_at(m, "links")) {
+                const char *mode = json_at_str(l, "mode");
+
+                if (!ip && mode && strcmp(mode, "static") == 0)
+                        ip = xstrdup(OR(json_at_str(l, "ip_address"), ""));
+        }
+        cJSON_Delete(m);
+        return ip;
+}
+
+static bool has_address(const cJSON *mm, const char *ip)
+{
+        const cJSON *a;
+
+        cJSON_ArrayForEach (a, json_at(mm, "status.addresses")) {
+                const char *v = json_at_str(a, "address");
+
+                if (v && strcmp(v, ip) == 0)
+                        return true;
+        }
+        return false;
+}
+
 /* The IPAM provider's answer: the IPAddress and the claim's status.addressRef. */
 static void answer(const char *claim, const char *address, int prefix, const char *gateway)
 {
@@ -71,7 +102,7 @@ static void test_ipam__claim_comes_first_and_its_answer_lets_the_machine_deploy(
 {
         const char *wait[] = { "IPAddressClaimed", "False", "WaitingForIPAddress" };
         const cJSON *ref;
-        char uid[64], path[128];
+        char uid[64], path[128], *ip;
         cJSON *claim, *mm;
         struct provider_settings s = test_settings();
 
@@ -107,11 +138,17 @@ static void test_ipam__claim_comes_first_and_its_answer_lets_the_machine_deploy(
         RF.metrics = metrics_free(RF.metrics);
         start_provider(&s);
 
-        answer("cp0-0", "10.10.0.50", 24, "10.10.0.1");
+        answer("cp0-0", "10.20.0.150", 24, "10.20.0.1");
         mm = cl_wait(&KUBE_RES_MAASMACHINES, "cp0", pred_ready, NULL);
         assert_true(cl_cond_is(mm, "IPAddressClaimed", "True", "IPAddressClaimed"));
         assert_non_null(strstr(json_at_str(cl_condition(mm, "IPAddressClaimed"), "message"),
-                               "10.10.0.50 (10.10.0.0/24) from InClusterIPPool cp-pool"));
+                               "10.20.0.150 (10.20.0.0/24) from InClusterIPPool cp-pool"));
+        /* the network step applied it: a STATIC link in MAAS, the machine's address */
+        assert_true(cl_cond_is(mm, "StaticIPApplied", "True", NULL));
+        assert_true(has_address(mm, "10.20.0.150"));
+        ip = static_link(json_at_str(mm, "spec.systemID"));
+        assert_str(ip, "10.20.0.150");
+        free(ip);
         cJSON_Delete(mm);
         wait_event("IPAddressClaimed");
         assert_int_equal(maas_count_requests("\"op\":\"allocate\""), 1);
@@ -155,10 +192,10 @@ static void test_ipam__unusable_answer_allocates_nothing(void **state)
         free(ready_cluster("c3"));
         pool_machine("c3", "cp0");
         cJSON_Delete(cl_wait(&CLAIMS, "cp0-0", pred_exists, NULL));
-        answer("cp0-0", "10.10.0.51", 40, "10.10.0.1");
+        answer("cp0-0", "10.20.0.151", 40, "10.20.0.1");
         mm = cl_wait(&KUBE_RES_MAASMACHINES, "cp0", pred_cond_reason, failed);
         assert_str(json_at_str(cl_condition(mm, "IPAddressClaimed"), "message"),
-                   "IPAddress cp0-0: spec.prefix is not a prefix length for 10.10.0.51");
+                   "IPAddress cp0-0: spec.prefix is not a prefix length for 10.20.0.151");
         cJSON_Delete(mm);
         assert_int_equal(maas_count_requests("\"op\":\"allocate\""), 0);
 }
@@ -167,7 +204,7 @@ static void test_ipam__unusable_answer_allocates_nothing(void **state)
 static void test_ipam__claim_goes_after_the_release(void **state)
 {
         cJSON *claim;
-        char *sid;
+        char *sid, *ip;
 
         (void)state;
         free(ready_cluster("c4"));
@@ -175,14 +212,20 @@ static void test_ipam__claim_goes_after_the_release(void **state)
         cJSON_Delete(cl_wait(&CLAIMS, "w0-0", pred_exists, NULL));
         /* the IPAM provider's finalizer, which the test lifts at the end */
         cl_patch(&CLAIMS, "w0-0", NULL, "{\"metadata\":{\"finalizers\":[\"test/hold\"]}}");
-        answer("w0-0", "10.10.0.52", 24, "10.10.0.1");
+        answer("w0-0", "10.20.0.152", 24, "10.20.0.1");
         claim = cl_wait(&KUBE_RES_MAASMACHINES, "w0", pred_ready, NULL);
         sid = xstrdup(json_at_str(claim, "spec.systemID"));
         cJSON_Delete(claim);
+        ip = static_link(sid);
+        assert_str(ip, "10.20.0.152");
+        free(ip);
         assert_int_equal(maas_count_requests("\"op\":\"release\""), 0);
         cl_delete(&KUBE_RES_MAASMACHINES, "w0");
         cJSON_Delete(cl_wait(&CLAIMS, "w0-0", pred_deleting, NULL));
-        assert_int_equal(maas_count_requests("\"op\":\"release\""), 1);
+        /* by then MAAS released the machine and no longer holds the address */
+        assert_true(maas_count_requests("\"op\":\"release\"") >= 1);
+        assert_int_equal(maas_in_use(), 0);
+        assert_null(static_link(sid));
         cl_wait(&KUBE_RES_MAASMACHINES, "w0", NULL, NULL);
         cl_patch(&CLAIMS, "w0-0", NULL, "{\"metadata\":{\"finalizers\":null}}");
         cl_wait(&CLAIMS, "w0-0", NULL, NULL);

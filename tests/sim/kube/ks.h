@@ -57,6 +57,9 @@ struct kcoll {
         cJSON **objs;
         size_t n, cap;
         struct kcoll *next;
+        /* broadcast (with ks.mu) on an event of this collection: only its watches wake,
+         * not every watch of the server on every write */
+        pthread_cond_t cond;
 };
 
 enum kev_type {
@@ -222,6 +225,8 @@ void store_put(struct kcoll *c, cJSON *obj);
 /* Removes and frees the stored object with obj's namespace/name. */
 void store_remove(struct kcoll *c, const cJSON *obj);
 /* Advances and returns the global resourceVersion. */
+/* Wakes every watch (stopping, dropped watches). ks.mu held. */
+void store_wake_all(void);
 uint64_t store_next_rv(void);
 /* Appends a copy of obj to the event ring (evicting the oldest) and wakes watchers. */
 void store_event(enum kev_type type, struct kcoll *c, const cJSON *obj, uint64_t rv);

@@ -488,7 +488,7 @@ static int serve(const struct opts *o)
 out:
         pthread_mutex_lock(&ks.mu);
         ks.stopping = true;
-        pthread_cond_broadcast(&ks.cond);
+        store_wake_all();
         pthread_mutex_unlock(&ks.mu);
         if (d)
                 MHD_stop_daemon(d);

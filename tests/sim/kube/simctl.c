@@ -263,7 +263,7 @@ static void set_faults(const cJSON *b)
                 set_fail_next(x);
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "dropWatches"))) {
                 ks.faults.drop_epoch++;
-                pthread_cond_broadcast(&ks.cond);
+                store_wake_all();
         }
 }
 

@@ -26,6 +26,7 @@ void store_free(void)
                 for (i = 0; i < ks.colls->n; i++)
                         cJSON_Delete(ks.colls->objs[i]);
                 free(ks.colls->objs);
+                pthread_cond_destroy(&ks.colls->cond);
                 free(ks.colls->group);
                 free(ks.colls->plural);
                 free(ks.colls);
@@ -41,6 +42,7 @@ struct kcoll *store_coll(const char *group, const char *plural)
                 if (!strcmp(c->group, group) && !strcmp(c->plural, plural))
                         return c;
         c = xcalloc(1, sizeof(*c));
+        pthread_cond_init(&c->cond, NULL);
         c->group = xstrdup(group);
         c->plural = xstrdup(plural);
         c->next = ks.colls;
@@ -140,6 +142,13 @@ void store_event(enum kev_type type, struct kcoll *c, const cJSON *obj, uint64_t
         e->line = NULL;
         e->line_len = 0;
         ks.hist_len++;
+        pthread_cond_broadcast(&c->cond);
+}
+
+void store_wake_all(void)
+{
+        for (struct kcoll *c = ks.colls; c; c = c->next)
+                pthread_cond_broadcast(&c->cond);
         pthread_cond_broadcast(&ks.cond);
 }
 

@@ -2,7 +2,7 @@
  * kube-sim watch streams. Each watcher keeps only a cursor into the shared event ring plus a
  * small output buffer (bounded memory per watcher); a watcher that falls behind the ring gets
  * a 410 ERROR event and its stream ends. The MHD content callback blocks (thread per
- * connection) on ks.cond with a bounded wait.
+ * connection) on its collection's cond with a bounded wait.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -316,7 +316,7 @@ static void wait_events(struct kwatch *w)
                         ts.tv_sec++;
                         ts.tv_nsec -= 1000000000L;
                 }
-                (void)pthread_cond_timedwait(&ks.cond, &ks.mu, &ts);
+                (void)pthread_cond_timedwait(&w->res->coll->cond, &ks.mu, &ts);
                 now = time(NULL);
         }
         pthread_mutex_unlock(&ks.mu);

@@ -633,7 +633,10 @@ void sim_machine_finish_release(struct sim_machine *m)
 
 void sim_machine_tick(struct sim *s, struct sim_machine *m)
 {
-        if (m->deadline > sim_now())
+        /* the clock only for a machine with a timed step (allocate ticks every machine) */
+        if ((m->status != ST_DEPLOYING && m->status != ST_RELEASING &&
+             m->status != ST_DISK_ERASING) ||
+            m->deadline > sim_now())
                 return;
         if (m->status == ST_DEPLOYING) {
                 bool fail = sim_strv_has(&s->faults.fail_deploy, m->system_id);

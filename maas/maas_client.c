@@ -233,7 +233,23 @@ static void transport_error(const struct maas_client *mc, struct maas_error *err
 
 /* --- the request loop ------------------------------------------------------------------------ */
 
-static int send_once(struct maas_client *mc, const struct call *c, struct transport_response *resp)
+/* Where a 2xx body goes as it arrives, when the transport streams (run_machines): reset()
+ * before every attempt, so a retry starts from nothing. NULL = buffer the body. */
+struct sink {
+        transport_chunk_fn on_chunk;
+        void (*reset)(void *arg);
+        void *arg;
+};
+
+static bool streams(const struct maas_client *mc, const struct sink *sk)
+{
+        return sk && mc->t->stream;
+}
+
+static int send_once(struct maas_client *mc,
+                     const struct call *c,
+                     const struct sink *sk,
+                     struct transport_response *resp)
 {
         char nonce[33];
         char *auth;
@@ -257,7 +273,15 @@ static int send_once(struct maas_client *mc, const struct call *c, struct transp
                 req.body = c->form.data ? c->form.data : "";
                 req.body_len = c->form.len;
         }
-        r = mc->t->send(mc->t, &req, resp);
+        if (streams(mc, sk)) {
+                sk->reset(sk->arg);
+                r = mc->t->stream(
+                        mc->t, &req,
+                        &(struct transport_stream){ .on_chunk = sk->on_chunk, .arg = sk->arg },
+                        resp);
+        } else {
+                r = mc->t->send(mc->t, &req, resp);
+        }
         explicit_bzero(auth, strlen(auth));
         free(auth);
         return r;
@@ -338,11 +362,14 @@ static int parse_body(const struct transport_response *resp,
 }
 
 /* Sends c (retrying as its idempotency allows) and classifies the answer. On a 2xx the
- * response moves to *ret (the caller releases it); otherwise it is released here. */
-static int maas_do(struct maas_client *mc,
-                   const struct call *c,
-                   struct transport_response *ret,
-                   struct maas_error *err)
+ * response moves to *ret (the caller releases it); otherwise it is released here. With a
+ * sink and a transport that streams, a 2xx body went to the sink (ret->body is "") and an
+ * error body is buffered (capped) as usual. */
+static int maas_do_into(struct maas_client *mc,
+                        const struct call *c,
+                        const struct sink *sk,
+                        struct transport_response *ret,
+                        struct maas_error *err)
 {
         struct transport_response resp = { .retry_after_s = -1 };
         unsigned attempt = 0;
@@ -354,7 +381,7 @@ static int maas_do(struct maas_client *mc,
         for (;;) {
                 transport_response_release(&resp);
                 take_token(mc);
-                r = send_once(mc, c, &resp);
+                r = send_once(mc, c, sk, &resp);
                 /* Every client of the process waits out a slow-down, not just this one. */
                 token_bucket_hold(mc->budget, slow_down_ms(mc, r, &resp));
                 delay = retry_delay(mc, c, r, &resp, attempt);
@@ -375,6 +402,14 @@ static int maas_do(struct maas_client *mc,
         }
         transport_response_release(&resp);
         return r;
+}
+
+static int maas_do(struct maas_client *mc,
+                   const struct call *c,
+                   struct transport_response *ret,
+                   struct maas_error *err)
+{
+        return maas_do_into(mc, c, NULL, ret, err);
 }
 
 /* --- call building -----------------------------------------------------------------------------
@@ -537,21 +572,49 @@ static int run(
         return r;
 }
 
-/* A machine list, decoded element by element from the text (maas_node_list_from_text): a
- * large list never becomes one tree. */
+static int machines_chunk(void *arg, const char *data, size_t n)
+{
+        return maas_node_stream_feed(arg, data, n) < 0; /* nonzero ends the transfer */
+}
+
+static void machines_reset(void *arg)
+{
+        maas_node_stream_reset(arg);
+}
+
+/* A malformed or oversized list: MAAS answered, but not with something we take. */
+static void list_error(struct maas_error *err, const struct maas_node_stream *ns)
+{
+        if (!err)
+                return;
+        free(err->message);
+        err->http_status = 200;
+        err->cls = MAAS_ERR_PROTOCOL;
+        err->message = xasprintf("MAAS's machine list: %s", ns->message);
+}
+
+/* A machine list, decoded machine by machine as the body arrives (maas_node_stream): a
+ * large list is never held whole, as text or as a tree. A transport that cannot stream
+ * buffers the body (up to its cap), which is then decoded the same way. */
 static int run_machines(struct maas_client *mc,
                         struct call *c,
                         struct maas_node_list *ret,
                         struct maas_error *err)
 {
         struct transport_response resp = { .retry_after_s = -1 };
-        int r = maas_do(mc, c, &resp, err);
+        struct maas_node_stream ns;
+        struct sink sk = { .on_chunk = machines_chunk, .reset = machines_reset, .arg = &ns };
+        int r;
 
-        if (r == 0) {
-                r = maas_node_list_from_text(resp.body, resp.body_len, ret);
-                if (r < 0)
-                        shape_error(err);
-        }
+        maas_node_stream_init(&ns);
+        r = maas_do_into(mc, c, &sk, &resp, err);
+        if (r == 0 && !streams(mc, &sk))
+                r = maas_node_stream_feed(&ns, resp.body, resp.body_len);
+        if (r == 0)
+                r = maas_node_stream_finish(&ns, ret);
+        if (r == CM_EPARSE || (r == CM_ETOOBIG && ns.message[0]))
+                list_error(err, &ns);
+        maas_node_stream_release(&ns);
         transport_response_release(&resp);
         call_release(c);
         return r;

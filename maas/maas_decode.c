@@ -8,6 +8,7 @@
 
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,43 +197,97 @@ int maas_node_list_from_json(const cJSON *arr, struct maas_node_list *ret)
         return 0;
 }
 
-struct node_acc {
-        struct maas_node_list l;
-        size_t cap;
-};
-
 /* json_elem_fn: parses one machine, decodes it, frees its tree. */
 static int node_from_elem(void *arg, const char *elem, size_t len)
 {
-        struct node_acc *a = arg;
+        struct maas_node_stream *ns = arg;
+        struct maas_node_list *l = &ns->nodes;
         cJSON *tree = NULL;
         int r = json_parse(elem, len, &tree);
 
-        if (r < 0)
+        if (r < 0) {
+                (void)snprintf(ns->message, sizeof(ns->message),
+                               "machine %zu of the list is not valid JSON", l->n);
                 return r;
-        if (a->l.n == a->cap) {
-                a->cap = a->cap ? a->cap * 2 : 16;
-                a->l.items = xrealloc(a->l.items, a->cap * sizeof(*a->l.items));
         }
-        r = maas_node_from_json(tree, &a->l.items[a->l.n]);
+        if (l->n == ns->cap) {
+                ns->cap = ns->cap ? ns->cap * 2 : 16;
+                l->items = xrealloc(l->items, ns->cap * sizeof(*l->items));
+        }
+        r = maas_node_from_json(tree, &l->items[l->n]);
         cJSON_Delete(tree);
+        if (r < 0) {
+                (void)snprintf(ns->message, sizeof(ns->message),
+                               "machine %zu of the list is not a machine (no system_id)", l->n);
+                return r;
+        }
+        l->n++;
+        return 0;
+}
+
+void maas_node_stream_init(struct maas_node_stream *ns)
+{
+        *ns = (struct maas_node_stream){ 0 };
+        json_split_init(&ns->split, &(struct json_split_opts){ .fn = node_from_elem,
+                                                               .arg = ns,
+                                                               .max_elem = MAAS_MACHINE_JSON_MAX,
+                                                               .max_elems = MAAS_MACHINES_MAX,
+                                                               .what = "machine" });
+}
+
+void maas_node_stream_reset(struct maas_node_stream *ns)
+{
+        json_split_reset(&ns->split);
+        maas_node_list_release(&ns->nodes);
+        ns->cap = 0;
+        ns->message[0] = '\0';
+}
+
+void maas_node_stream_release(struct maas_node_stream *ns)
+{
+        json_split_release(&ns->split);
+        maas_node_list_release(&ns->nodes);
+        ns->cap = 0;
+}
+
+/* A machine that does not decode is an EPARSE whatever the decoder said. */
+static int stream_result(struct maas_node_stream *ns, int r)
+{
+        if (r > 0)
+                r = CM_EPARSE;
+        if (r < 0 && !ns->message[0])
+                (void)snprintf(ns->message, sizeof(ns->message), "%s", ns->split.message);
+        return r;
+}
+
+int maas_node_stream_feed(struct maas_node_stream *ns, const char *data, size_t n)
+{
+        return stream_result(ns, json_split_feed(&ns->split, data, n));
+}
+
+int maas_node_stream_finish(struct maas_node_stream *ns, struct maas_node_list *ret)
+{
+        int r = stream_result(ns, json_split_finish(&ns->split));
+
         if (r < 0)
                 return r;
-        a->l.n++;
+        *ret = ns->nodes;
+        ns->nodes = (struct maas_node_list){ 0 };
+        ns->cap = 0;
         return 0;
 }
 
 int maas_node_list_from_text(const char *text, size_t len, struct maas_node_list *ret)
 {
-        struct node_acc a = { 0 };
-        int r = json_array_each(text, len, node_from_elem, &a);
+        struct maas_node_stream ns;
+        int r;
 
-        if (r != 0) {
-                maas_node_list_release(&a.l);
-                return r < 0 ? r : CM_EPARSE;
-        }
-        *ret = a.l;
-        return 0;
+        maas_node_stream_init(&ns);
+        r = maas_node_stream_feed(&ns, text, len);
+        if (r == 0)
+                r = maas_node_stream_finish(&ns, ret);
+        maas_node_stream_release(&ns);
+        return r;
 }
 
 void maas_node_list_append(struct maas_node_list *dst, struct maas_node_list *src)

@@ -484,46 +484,21 @@ static void lists_release(struct maas_inventory_lists *l)
         maas_node_list_release(&l->machines);
 }
 
-/* Says which list was over the cap, so the operator knows where MAAS answers too much. */
-static void name_the_part(struct maas_error *err, const char *zone, const char *pool)
+/* Says which zone's list failed, so the operator knows where MAAS answers too much. */
+static void name_the_zone(struct maas_error *err, const char *zone, int r)
 {
-        char *msg = xasprintf("zone %s, pool %s: %s", zone, pool,
-                              err->message ? err->message : cm_strerror(CM_ETOOBIG));
+        char *msg = xasprintf("zone %s: %s", zone, err->message ? err->message : cm_strerror(r));
 
         free(err->message);
         err->message = msg;
 }
 
-/* A zone's machines pool by pool, for a zone whose single list is over the response cap. */
-static int list_zone_by_pool(struct maas_client *mc,
-                             const char *zone,
-                             const struct maas_named_list *pools,
-                             struct maas_node_list *all,
-                             struct maas_error *err)
-{
-        int r = 0;
-
-        for (size_t i = 0; i < pools->n && r == 0; i++) {
-                struct maas_node_list part = { 0 };
-
-                maas_error_release(err);
-                r = maas_list_machines(
-                        mc,
-                        &(struct maas_node_filter){ .zone = zone, .pool = pools->items[i].name },
-                        &part, err);
-                maas_node_list_append(all, &part);
-                if (r == CM_ETOOBIG)
-                        name_the_part(err, zone, pools->items[i].name);
-        }
-        return r;
-}
-
-/* Machines zone by zone: the same machines as one unfiltered list, but the largest
- * response (and its parse tree) is a zone's, not the whole region's; a zone over the
- * response cap is listed pool by pool. */
+/* Machines zone by zone: the same machines as one unfiltered list, in smaller requests.
+ * Each list is decoded machine by machine as it arrives (maas_list_machines), so a zone of
+ * any size needs no further split; a zone whose list is refused (a machine over the
+ * per-machine cap) is named. */
 static int list_machines_by_zone(struct maas_client *mc,
                                  const struct maas_named_list *zones,
-                                 const struct maas_named_list *pools,
                                  struct maas_node_list *ret,
                                  struct maas_error *err)
 {
@@ -536,8 +511,8 @@ static int list_machines_by_zone(struct maas_client *mc,
 
                 r = maas_list_machines(mc, &(struct maas_node_filter){ .zone = zone }, &part, err);
                 maas_node_list_append(&all, &part);
-                if (r == CM_ETOOBIG)
-                        r = list_zone_by_pool(mc, zone, pools, &all, err);
+                if (r == CM_ETOOBIG || r == CM_EPARSE)
+                        name_the_zone(err, zone, r);
         }
         if (r == 0)
                 *ret = all;
@@ -592,7 +567,7 @@ static int fetch_lists(struct maas_client *mc,
                 *ret_what = "subnets";
         }
         if (r == 0) {
-                r = list_machines_by_zone(mc, &l->zones, &l->pools, &l->machines, err);
+                r = list_machines_by_zone(mc, &l->zones, &l->machines, err);
                 *ret_what = "machines";
         }
         return r;

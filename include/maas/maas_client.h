@@ -289,6 +289,13 @@ struct maas_node_filter {
         size_t n_tags;
 };
 
+/* GET machines/ with the filter. The list is decoded machine by machine as the body arrives
+ * (the transport's stream(); a transport without it buffers the body up to its cap), so a
+ * list of any length costs its decoded nodes plus one machine's JSON: one machine over
+ * MAAS_MACHINE_JSON_MAX (1 MiB) or more than MAAS_MACHINES_MAX machines is CM_ETOOBIG, a
+ * body that is not an array of machines CM_EPARSE, each with err->message naming the
+ * machine's index and the limit ("MAAS's machine list: machine 12 of the array ..."). A
+ * retried attempt starts the decoding over; an error body is buffered (capped) as usual. */
 MUST_CHECK int maas_list_machines(struct maas_client *mc,
                                   const struct maas_node_filter *f,
                                   struct maas_node_list *ret,

@@ -201,9 +201,9 @@ struct fake {
         long status; /* 0 = answer normally; >0 = this status for everything */
         bool down;   /* transport error */
         bool with_pool2;
-        bool zone_too_big;  /* a machine list of the whole zone is over the response cap */
-        bool pool2_too_big; /* and so is pool2's */
-        bool no_subnets;    /* subnets/ answers 404, as a MAAS stand-in without it */
+        bool zone_too_big; /* a machine list of the whole zone is over the response cap */
+        bool huge_machine; /* the machine list's second machine is 1.5 MiB of JSON */
+        bool no_subnets;   /* subnets/ answers 404, as a MAAS stand-in without it */
         unsigned calls;
 };
 
@@ -250,11 +250,25 @@ static int fake_send(struct http_transport *t,
                 (void)snprintf(t->error, sizeof(t->error), "Connection refused");
                 return CM_ETRANSPORT;
         }
-        if (strstr(req->url, "/machines/") &&
-            ((f->zone_too_big && !strstr(req->url, "pool=")) ||
-             (f->pool2_too_big && strstr(req->url, "pool=pool2")))) {
+        if (strstr(req->url, "/machines/") && f->zone_too_big) {
                 (void)snprintf(t->error, sizeof(t->error), "response body over the size cap");
                 return CM_ETOOBIG;
+        }
+        if (strstr(req->url, "/machines/") && f->huge_machine) {
+                size_t big = 1536 * 1024;
+                char *name = xmalloc(big + 1);
+
+                memset(name, 'x', big);
+                name[big] = '\0';
+                resp->status = 200;
+                resp->body = xasprintf("[{\"system_id\":\"abc123\"},{\"system_id\":\"big1\","
+                                       "\"hostname\":\"%s\"}]",
+                                       name);
+                resp->body_len = strlen(resp->body);
+                resp->content_type = xstrdup("application/json");
+                resp->retry_after_s = -1;
+                free(name);
+                return 0;
         }
         if (f->no_subnets && strstr(req->url, "/subnets/")) {
                 resp->status = 404;
@@ -380,37 +394,38 @@ static void test_maas_inventory__states_follow_the_last_refresh(void **state)
                 1);
 }
 
-/* A zone whose machine list is over the response cap is listed pool by pool, and the
- * snapshot holds every machine; a pool still over the cap fails the refresh as "failed"
- * (MAAS answered), naming the zone and the pool. */
-static void test_maas_inventory__oversized_zone_is_listed_pool_by_pool(void **state)
+/* A zone's machines are one list whatever its size (decoded machine by machine, no split
+ * by pool): one request per zone even with two pools. A machine over the per-machine cap
+ * fails the refresh as "failed" (MAAS answered), naming the zone and the limit; so does a
+ * list over the response cap of a transport that cannot stream. */
+static void test_maas_inventory__a_zone_is_one_list_and_oversize_names_it(void **state)
 {
         struct fx *f = *state;
-        struct maas_inventory_snapshot *s;
-        enum maas_inv_state st;
-        struct maas_inv_fit fit;
         char *detail = NULL;
 
         f->fake.with_pool2 = true;
-        f->fake.zone_too_big = true;
         assert_int_equal(maas_inventory_refresh(f->inv), 0);
-        assert_int_equal(f->fake.calls, 7 + 2); /* the zone, then each of its two pools */
-        s = maas_inventory_acquire(f->inv, &st, NULL);
-        assert_int_equal(st, MAAS_INV_OK);
-        maas_inv_fit(s, &(struct maas_inv_query){ .zone = "az1" }, &fit);
-        assert_int_equal(fit.candidates, 2);
-        maas_inv_fit(s, &(struct maas_inv_query){ .pool = "pool2", .min_cpu = 64 }, &fit);
-        assert_int_equal(fit.fit, 1);
-        maas_inventory_snapshot_release(s);
+        assert_int_equal(f->fake.calls, 7); /* six lists, then the one zone's machines */
 
-        f->fake.pool2_too_big = true;
+        f->fake.huge_machine = true;
         assert_int_equal(maas_inventory_refresh(f->inv), CM_ETOOBIG);
+        assert_int_equal(f->fake.calls, 7 + 7); /* neither retried nor split */
         assert_int_equal(state_of(f, &detail), MAAS_INV_FAILED);
-        assert_non_null(strstr(detail, "listing machines: zone az1, pool pool2: "));
-        assert_non_null(strstr(detail, "size cap"));
+        assert_non_null(strstr(detail, "listing machines: zone az1: MAAS's machine list: "
+                                       "machine 1 of the array"));
+        assert_non_null(strstr(detail, "over 1048576 bytes of JSON, the limit"));
+        free(detail);
+
+        f->fake.huge_machine = false;
+        f->fake.zone_too_big = true;
+        assert_int_equal(maas_inventory_refresh(f->inv), CM_ETOOBIG);
+        assert_int_equal(f->fake.calls, 7 + 7 + 7);
+        assert_int_equal(state_of(f, &detail), MAAS_INV_FAILED);
+        assert_non_null(
+                strstr(detail, "listing machines: zone az1: response body over the size cap"));
         free(detail);
         assert_true(metric(f, "capmaas_maas_inventory_refresh_errors_total{reason=\"failed\"}") ==
-                    1);
+                    2);
 }
 
 /* Subnets are found by network however the CIDR is spelt; the addresses machines hold are
@@ -525,7 +540,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_maas_inventory__states_follow_the_last_refresh,
                                                 fx_setup, fx_teardown),
                 cmocka_unit_test_setup_teardown(
-                        test_maas_inventory__oversized_zone_is_listed_pool_by_pool, fx_setup,
+                        test_maas_inventory__a_zone_is_one_list_and_oversize_names_it, fx_setup,
                         fx_teardown),
                 cmocka_unit_test_setup_teardown(test_maas_inventory__subnets_and_held_addresses,
                                                 fx_setup, fx_teardown),

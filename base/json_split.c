@@ -107,6 +107,10 @@ static int hand_over(struct json_split *s, size_t at)
 /* Outside an element: one byte. */
 static int between(struct json_split *s, char c, size_t at)
 {
+        if (s->state == S_AFTER) /* JSON's own whitespace only, as json_parse */
+                return c == ' ' || c == '\t' || c == '\n' || c == '\r'
+                               ? 0
+                               : fail(s, CM_EPARSE, "bytes after the array", at);
         if (is_space(c))
                 return 0;
         switch (s->state) {
@@ -115,8 +119,6 @@ static int between(struct json_split *s, char c, size_t at)
                         return fail(s, CM_EPARSE, "the body is not a JSON array", at);
                 s->state = S_FIRST;
                 return 0;
-        case S_AFTER:
-                return fail(s, CM_EPARSE, "bytes after the array", at);
         default:
                 break;
         }

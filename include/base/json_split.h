@@ -9,9 +9,10 @@
  * tests/fuzz/fuzz_json_array.c checks it): whitespace is any byte up to ' '; an element
  * ends at a ',' or ']' outside strings and nested brackets (bracket kinds are not matched
  * here: a mismatch is left to the element's own parse); an element is handed over without
- * the whitespace around it; only whitespace may follow the closing ']'. One difference:
- * whitespace outside any nesting inside an element ("1  2", which no parser accepts) is
- * handed over as one ' ' (it is not stored, so it cannot grow the element).
+ * the whitespace around it; only JSON's whitespace (space, tab, CR, LF) may follow the
+ * closing ']'. One difference: whitespace outside any nesting inside an element ("1  2",
+ * which no parser accepts) is handed over as one ' ' (it is not stored, so it cannot grow
+ * the element).
  *
  * Errors are sticky (every later call returns the first one) and described in message:
  *  - CM_EPARSE: not an array, an empty element ("[1,]"), a '}' closing the array, bytes

@@ -43,7 +43,8 @@ static const struct kind_ops kinds[] = {
         { SCHEMA_KIND_CLUSTER, "cluster", false, &spec_ops_cluster, NULL },
         { SCHEMA_KIND_CLUSTER_TEMPLATE, NULL, true, &spec_ops_cluster, NULL },
         { SCHEMA_KIND_MACHINE, "machine", false, &spec_ops_machine, machine_update },
-        { SCHEMA_KIND_MACHINE_TEMPLATE, "machine template", true, &spec_ops_machine, NULL },
+        { SCHEMA_KIND_MACHINE_TEMPLATE, "machine template", true, &spec_ops_machine_template,
+          NULL },
 };
 
 const struct kind_ops *kind_ops_find(const char *kind)

@@ -58,6 +58,8 @@ struct spec_ops {
 
 extern const struct spec_ops spec_ops_cluster;
 extern const struct spec_ops spec_ops_machine;
+/* MaasMachineTemplate: the MaasMachine rules, and a warning for staticIP. */
+extern const struct spec_ops spec_ops_machine_template;
 
 struct kind_ops {
         const char *kind; /* "MaasMachine" */
@@ -127,6 +129,11 @@ void validate_machine_addresses(const struct maas_machine_spec *s,
                                 const char *path,
                                 struct field_errors *fe,
                                 struct admission_response *warn);
+/* A MaasMachineTemplate with staticIP: allowed with a warning (every machine made from it
+ * asks for the same address; docs/static-ips.md says when that works). */
+void validate_template_static_ip(const struct maas_machine_spec *s,
+                                 const char *path,
+                                 struct admission_response *warn);
 /* dnsRecordAddresses at path.dnsRecordAddresses: cidr required, a network; interface a
  * Linux interface name. */
 void validate_dns_record_addresses(const struct schema_dns_record_addresses *d,

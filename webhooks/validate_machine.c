@@ -148,3 +148,20 @@ const struct spec_ops spec_ops_machine = {
         .maas_check = machine_maas,
         .maas_same = machine_same,
 };
+
+static void machine_template_check(const void *spec,
+                                   const char *path,
+                                   struct field_errors *fe,
+                                   struct admission_response *warn)
+{
+        validate_machine_spec(spec, path, fe, warn);
+        validate_template_static_ip(spec, path, warn);
+}
+
+const struct spec_ops spec_ops_machine_template = {
+        .check = machine_template_check,
+        .immutable = machine_immutable,
+        .defaults = defaults_machine_spec,
+        .maas_check = machine_maas,
+        .maas_same = machine_same,
+};

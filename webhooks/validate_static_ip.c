@@ -253,6 +253,21 @@ void validate_machine_addresses(const struct maas_machine_spec *s,
                                  path);
 }
 
+void validate_template_static_ip(const struct maas_machine_spec *s,
+                                 const char *path,
+                                 struct admission_response *warn)
+{
+        if (s->static_ip && warn)
+                admission_response_warn(warn,
+                                        "%s.staticIP: every machine made from this template asks "
+                                        "for %s, and only one can hold it: one replica only, and a "
+                                        "rollout that creates the new machine before deleting the "
+                                        "old one waits for its address; %s.addressesFromPools "
+                                        "gives each machine its own",
+                                        path, s->static_ip->ip ? s->static_ip->ip : "one address",
+                                        path);
+}
+
 void validate_dns_record_addresses(const struct schema_dns_record_addresses *d,
                                    const char *path,
                                    struct field_errors *fe)

@@ -789,6 +789,45 @@ static void test_validate__pool_refs_and_exclusivity_name_the_field(void **state
         admission_response_release(&resp);
 }
 
+/* A template cannot see how many machines it makes: staticIP there is allowed with a warning
+ * saying that only one machine can hold the address and pointing to addressesFromPools,
+ * which a template may carry. */
+static void test_validate__template_static_ip_warns(void **state)
+{
+        struct admission_response resp;
+
+        (void)state;
+        expect_create("MaasMachineTemplate", MM_SPEC, SIP(GOOD_SIP), true, NULL, &resp);
+        assert_int_equal(resp.n_warnings, 1);
+        assert_string_equal(resp.warnings[0],
+                            "spec.template.spec.staticIP: every machine made from this template "
+                            "asks for 10.10.0.21, and only one can hold it: one replica only, and "
+                            "a rollout that creates the new machine before deleting the old one "
+                            "waits for its address; spec.template.spec.addressesFromPools gives "
+                            "each machine its own");
+        admission_response_release(&resp);
+        /* the value rules still apply inside the template */
+        expect_create(
+                "MaasMachineTemplate", MM_SPEC,
+                SIP("\"ip\":\"10.10.0.0\",\"cidr\":\"10.10.0.0/24\""), true,
+                "spec.template.spec.staticIP.ip: Invalid value: \"10.10.0.0\": must not be the "
+                "network address of 10.10.0.0/24",
+                &resp);
+        admission_response_release(&resp);
+        expect_create("MaasMachineTemplate", MM_SPEC, POOL(G_OK, K_OK, N_OK), true, NULL, &resp);
+        assert_int_equal(resp.n_warnings, 0);
+        admission_response_release(&resp);
+        expect_create("MaasMachineTemplate", MM_SPEC, POOL(G_OK, K_OK, "\"name\":\"A\""), true,
+                      "spec.template.spec.addressesFromPools[0].name: Invalid value: \"A\": "
+                      "must be a lowercase RFC 1123 subdomain (the pool's name)",
+                      &resp);
+        admission_response_release(&resp);
+        /* a MaasMachine with staticIP gets no such warning */
+        expect_create("MaasMachine", MM_SPEC, SIP(GOOD_SIP), false, NULL, &resp);
+        assert_int_equal(resp.n_warnings, 0);
+        admission_response_release(&resp);
+}
+
 static void test_validate__dns_record_addresses_rules(void **state)
 {
         static const char *const rows[][2] = {
@@ -955,6 +994,7 @@ int main(void)
                 cmocka_unit_test(test_validate__provider_id_immutable_once_provisioned),
                 cmocka_unit_test(test_validate__static_ip_rules_name_the_field),
                 cmocka_unit_test(test_validate__pool_refs_and_exclusivity_name_the_field),
+                cmocka_unit_test(test_validate__template_static_ip_warns),
                 cmocka_unit_test(test_validate__dns_record_addresses_rules),
                 cmocka_unit_test(test_validate__static_fields_immutable_on_update),
                 cmocka_unit_test(test_validate__static_ip_maas_checks),

@@ -81,6 +81,11 @@ enum fleet_kind { FLEET_DEPLOYED, FLEET_INFLIGHT, FLEET_UNPLACED, FLEET_DELETING
  * answer MAAS gave after the deletion was seen and at most about a second before. */
 #define DELETING_EVERY_MS 1000u
 
+/* The unplaced list asks only for UIDs it never asked (p->unplaced_none remembers the
+ * rest): when none is new it makes no call, so it can be due often and a new MaasMachine
+ * waits at most half a second before its allocate. */
+#define UNPLACED_EVERY_MS 500u
+
 struct fleet_ids {
         enum fleet_kind kind;
         int64_t youngest; /* the latest deploy-started among them (epoch seconds) */
@@ -316,8 +321,9 @@ static uint64_t kind_every_ms(const struct provider *p, enum fleet_kind kind)
                 return p->settings.machine_refresh_ms;
         case FLEET_DELETING:
                 return DELETING_EVERY_MS;
-        case FLEET_INFLIGHT:
         case FLEET_UNPLACED:
+                return UNPLACED_EVERY_MS;
+        case FLEET_INFLIGHT:
                 break;
         }
         return INFLIGHT_MIN_MS;

@@ -61,7 +61,7 @@ MUST_CHECK int fleet_snapshot_lookup_deleting(struct reconciler_worker *w,
 uint64_t fleet_snapshot_deleting_next_ms(struct provider *p);
 
 /* For MaasMachine ns/name with no machine yet (uid: its UID): *ret_none is true when the
- * unplaced list (every such MaasMachine's UID as agent_name=, 100 a call, every 2 s; a UID
+ * unplaced list (every such MaasMachine's UID as agent_name=, 100 a call, every 0.5 s; a UID
  * it once found nothing for is remembered in p->unplaced_none and not asked again),
  * fetched after any allocate this process sent for uid, asked for uid and found only
  * machines whose owner data names other MaasMachines: there is nothing to adopt, and no

@@ -264,9 +264,15 @@ static int sync_record(struct maascluster_ctx *c, const char *fqdn)
         bool found = false;
         int err;
 
-        err = find_record(c, fqdn, &rec, &found);
-        if (err)
-                return err;
+        /* the record as last read or written, within --machine-refresh-interval: a
+         * rollout's many passes read it once an interval, not once a pass */
+        found = reconciler_dns_cached(c->p, fqdn, &rec);
+        if (!found) {
+                err = find_record(c, fqdn, &rec, &found);
+                if (err)
+                        return err;
+                reconciler_dns_remember(c->p, fqdn, found ? &rec : NULL);
+        }
         if (!endpoint_pick_init(&pick, c->mc.spec.dns_record_addresses))
                 log_warn(LOGGER,
                          "spec.dnsRecordAddresses.cidr is not a CIDR: the record holds "
@@ -275,23 +281,36 @@ static int sync_record(struct maascluster_ctx *c, const char *fqdn)
         (void)informer_each(c->p->maasmachines, c->ns, c->cluster_name, keep_control_plane, &cps);
         err = desired_ips(c, cps.v, cps.n, &rec.ips, &pick, want, &k);
         if (err == 0 && !found) {
-                err = maas_create_dns_resource(c->w->maas, fqdn, DNS_TTL, want, k, NULL, &me);
+                struct maas_dns_resource made = { 0 };
+
+                err = maas_create_dns_resource(c->w->maas, fqdn, DNS_TTL, want, k, &made, &me);
                 reconciler_maas_count(c->p, "create_dns_resource", err, &me);
-                if (err == 0)
+                if (err == 0) {
+                        reconciler_dns_remember(c->p, fqdn, &made);
                         reconciler_event(c->p, c->cur, "Normal", "DNSRecordCreated",
                                          "Created MAAS DNS record %s with %zu addresses", fqdn, k);
+                }
+                maas_dns_resource_release(&made);
         } else if (err == 0 && !same_set(want, k, &rec.ips)) {
-                err = maas_update_dns_resource_ips(c->w->maas, rec.id, want, k, NULL, &me);
+                struct maas_dns_resource now = { 0 };
+
+                err = maas_update_dns_resource_ips(c->w->maas, rec.id, want, k, &now, &me);
                 reconciler_maas_count(c->p, "update_dns_resource", err, &me);
-                if (err == 0)
+                if (err == 0) {
+                        reconciler_dns_remember(c->p, fqdn, &now);
                         reconciler_event(c->p, c->cur, "Normal", "DNSRecordUpdated",
                                          "MAAS DNS record %s now holds %zu control-plane addresses",
                                          fqdn, k);
+                }
+                maas_dns_resource_release(&now);
         }
-        if (err)
+        if (err) {
+                /* MAAS's record is unknown now (gone, changed, or not written): read it next */
+                reconciler_dns_remember(c->p, fqdn, NULL);
                 reconciler_cond(&c->conds, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
                                 SCHEMA_REASON_LOAD_BALANCER_FAILED, "%s",
                                 me.message ? me.message : maas_strerror(err));
+        }
         kube_object_list_free(cps.v, cps.n);
         endpoint_pick_release(&pick);
         maas_dns_resource_release(&rec);
@@ -306,6 +325,7 @@ static int delete_record(struct maascluster_ctx *c, const char *fqdn)
         bool found = false;
         int err;
 
+        reconciler_dns_remember(c->p, fqdn, NULL);
         err = find_record(c, fqdn, &rec, &found);
         if (err == 0 && found) {
                 err = maas_delete_dns_resource(c->w->maas, rec.id, &me);

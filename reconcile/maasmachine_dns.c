@@ -33,12 +33,23 @@ int maasmachine_dns_registered(struct maasmachine_ctx *c, bool *ret)
 {
         char *fqdn = c->cluster ? endpoint_fqdn(c) : NULL;
         struct maas_dns_list l = { 0 };
+        struct maas_dns_resource cached = { 0 };
         struct maas_error me = { 0 };
         bool found = false;
         int err = 0;
 
         if (!fqdn)
                 goto out;
+        /* the MaasCluster's view of its record, when recent and holding our address */
+        if (c->have_node && reconciler_dns_cached(c->p, fqdn, &cached)) {
+                for (size_t j = 0; j < cached.ips.n; j++)
+                        for (size_t k = 0; k < c->node.ip_addresses.n; k++)
+                                found = found ||
+                                        strcmp(cached.ips.v[j], c->node.ip_addresses.v[k]) == 0;
+                maas_dns_resource_release(&cached);
+                if (found)
+                        goto out;
+        }
         err = maas_list_dns_resources(c->w->maas, fqdn, &l, &me);
         reconciler_maas_count(c->p, "list_dns_resources", err, &me);
         for (size_t i = 0; err == 0 && i < l.n; i++)

@@ -473,6 +473,7 @@ struct provider *provider_free(struct provider *p)
         fleet_snapshot_index_release(p);
         reconciler_table_release(&p->allocate_tried);
         reconciler_table_release(&p->unplaced_none);
+        reconciler_dns_forget_all(p);
         reconciler_table_release(&p->released);
         reconciler_table_release(&p->claimed);
         pthread_mutex_destroy(&p->lock);

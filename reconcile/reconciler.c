@@ -134,6 +134,74 @@ void reconciler_table_release(struct reconciler_table *t)
         *t = (struct reconciler_table){ 0 };
 }
 
+static void dns_copy(const struct maas_dns_resource *src, struct maas_dns_resource *dst)
+{
+        *dst = (struct maas_dns_resource){ .id = src->id,
+                                           .fqdn = src->fqdn ? xstrdup(src->fqdn) : NULL,
+                                           .address_ttl = src->address_ttl,
+                                           .ips = { .n = src->ips.n } };
+        dst->ips.v = src->ips.n ? xcalloc(src->ips.n, sizeof(char *)) : NULL;
+        for (size_t i = 0; i < src->ips.n; i++)
+                dst->ips.v[i] = xstrdup(src->ips.v[i]);
+}
+
+static void dns_free(void *ptr)
+{
+        struct maas_dns_resource *d = ptr;
+
+        if (d) {
+                maas_dns_resource_release(d);
+                free(d);
+        }
+}
+
+bool reconciler_dns_cached(struct provider *p, const char *fqdn, struct maas_dns_resource *ret)
+{
+        struct reconciler_entry *e;
+        bool hit = false;
+
+        pthread_mutex_lock(&p->lock);
+        e = reconciler_table_get(&p->dns_records, fqdn);
+        if (e && e->ptr &&
+            clock_now_ms(p->clock) - (uint64_t)e->a < p->settings.machine_refresh_ms) {
+                dns_copy(e->ptr, ret);
+                hit = true;
+        }
+        pthread_mutex_unlock(&p->lock);
+        return hit;
+}
+
+void reconciler_dns_remember(struct provider *p,
+                             const char *fqdn,
+                             const struct maas_dns_resource *rec)
+{
+        struct maas_dns_resource *copy = NULL;
+        struct reconciler_entry *e;
+
+        if (rec) {
+                copy = xmalloc(sizeof(*copy));
+                dns_copy(rec, copy);
+        }
+        pthread_mutex_lock(&p->lock);
+        if (copy) {
+                e = reconciler_table_put(&p->dns_records, fqdn);
+                dns_free(e->ptr);
+                e->ptr = copy;
+                e->a = (int64_t)clock_now_ms(p->clock);
+        } else if ((e = reconciler_table_get(&p->dns_records, fqdn)) != NULL) {
+                dns_free(e->ptr);
+                reconciler_table_del(&p->dns_records, fqdn);
+        }
+        pthread_mutex_unlock(&p->lock);
+}
+
+void reconciler_dns_forget_all(struct provider *p)
+{
+        for (size_t i = 0; i < p->dns_records.n; i++)
+                dns_free(p->dns_records.items[i].ptr);
+        reconciler_table_release(&p->dns_records);
+}
+
 struct kube_object *reconciler_owner(struct provider *p,
                                      const struct schema_meta *meta,
                                      const char *kind)

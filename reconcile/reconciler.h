@@ -109,6 +109,9 @@ struct provider {
         /* MaasMachine UID → the unplaced list found nothing stamped for it: asked once */
         struct reconciler_table unplaced_none;
         struct reconciler_table released; /* UID/system id → wall s of our release */
+        /* endpoint record fqdn → ptr: struct maas_dns_resource as MAAS last answered or as
+         * we last wrote it, a = clock_now_ms then (reconciler_dns_*) */
+        struct reconciler_table dns_records;
         struct reconciler_table claimed; /* MaasMachine UID → wall s of our IPAddressClaim create */
 
         pthread_mutex_t fleet_lock;
@@ -204,6 +207,18 @@ MUST_CHECK int reconciler_write(struct reconciler_worker *w,
                                 cJSON *after,
                                 bool metadata_only,
                                 unsigned *ret_writes);
+
+/* --- the endpoint records MAAS holds, as last seen (p->dns_records; takes p->lock) --- */
+/* A copy of fqdn's record when it was read or written within --machine-refresh-interval:
+ * true, *ret filled (maas_dns_resource_release it); false otherwise (read MAAS). */
+bool reconciler_dns_cached(struct provider *p, const char *fqdn, struct maas_dns_resource *ret);
+/* Remembers rec (copied) as fqdn's record now; rec NULL forgets it (deleted, or a failure
+ * that leaves MAAS's state unknown). */
+void reconciler_dns_remember(struct provider *p,
+                             const char *fqdn,
+                             const struct maas_dns_resource *rec);
+/* Frees the whole cache (provider teardown). */
+void reconciler_dns_forget_all(struct provider *p);
 
 /* --- MAAS accounting --- */
 /* Counts a MAAS call in capmaas_maas_requests_total{op,code} (code from the error). */

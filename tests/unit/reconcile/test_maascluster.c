@@ -231,6 +231,37 @@ static void check_record_steady(struct world *w)
         assert_true(cJSON_IsTrue(json_at(mc(w), "status.ready")));
 }
 
+/* The record as read is answer enough for --machine-refresh-interval (60 s here): a pass
+ * 10 s after the first reads nothing; a pass after the interval reads MAAS again and puts
+ * back the address someone took out of the record meanwhile. */
+static void ten_seconds_on(struct world *w)
+{
+        clock_fake_advance(&w->clock, 10000);
+}
+
+static void check_record_read_once(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "GET", "dnsresources/", NULL), 1);
+        assert_int_equal(writes(&w->maas), 0);
+        assert_true(cJSON_IsTrue(json_at(mc(w), "status.ready")));
+}
+
+static void drift_after_the_interval(struct world *w)
+{
+        maas_route(&w->maas, "GET", "dnsresources/?fqdn=" DNS_NAME, 200,
+                   "[{\"id\":5,\"fqdn\":\"" DNS_NAME "\",\"address_ttl\":10,"
+                   "\"ip_addresses\":[]}]");
+        clock_fake_advance(&w->clock, 60000);
+}
+
+static void check_record_read_again(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "GET", "dnsresources/", NULL), 2);
+        assert_int_equal(requests(&w->maas, "PUT", "dnsresources/5/", "10.0.0.1"), 1);
+}
+
 /* an endpoint the user set on the Cluster is used as is: no DNS record at all */
 static void check_user_endpoint(struct world *w)
 {
@@ -417,6 +448,16 @@ static const struct row rows[] = {
           .objects = { .finalizer = true, .dns_name = DNS_NAME, .control_planes = 1 },
           .arrange = record_with_one,
           .check = check_record_steady },
+        { .name = "record_read_once_an_interval",
+          .objects = { .finalizer = true, .dns_name = DNS_NAME, .control_planes = 1 },
+          .arrange = record_with_one,
+          .between = ten_seconds_on,
+          .check = check_record_read_once },
+        { .name = "record_read_again_after_the_interval",
+          .objects = { .finalizer = true, .dns_name = DNS_NAME, .control_planes = 1 },
+          .arrange = record_with_one,
+          .between = drift_after_the_interval,
+          .check = check_record_read_again },
         { .name = "user_endpoint_used_as_is",
           .objects = { .finalizer = true, .user_endpoint = true, .control_planes = 1 },
           .check = check_user_endpoint },

@@ -2,7 +2,8 @@
  * capi-sim's IPAM stand-in (tests/sim/capi/ipam.c) against a kube-sim: what the in-cluster
  * IPAM provider does with IPAddressClaims an infrastructure provider creates. The test plays
  * the infrastructure provider: it creates pools and claims and reads the IPAddresses, claim
- * status and pool counts capi-sim writes (issue 19).
+ * status and pool counts capi-sim writes (issue 19). Every test runs twice: capi-sim playing
+ * Cluster API 1.11 (claims at v1beta2) and 1.10 (claims at v1beta1, with v1beta1 conditions).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,10 +22,12 @@
 
 static struct simproc capi;
 
-static const struct kube_resource CLAIMS = { "ipam.cluster.x-k8s.io", "v1beta2", "ipaddressclaims",
-                                             "IPAddressClaim", true };
-static const struct kube_resource ADDRESSES = { "ipam.cluster.x-k8s.io", "v1beta2", "ipaddresses",
-                                                "IPAddress", true };
+/* The contract capi-sim plays in the running group, and the claim kinds at its version. */
+static const char *contract = "v1beta2";
+static struct kube_resource CLAIMS = { "ipam.cluster.x-k8s.io", "v1beta2", "ipaddressclaims",
+                                       "IPAddressClaim", true };
+static struct kube_resource ADDRESSES = { "ipam.cluster.x-k8s.io", "v1beta2", "ipaddresses",
+                                          "IPAddress", true };
 static const struct kube_resource POOLS = { "ipam.cluster.x-k8s.io", "v1alpha2", "inclusterippools",
                                             "InClusterIPPool", true };
 static const struct kube_resource GPOOLS = { "ipam.cluster.x-k8s.io", "v1alpha2",
@@ -34,12 +37,15 @@ static const struct kube_resource GPOOLS = { "ipam.cluster.x-k8s.io", "v1alpha2"
 static int group_setup(void **state)
 {
         (void)state;
+        CLAIMS.version = contract;
+        ADDRESSES.version = contract;
         if (clusters_setup() < 0)
                 return -1;
         return simproc_start(&capi, "capi-sim",
                              (const char *const[]){ "--kubeconfig", CL.mgmt.kubeconfig,
                                                     "--workload-kubeconfig", CL.workload.kubeconfig,
-                                                    "--port", "0", NULL });
+                                                    "--capi-contract", contract, "--port", "0",
+                                                    NULL });
 }
 
 static int group_teardown(void **state)
@@ -57,8 +63,9 @@ static int setup(void **state)
         (void)state;
         clusters_new_namespace();
         cl_create(&KUBE_RES_CLUSTERS,
-                  test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta2\",\"kind\":\"Cluster\","
-                            "\"metadata\":{\"name\":\"c1\"},\"spec\":{}}"));
+                  test_json("{\"apiVersion\":\"cluster.x-k8s.io/%s\",\"kind\":\"Cluster\","
+                            "\"metadata\":{\"name\":\"c1\"},\"spec\":{}}",
+                            contract));
         return 0;
 }
 
@@ -76,12 +83,12 @@ static void make_pool(const char *name, const char *addresses, const char *spec_
 static void make_claim_of(const char *name, const char *kind, const char *pool, const char *cluster)
 {
         cl_create(&CLAIMS,
-                  test_json("{\"apiVersion\":\"ipam.cluster.x-k8s.io/v1beta2\",\"kind\":"
+                  test_json("{\"apiVersion\":\"ipam.cluster.x-k8s.io/%s\",\"kind\":"
                             "\"IPAddressClaim\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
                             "\"cluster.x-k8s.io/cluster-name\":\"%s\"}},\"spec\":{\"clusterName\":"
                             "\"%s\",\"poolRef\":{\"apiGroup\":\"ipam.cluster.x-k8s.io\",\"kind\":"
                             "\"%s\",\"name\":\"%s\"}}}",
-                            name, cluster, cluster, kind, pool));
+                            contract, name, cluster, cluster, kind, pool));
 }
 
 static void make_claim(const char *name, const char *pool)
@@ -151,6 +158,15 @@ static void test_ipam_sim__claim_gets_an_address_named_after_it(void **state)
         c = cl_wait(&CLAIMS, "mm-a-0", pred_answered, NULL);
         assert_str(json_at_str(c, "status.addressRef.name"), "mm-a-0");
         assert_true(cl_cond_is(c, "Ready", "True", NULL));
+        if (strcmp(contract, "v1beta1") == 0) { /* CAPI's v1beta1 conditions, v1beta2 beside */
+                assert_null(json_at(cl_condition(c, "Ready"), "reason"));
+                assert_str(
+                        json_at_str(cJSON_GetArrayItem(json_at(c, "status.v1beta2.conditions"), 0),
+                                    "reason"),
+                        "Ready");
+        } else {
+                assert_str(json_at_str(cl_condition(c, "Ready"), "reason"), "Ready");
+        }
         assert_true(has_finalizer(c, "ipam.cluster.x-k8s.io/ReleaseAddress"));
         a = cl_get(&ADDRESSES, "mm-a-0");
         assert_non_null(a);
@@ -277,8 +293,9 @@ static void test_ipam_sim__paused_cluster_claims_wait(void **state)
 
         (void)state;
         cl_create(&KUBE_RES_CLUSTERS,
-                  test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta2\",\"kind\":\"Cluster\","
-                            "\"metadata\":{\"name\":\"held\"},\"spec\":{\"paused\":true}}"));
+                  test_json("{\"apiVersion\":\"cluster.x-k8s.io/%s\",\"kind\":\"Cluster\","
+                            "\"metadata\":{\"name\":\"held\"},\"spec\":{\"paused\":true}}",
+                            contract));
         make_pool("p", "[\"10.10.0.30-10.10.0.31\"]", "");
         make_claim_of("held-0", "InClusterIPPool", "p", "held");
         make_claim("free-0", "p");
@@ -333,5 +350,10 @@ int main(void)
                 cmocka_unit_test_setup(test_ipam_sim__global_pool_serves_every_namespace, setup),
         };
 
-        return cmocka_run_group_tests(tests, group_setup, group_teardown);
+        int failed =
+                cmocka_run_group_tests_name("capi-sim v1beta2", tests, group_setup, group_teardown);
+
+        contract = "v1beta1";
+        return failed +
+               cmocka_run_group_tests_name("capi-sim v1beta1", tests, group_setup, group_teardown);
 }

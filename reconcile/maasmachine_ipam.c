@@ -368,8 +368,12 @@ int maasmachine_ipam_claim(struct maasmachine_ctx *c,
                 return 0;
         if (!c->p->ipclaims) {
                 failed(c, res,
-                       "the management cluster does not serve " CAPI_IPAM_GROUP
-                       " (Cluster API's IPAM CRDs): addressesFromPools cannot be used");
+                       c->p->ipam_forbidden
+                               ? "capmaas may not list " CAPI_IPAM_GROUP " ipaddressclaims: "
+                                 "apply this release's RBAC (addressesFromPools cannot be "
+                                 "used until then)"
+                               : "the management cluster does not serve " CAPI_IPAM_GROUP
+                                 " (Cluster API's IPAM CRDs): addressesFromPools cannot be used");
                 return 0;
         }
         claim = find_claim(c);

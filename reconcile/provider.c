@@ -256,6 +256,37 @@ static int new_controller(struct provider *p,
                               ret);
 }
 
+static int first_page(void *arg, cJSON *page, bool first, bool restart)
+{
+        (void)arg;
+        (void)first;
+        (void)restart;
+        cJSON_Delete(page);
+        return 1; /* one page says enough */
+}
+
+/* Whether our RBAC lets us list the claims: the reference provider's (and an older
+ * release's) does not, and an informer that is refused never syncs, which would keep every
+ * controller from starting. Refused, IPAM is treated as unavailable (with a condition). */
+static int may_list_claims(struct provider *p, struct kube_client *c)
+{
+        struct kube_error e = { 0 };
+        int err = kube_list_pages(c, &p->ipam.claims, p->settings.namespace,
+                                  &(struct kube_list_opts){ .page_size = 1 }, first_page, NULL, &e);
+
+        if (err == CM_EFORBIDDEN) {
+                log_warn(LOGGER,
+                         "may not list ipaddressclaims: addressesFromPools is refused until "
+                         "the RBAC of this release is applied",
+                         "group=%s reason=%s", CAPI_IPAM_GROUP, e.message ? e.message : "");
+                p->ipam_forbidden = true;
+                p->ipam = (struct capi_ipam_api){ 0 }; /* unknown: no informer */
+                err = 0;
+        }
+        kube_error_release(&e);
+        return err == 1 ? 0 : err;
+}
+
 /* The IPAM contract's version. Not served (no Cluster API IPAM CRDs) is an answer: claims
  * are then refused with a condition (maasmachine_ipam.c); any other error is retried. */
 static int discover_ipam(struct provider *p, struct kube_client *c)
@@ -263,13 +294,16 @@ static int discover_ipam(struct provider *p, struct kube_client *c)
         struct kube_error e = { 0 };
         int err = capi_ipam_discover(&p->ipam, c, &e);
 
+        p->ipam_forbidden = false;
         if (err == 0)
+                err = may_list_claims(p, c);
+        if (err == 0 && capi_ipam_known(&p->ipam))
                 log_info(LOGGER, "reading Cluster API IPAM objects", "version=%s/%s",
                          CAPI_IPAM_GROUP, p->ipam.version);
         else if (err == CM_ENOTFOUND || err == CM_EUNSUPPORTED)
                 log_info(LOGGER, "Cluster API IPAM is not served: addressesFromPools is refused",
                          "group=%s error=%s", CAPI_IPAM_GROUP, cm_strerror(err));
-        else
+        else if (err) /* 0 here: forbidden, which may_list_claims logged */
                 log_warn(LOGGER, "cannot tell which Cluster API IPAM versions are served",
                          "group=%s error=%s reason=%s", CAPI_IPAM_GROUP, cm_strerror(err),
                          e.message ? e.message : "");

@@ -92,6 +92,7 @@ struct provider {
         struct capi_ipam_api ipam; /* the IPAM contract's version, "" when not served */
         struct informer *maasmachines, *maasclusters, *machines, *clusters;
         struct informer *ipclaims; /* IPAddressClaims; NULL when IPAM is not served */
+        bool ipam_forbidden;       /* served, but our RBAC may not list the claims */
         struct controller *machine_ctl, *cluster_ctl;
         struct event_recorder *events;
 

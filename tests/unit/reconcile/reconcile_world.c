@@ -90,6 +90,14 @@ static int kube_send(struct fake_http *f,
                 answer(resp, 401, "{\"kind\":\"Status\",\"code\":401}", -1);
                 return 0;
         }
+        if (f->forbid && strncmp(url, f->forbid, strlen(f->forbid)) == 0) {
+                free(url);
+                answer(resp, 403,
+                       "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Forbidden\","
+                       "\"code\":403}",
+                       -1);
+                return 0;
+        }
         if (q)
                 *q = '\0';
         n = strlen(url);

@@ -93,6 +93,7 @@ struct fake_http {
         size_t n_objs;
         unsigned rv;
         const char *refuse; /* URLs starting with this get 401 (no retry, no sleep) */
+        const char *forbid; /* URLs starting with this get 403 */
 };
 
 struct world {

@@ -120,11 +120,47 @@ static void test_ipam_not_served_is_refused_without_maas_calls(void **state)
         world_free(w);
 }
 
+/* Served, but our RBAC may not list the claims (the reference provider's RBAC, or an older
+ * release's, with this image): the controllers still start (no claims informer that would
+ * never sync) and such a MaasMachine is told to apply this release's RBAC. Allowed, the
+ * claims are read. */
+static void test_ipam_forbidden_claims_are_refused_with_the_fix(void **state)
+{
+        struct provider_settings s = world_settings();
+        struct world *w = world_new(&s);
+        const char *msg;
+
+        (void)state;
+        put_ipam_group(w, "v1beta2", NULL);
+        w->kube.forbid = MGMT "/apis/ipam.cluster.x-k8s.io/v1beta2/ipaddressclaims";
+        assert_int_equal(provider_discover(w->p, &w->kube.t), 0);
+        assert_true(w->p->ipam_forbidden);
+        assert_false(capi_ipam_known(&w->p->ipam));
+        put_pool_machine(w);
+        w->rc = maasmachine_reconcile(w->w, NS, "m1", &w->res);
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(w->maas.n_reqs, 0);
+        msg = condition(world_get(w, MM_URL), SCHEMA_COND_IPADDRESS_CLAIMED, "message");
+        assert_non_null(msg);
+        assert_non_null(strstr(msg, "may not list ipam.cluster.x-k8s.io ipaddressclaims: apply "
+                                    "this release's RBAC"));
+        w->kube.forbid = NULL;
+        world_put(w, NULL, MGMT "/apis/ipam.cluster.x-k8s.io/v1beta2/ipaddressclaims",
+                  test_json("{\"kind\":\"IPAddressClaimList\",\"apiVersion\":"
+                            "\"ipam.cluster.x-k8s.io/v1beta2\",\"metadata\":{"
+                            "\"resourceVersion\":\"1\"},\"items\":[]}"));
+        assert_int_equal(provider_discover(w->p, &w->kube.t), 0);
+        assert_false(w->p->ipam_forbidden);
+        assert_string_equal(w->p->ipam.version, "v1beta2");
+        world_free(w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ipam_version_is_discovered),
                 cmocka_unit_test(test_ipam_not_served_is_refused_without_maas_calls),
+                cmocka_unit_test(test_ipam_forbidden_claims_are_refused_with_the_fix),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,7 +8,9 @@
 
 # bench_setup PACKAGE…: installs what is missing, pins servers to CPU 0 and the client to
 # CPU 1 (when there are two), builds capmaas (Release) in $CAPMAAS_BENCH_BUILD_DIR (default
-# build-bench) and makes certificates.
+# build-bench) and makes certificates. $CAPMAAS_BENCH_BIN, when set, is the capmaas binary
+# to measure instead of the one built (another tree's build, to compare in the same
+# conditions).
 bench_setup() {
   bdir=${CAPMAAS_BENCH_BUILD_DIR:-build-bench}
   capmaas_ensure_packages "${CAPMAAS_PACKAGES[@]}" nginx-light nghttp2-client "$@"
@@ -21,6 +23,7 @@ bench_setup() {
   trap bench_cleanup EXIT
   cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$bdir" -j"$(nproc)" --target capmaas >/dev/null
+  capmaas_bin=${CAPMAAS_BENCH_BIN:-$bdir/capmaas}
   certs/gen-dev-certs.sh "$work/certs" >/dev/null
 }
 
@@ -50,7 +53,7 @@ free_port() {
 # flag, e.g. --webhook-threads 2); waits for it to serve.
 start_capmaas() {
   # shellcheck disable=SC2086 # word splitting of CAPMAAS_BENCH_ARGS is the point
-  "${server_cpu[@]}" "$bdir"/capmaas --webhooks-only --webhook-host 127.0.0.1 \
+  "${server_cpu[@]}" "$capmaas_bin" --webhooks-only --webhook-host 127.0.0.1 \
     --webhook-port "$1" --webhook-cert-dir "$work/certs" \
     --health-addr 0 --diagnostics-address 0 ${CAPMAAS_BENCH_ARGS:-} 2>"$work/capmaas.log" &
   capmaas_pid=$!
@@ -94,12 +97,15 @@ bench_warmup() { # PORT…
   for port in "$@"; do h2 -n 2000 "https://127.0.0.1:$port$path" >/dev/null 2>&1; done
 }
 
-# server_ticks PORT: CPU time (user + system, clock ticks) used so far by the processes
-# holding the listening socket of PORT (nginx: master and workers).
-server_ticks() {
-  local p t=0
+# server_cpu_ns PORT: CPU time (user + system, nanoseconds, from each thread's schedstat)
+# used so far by the processes holding the listening socket of PORT (nginx: master and
+# workers). Clock ticks (/proc/PID/stat) are 10 ms: a round of 30 000 requests is about 60
+# of them, too coarse for a 10 % difference.
+server_cpu_ns() {
+  local p t=0 v
   for p in $(ss -Htlnp "sport = :$1" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
-    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+    v=$(cat /proc/"$p"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}')
+    t=$((t + ${v:-0}))
   done
   echo "$t"
 }
@@ -111,10 +117,10 @@ server_ticks() {
 bench_round() {
   local name=$1 port=$2 round=$3 out rps p50 p99 t0 t1 cpu
   shift 3
-  t0=$(server_ticks "$port")
+  t0=$(server_cpu_ns "$port")
   out=$(h2 -n "$n" --log-file "$work/$name.$round.tsv" "$@" "https://127.0.0.1:$port$path")
-  t1=$(server_ticks "$port")
-  cpu=$(awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN {printf "%.1f", t / hz * 1e6 / n}')
+  t1=$(server_cpu_ns "$port")
+  cpu=$(awk -v t=$((t1 - t0)) -v n="$n" 'BEGIN {printf "%.2f", t / 1e3 / n}')
   if ! grep -q "0 failed, 0 errored" <<<"$out" ||
      ! grep -q "status codes: $n 2xx" <<<"$out"; then
     echo "$name: requests failed" >&2; echo "$out" >&2; exit 1
@@ -126,6 +132,12 @@ bench_round() {
   echo "$rps $p50 $p99 $cpu"
 }
 
+# tls_params PORT: "protocol cipher" that h2load negotiated with the server on PORT.
+tls_params() {
+  h2 -n 16 "https://127.0.0.1:$1$path" 2>/dev/null |
+    awk '/^TLS Protocol:/ {p = $3} /^Cipher:/ {c = $2} END {print p, c}'
+}
+
 median_of() { sort -n -k1,1 | awk '{l[NR]=$0} END {print l[int((NR+1)/2)]}'; }
 
 # bench_report NAME: prints the median line of NAME's rounds file (by req/s) and the median
@@ -133,6 +145,6 @@ median_of() { sort -n -k1,1 | awk '{l[NR]=$0} END {print l[int((NR+1)/2)]}'; }
 bench_report() {
   read -r rps p50 p99 _ < <(median_of <"$work/$1.rounds")
   cpu=$(awk '{print $4}' "$work/$1.rounds" | sort -n | awk '{l[NR]=$0} END {print l[int((NR+1)/2)]}')
-  printf '%-8s %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms   cpu %6.1f us/req   (rounds: %s)\n' \
+  printf '%-8s %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms   cpu %6.2f us/req   (rounds: %s)\n' \
     "$1" "$rps" "$p50" "$p99" "$cpu" "$(awk '{printf "%.0f ", $1}' "$work/$1.rounds")"
 }

@@ -28,6 +28,7 @@
 #include "conn_guard.h"
 #include "err.h"
 #include "log.h"
+#include "tls_io.h"
 #include "xalloc.h"
 
 #define TLS_SERVERS_MAX 8
@@ -56,6 +57,12 @@ struct http_server {
         atomic_uint active; /* requests between their first handler call and completion */
 };
 
+/* libmicrohttpd's socket context: what this server keeps per connection. */
+struct conn_slot {
+        struct conn_entry *guard; /* the guard's entry; NULL if none */
+        struct tls_io *io;        /* the TLS transport (TLS servers only); owned */
+};
+
 struct req_ctx {
         const struct route *route;
         struct conn_entry *conn; /* the connection's guard entry; NULL if none */
@@ -66,7 +73,10 @@ struct req_ctx {
         size_t discarded; /* bytes of an over-cap chunked body thrown away */
         size_t held;      /* bytes of s->in_flight this request holds */
         bool busy;        /* a chunked body found the budget spent: 503 at its end */
+        bool head;        /* a HEAD request: its response carries no body */
         unsigned status;
+        const char *length; /* the Content-Length value (libmicrohttpd's), NULL if none */
+        const char *ctype;  /* the Content-Type value (libmicrohttpd's), NULL if none */
 };
 
 /* Local port -> certstore for the TLS servers of this process. */
@@ -109,7 +119,8 @@ static uint16_t session_local_port(gnutls_session_t session)
 {
         struct sockaddr_storage ss;
         socklen_t len = sizeof(ss);
-        int fd = gnutls_transport_get_int(session);
+        struct tls_io *io = tls_io_of(session);
+        int fd = io ? tls_io_fd(io) : -1;
 
         if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
                 return 0;
@@ -149,6 +160,15 @@ static double seconds_since(const struct timespec *t0)
         return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+static struct conn_slot *connection_slot(struct MHD_Connection *conn);
+
+/* Whether libmicrohttpd sends a body after the headers of this response: then the headers'
+ * record can wait for the body's and go out in the same sendmsg (tls_io.h). */
+static bool sends_body(const struct req_ctx *ctx, unsigned status, size_t len)
+{
+        return len > 0 && !ctx->head && status >= 200 && status != 204 && status != 304;
+}
+
 static enum MHD_Result queue(struct MHD_Connection *conn,
                              struct req_ctx *ctx,
                              struct http_response *resp,
@@ -175,6 +195,12 @@ static enum MHD_Result queue(struct MHD_Connection *conn,
                 (void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         if (ctx->conn)
                 conn_guard_busy(ctx->conn);
+        if (sends_body(ctx, resp->status, len)) {
+                struct conn_slot *slot = connection_slot(conn);
+
+                if (slot && slot->io)
+                        tls_io_coalesce_next(slot->io);
+        }
         ok = MHD_queue_response(conn, resp->status, r);
         MHD_destroy_response(r);
         ctx->responded = true;
@@ -284,26 +310,40 @@ struct framing {
         bool bad_name;
         const char *length;
         const char *coding;
+        const char *ctype;
 };
 
+static bool key_is(const char *key, size_t len, const char *name, size_t name_len)
+{
+        return len == name_len && strncasecmp(key, name, len) == 0;
+}
+
+#define KEY_IS(key, len, name) key_is(key, len, name, sizeof(name) - 1)
+
+/* One pass over the header fields (the lengths first: most names match none). */
 static enum MHD_Result collect_framing(void *cls,
                                        enum MHD_ValueKind kind,
                                        const char *key,
-                                       const char *value)
+                                       size_t key_len,
+                                       const char *value,
+                                       size_t value_len)
 {
         struct framing *f = cls;
 
         (void)kind;
-        if (strpbrk(key, " \t"))
+        (void)value_len;
+        if (memchr(key, ' ', key_len) || memchr(key, '\t', key_len))
                 f->bad_name = true;
-        if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        if (KEY_IS(key, key_len, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
                 f->n_length++;
                 f->length = value;
-        } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        } else if (KEY_IS(key, key_len, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
                 f->n_coding++;
                 f->coding = value;
-        } else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) {
+        } else if (KEY_IS(key, key_len, MHD_HTTP_HEADER_HOST)) {
                 f->has_host = true;
+        } else if (KEY_IS(key, key_len, MHD_HTTP_HEADER_CONTENT_TYPE) && !f->ctype) {
+                f->ctype = value;
         }
         return MHD_YES;
 }
@@ -365,6 +405,7 @@ static unsigned fault(const char **msg, const char *why, unsigned status)
 static unsigned framing_fault(struct MHD_Connection *conn,
                               const void *mark,
                               const char *version,
+                              struct framing *ret_f,
                               const char **msg)
 {
         struct framing f = { 0 };
@@ -376,7 +417,8 @@ static unsigned framing_fault(struct MHD_Connection *conn,
                 return fault(msg, "request target too long", 414);
         if (mark == &target_too_many)
                 return fault(msg, "too many query arguments", 414);
-        (void)MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_framing, &f);
+        (void)MHD_get_connection_values_n(conn, MHD_HEADER_KIND, collect_framing, &f);
+        *ret_f = f;
         if (f.bad_name)
                 return fault(msg, "bad request: malformed header name", 400);
         if (!f.has_host && version && strcmp(version, MHD_HTTP_VERSION_1_1) == 0)
@@ -405,8 +447,11 @@ static bool reject_framing(struct MHD_Connection *conn,
                            enum MHD_Result *ret)
 {
         const char *msg = NULL;
-        unsigned status = framing_fault(conn, mark, version, &msg);
+        struct framing f = { 0 };
+        unsigned status = framing_fault(conn, mark, version, &f, &msg);
 
+        ctx->length = f.length;
+        ctx->ctype = f.ctype;
         if (!status)
                 return false;
         *ret = queue_fatal(conn, ctx, status, msg);
@@ -414,10 +459,8 @@ static bool reject_framing(struct MHD_Connection *conn,
 }
 
 /* The declared body size: 0 without Content-Length, SIZE_MAX when it is not a number. */
-static size_t content_length(struct MHD_Connection *conn)
+static size_t content_length(const char *cl)
 {
-        const char *cl =
-                MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         unsigned long long n;
         char *end;
 
@@ -437,7 +480,6 @@ static enum MHD_Result begin_request(struct http_server *s,
                                      const char *url,
                                      const char *method)
 {
-        const char *ctype;
         size_t declared;
 
         switch (router_lookup(s->router, url, method, &ctx->route)) {
@@ -452,11 +494,10 @@ static enum MHD_Result begin_request(struct http_server *s,
                 s->observer->begin(s->observer->ud, ctx->route->path);
                 ctx->observed = true;
         }
-        declared = content_length(conn);
+        declared = content_length(ctx->length);
         if (declared > s->max_body)
                 return queue_error(conn, ctx, 413, "request body too large");
-        ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-        if ((ctx->route->flags & ROUTE_JSON_BODY) && !http_content_type_is_json(ctype))
+        if ((ctx->route->flags & ROUTE_JSON_BODY) && !http_content_type_is_json(ctx->ctype))
                 return queue_error(conn, ctx, 415,
                                    "unsupported media type: Content-Type must be "
                                    "application/json");
@@ -477,8 +518,7 @@ static enum MHD_Result finish_request(struct MHD_Connection *conn,
         struct http_request req = {
                 .method = method,
                 .path = url,
-                .content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                            MHD_HTTP_HEADER_CONTENT_TYPE),
+                .content_type = ctx->ctype,
                 .body = ctx->body.data ? ctx->body.data : "",
                 .body_len = ctx->body.len,
                 .conn = conn,
@@ -515,7 +555,7 @@ static enum MHD_Result take_upload(struct http_server *s,
         return ctx->discarded > s->max_body ? MHD_NO : MHD_YES;
 }
 
-static struct conn_entry *connection_entry(struct MHD_Connection *conn)
+static struct conn_slot *connection_slot(struct MHD_Connection *conn)
 {
         const union MHD_ConnectionInfo *info =
                 MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -523,18 +563,33 @@ static struct conn_entry *connection_entry(struct MHD_Connection *conn)
         return info ? info->socket_context : NULL;
 }
 
+static struct conn_entry *connection_entry(struct MHD_Connection *conn)
+{
+        struct conn_slot *slot = connection_slot(conn);
+
+        return slot ? slot->guard : NULL;
+}
+
+/* libmicrohttpd calls CLOSED after it has deinitialised the TLS session, so the transport
+ * can go with the slot. */
 static void on_connection(void *cls,
                           struct MHD_Connection *conn,
                           void **socket_ctx,
                           enum MHD_ConnectionNotificationCode code)
 {
         struct http_server *s = cls;
+        struct conn_slot *slot = *socket_ctx;
         const union MHD_ConnectionInfo *fd;
         const union MHD_ConnectionInfo *addr;
+        const union MHD_ConnectionInfo *tls;
         socklen_t len = 0;
 
         if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-                conn_guard_close(s->guard, *socket_ctx);
+                if (slot) {
+                        conn_guard_close(s->guard, slot->guard);
+                        slot->io = tls_io_free(slot->io);
+                        free(slot);
+                }
                 *socket_ctx = NULL;
                 return;
         }
@@ -545,8 +600,13 @@ static void on_connection(void *cls,
         if (addr && addr->client_addr)
                 len = addr->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                                                : sizeof(struct sockaddr_in);
-        *socket_ctx =
+        slot = xcalloc(1, sizeof(*slot));
+        slot->guard =
                 conn_guard_open(s->guard, fd->connect_fd, addr ? addr->client_addr : NULL, len);
+        tls = s->certs ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION) : NULL;
+        if (tls && tls->tls_session)
+                slot->io = tls_io_attach(tls->tls_session, fd->connect_fd);
+        *socket_ctx = slot;
 }
 
 /* The acceptor's thread, for each new socket, before libmicrohttpd builds anything for it:
@@ -581,6 +641,7 @@ static enum MHD_Result on_request(void *cls,
 
                 ctx = xcalloc(1, sizeof(*ctx));
                 (void)clock_gettime(CLOCK_MONOTONIC, &ctx->start);
+                ctx->head = strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
                 ctx->conn = connection_entry(conn);
                 if (ctx->conn)
                         conn_guard_headers_done(s->guard, ctx->conn);
@@ -610,11 +671,13 @@ static void on_completed(void *cls,
 {
         struct http_server *s = cls;
         struct req_ctx *ctx = *req_cls;
-        struct conn_entry *e = connection_entry(conn);
+        struct conn_slot *slot = connection_slot(conn);
 
         (void)toe;
-        if (e)
-                conn_guard_idle(s->guard, e);
+        if (slot && slot->io)
+                tls_io_flush(slot->io);
+        if (slot && slot->guard)
+                conn_guard_idle(s->guard, slot->guard);
         if (!ctx || is_target_mark(ctx)) {
                 *req_cls = NULL;
                 return;

@@ -202,6 +202,12 @@ static enum MHD_Result queue(struct MHD_Connection *conn,
                         tls_io_coalesce_next(slot->io);
         }
         ok = MHD_queue_response(conn, resp->status, r);
+        if (ok != MHD_YES) {
+                struct conn_slot *slot = connection_slot(conn);
+
+                if (slot && slot->io)
+                        tls_io_flush(slot->io); /* disarms: nothing will follow */
+        }
         MHD_destroy_response(r);
         ctx->responded = true;
         ctx->status = resp->status;
@@ -595,17 +601,18 @@ static void on_connection(void *cls,
         }
         fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         addr = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        if (!fd)
-                return;
         if (addr && addr->client_addr)
                 len = addr->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                                                : sizeof(struct sockaddr_in);
         slot = xcalloc(1, sizeof(*slot));
-        slot->guard =
-                conn_guard_open(s->guard, fd->connect_fd, addr ? addr->client_addr : NULL, len);
+        if (fd)
+                slot->guard = conn_guard_open(s->guard, fd->connect_fd,
+                                              addr ? addr->client_addr : NULL, len);
+        /* Every TLS session gets the transport (retrieve_cert relies on it); without a
+         * descriptor (never seen) its reads fail and the connection closes. */
         tls = s->certs ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION) : NULL;
         if (tls && tls->tls_session)
-                slot->io = tls_io_attach(tls->tls_session, fd->connect_fd);
+                slot->io = tls_io_attach(tls->tls_session, fd ? fd->connect_fd : -1);
         *socket_ctx = slot;
 }
 

@@ -679,6 +679,43 @@ static void test_bodies_in_flight_budget(void **state)
         fixture_free(f);
 }
 
+/* Five requests in one TLS record, the last asking to close: all five are answered (the
+ * transport reads ahead of GnuTLS, and what it holds must not wait for another wake-up of
+ * the edge-triggered loop); then one request sent as a record per 7 bytes. */
+static void test_pipelined_requests_all_answered(void **state)
+{
+        static const char req[] = "POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi";
+        static const char last[] = "POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                                   "Connection: close\r\n\r\nhi";
+        struct fixture *f = fixture_new();
+        struct tls_conn c;
+        char *all = NULL;
+        char *burst;
+
+        (void)state;
+        fixture_start(f, true, 0, 0, 0);
+        burst = xasprintf("%s%s%s%s%s", req, req, req, req, last);
+        assert_int_equal(tls_conn_open(&c, http_server_port(f->server), NULL, f->ca), 0);
+        assert_int_equal(tls_conn_send(&c, burst, strlen(burst)), 0);
+        (void)tls_conn_recv_all(&c, 5000, &all);
+        assert_int_equal(count_substr(all, "HTTP/1.1 200"), 5);
+        tls_conn_close(&c);
+        free(all);
+        all = NULL;
+        assert_int_equal(tls_conn_open(&c, http_server_port(f->server), NULL, f->ca), 0);
+        for (size_t i = 0; i < strlen(last); i += 7) {
+                size_t n = strlen(last) - i < 7 ? strlen(last) - i : 7;
+
+                assert_int_equal(tls_conn_send(&c, last + i, n), 0);
+        }
+        (void)tls_conn_recv_all(&c, 5000, &all);
+        assert_int_equal(count_substr(all, "HTTP/1.1 200"), 1);
+        tls_conn_close(&c);
+        free(all);
+        free(burst);
+        fixture_free(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -691,6 +728,7 @@ int main(void)
                 cmocka_unit_test(test_query_limits),
                 cmocka_unit_test(test_certificate_logs),
                 cmocka_unit_test(test_bodies_in_flight_budget),
+                cmocka_unit_test(test_pipelined_requests_all_answered),
         };
 
         log_setup(LOG_FORMAT_TEXT, 0, 2);

@@ -47,6 +47,21 @@ static const struct schema_pool_ref *first_pool(const struct maasmachine_ctx *c)
         return r->n > 0 ? &r->items[0] : NULL;
 }
 
+/* The first pool's kind and name for messages ("" without one: never NULL). */
+static const char *pool_kind(const struct maasmachine_ctx *c)
+{
+        const struct schema_pool_ref *p = first_pool(c);
+
+        return p && p->kind ? p->kind : "";
+}
+
+static const char *pool_name(const struct maasmachine_ctx *c)
+{
+        const struct schema_pool_ref *p = first_pool(c);
+
+        return p && p->name ? p->name : "";
+}
+
 static const char *cluster_name(const struct maasmachine_ctx *c)
 {
         return c->cluster ? kube_object_name(c->cluster) : NULL;
@@ -154,9 +169,8 @@ static void failed(struct maasmachine_ctx *c, struct reconcile_result *res, cons
 
 static void waiting(struct maasmachine_ctx *c, struct reconcile_result *res, const char *claim)
 {
-        const struct schema_pool_ref *pool = first_pool(c);
-        char *msg = xasprintf("IPAddressClaim %s from %s %s not answered yet", claim, pool->kind,
-                              pool->name);
+        char *msg = xasprintf("IPAddressClaim %s from %s %s not answered yet", claim, pool_kind(c),
+                              pool_name(c));
 
         set_cond(c, SCHEMA_CONDITION_FALSE, SCHEMA_REASON_WAITING_FOR_IP_ADDRESS, msg);
         maasmachine_requeue(res, WAIT_MS);
@@ -213,7 +227,7 @@ static int create_claim(struct maasmachine_ctx *c, struct reconcile_result *res)
         if (err == 0) {
                 note_created(c);
                 log_info(LOGGER, "IPAddressClaim created", "object=%s/%s claim=%s pool=%s/%s",
-                         c->ns, c->name, name, first_pool(c)->kind, first_pool(c)->name);
+                         c->ns, c->name, name, pool_kind(c), pool_name(c));
                 waiting(c, res, name);
         } else if (err == CM_EEXIST) {
                 other = informer_get(c->p->ipclaims, c->ns, name);
@@ -344,7 +358,7 @@ static int answered(struct maasmachine_ctx *c,
                 return 0;
         }
         msg = xasprintf("%s (%s) from %s %s, IPAddressClaim %s", c->claimed_ip->ip,
-                        c->claimed_ip->cidr, first_pool(c)->kind, first_pool(c)->name, claim_name);
+                        c->claimed_ip->cidr, pool_kind(c), pool_name(c), claim_name);
         if (!was || strcmp(was->status, SCHEMA_CONDITION_TRUE) != 0)
                 reconciler_event(c->p, c->cur, "Normal", "IPAddressClaimed", "%s", msg);
         set_cond(c, SCHEMA_CONDITION_TRUE, SCHEMA_REASON_IPADDRESS_CLAIMED, msg);

@@ -329,6 +329,20 @@ static uint64_t kind_every_ms(const struct provider *p, enum fleet_kind kind)
         return INFLIGHT_MIN_MS;
 }
 
+/*
+ * A page of the unplaced list came back with no machine at all: nothing is stamped for its
+ * UIDs, so they are remembered now (p->unplaced_none) rather than when each MaasMachine's
+ * pass asks, which during a large rollout's backlog comes after the list asked for them
+ * again and again. A page with machines leaves its UIDs to their passes.
+ */
+static void remember_nothing(struct provider *p, const char *const *uids, size_t n)
+{
+        pthread_mutex_lock(&p->lock);
+        for (size_t i = 0; i < n; i++)
+                (void)reconciler_table_put(&p->unplaced_none, uids[i]);
+        pthread_mutex_unlock(&p->lock);
+}
+
 /* Lists every machine of the list's kind, 100 ids a call. Runs without the fleet lock:
  * lookups go on against the previous list meanwhile. */
 static int fleet_fetch(struct reconciler_worker *w, enum fleet_kind kind, struct fleet_result *ret)
@@ -375,6 +389,8 @@ static int fleet_fetch(struct reconciler_worker *w, enum fleet_kind kind, struct
                 err = maas_list_machines(w->maas, &q, &part, &me);
                 reconciler_maas_count(p, "list_machines", err, &me);
                 maas_error_release(&me);
+                if (err == 0 && kind == FLEET_UNPLACED && part.n == 0)
+                        remember_nothing(p, (const char *const *)f.ids + off, m);
                 if (err == 0)
                         maas_node_list_append(&all, &part);
         }

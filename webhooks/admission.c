@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base64.h"
+#include "buf.h"
 #include "err.h"
 #include "json.h"
 #include "json_scan.h"
@@ -462,39 +463,113 @@ static void encode_status(cJSON *resp_obj, const struct admission_response *resp
         }
 }
 
-static void encode_patch(cJSON *resp_obj, const cJSON *patch)
+/* Appends s as a JSON string, escaped as cJSON_PrintUnformatted does (the two-character
+ * escapes, other control characters as \u00xx, everything else as is). */
+static void put_json_string(struct buf *b, const char *s)
 {
-        char *text;
-        char *b64;
+        static const char hex[] = "0123456789abcdef";
+        const char *run = s;
 
-        if (!patch || cJSON_GetArraySize(patch) == 0)
-                return;
-        text = cJSON_PrintUnformatted(patch);
-        b64 = base64_encode(text, strlen(text));
-        cJSON_AddStringToObject(resp_obj, "patchType", "JSONPatch");
-        cJSON_AddStringToObject(resp_obj, "patch", b64);
-        free(b64);
-        cJSON_free(text);
+        (void)!buf_append(b, "\"", 1);
+        for (; *s; s++) {
+                unsigned char c = (unsigned char)*s;
+                char esc[6] = { '\\', 0, '0', '0', 0, 0 };
+                size_t n = 2;
+
+                if (c >= 0x20 && c != '"' && c != '\\')
+                        continue;
+                (void)!buf_append(b, run, (size_t)(s - run));
+                run = s + 1;
+                switch (c) {
+                case '"':
+                case '\\':
+                        esc[1] = (char)c;
+                        break;
+                case '\b':
+                        esc[1] = 'b';
+                        break;
+                case '\f':
+                        esc[1] = 'f';
+                        break;
+                case '\n':
+                        esc[1] = 'n';
+                        break;
+                case '\r':
+                        esc[1] = 'r';
+                        break;
+                case '\t':
+                        esc[1] = 't';
+                        break;
+                default:
+                        esc[1] = 'u';
+                        esc[4] = hex[c >> 4];
+                        esc[5] = hex[c & 15];
+                        n = 6;
+                        break;
+                }
+                (void)!buf_append(b, esc, n);
+        }
+        (void)!buf_append(b, run, (size_t)(s - run));
+        (void)!buf_append(b, "\"", 1);
+}
+
+/* An allowed review's response, printed directly: the same bytes cJSON would print for the
+ * tree admission_response_encode builds, without building it (the common answer). */
+static char *encode_allowed(const struct admission_request *req,
+                            const struct admission_response *resp)
+{
+        struct buf b;
+        char *patch = NULL;
+
+        buf_init(&b, SIZE_MAX / 2); /* no cap of its own: the review was capped */
+        (void)!buf_reserve(&b, 128 + strlen(req->uid));
+        (void)!buf_append_str(&b, "{\"apiVersion\":\"");
+        (void)!buf_append_str(&b, api_versions[req->version]);
+        (void)!buf_append_str(&b, "\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+        put_json_string(&b, req->uid);
+        (void)!buf_append_str(&b, ",\"allowed\":true");
+        if (resp->patch && cJSON_GetArraySize(resp->patch) > 0) {
+                char *text = cJSON_PrintUnformatted(resp->patch);
+
+                patch = base64_encode(text, strlen(text));
+                cJSON_free(text);
+                (void)!buf_append_str(&b, ",\"patchType\":\"JSONPatch\",\"patch\":");
+                put_json_string(&b, patch);
+        }
+        if (resp->n_warnings) {
+                (void)!buf_append_str(&b, ",\"warnings\":[");
+                for (size_t i = 0; i < resp->n_warnings; i++) {
+                        if (i)
+                                (void)!buf_append(&b, ",", 1);
+                        put_json_string(&b, resp->warnings[i]);
+                }
+                (void)!buf_append(&b, "]", 1);
+        }
+        (void)!buf_append_str(&b, "}}");
+        free(patch);
+        return buf_take(&b, NULL);
 }
 
 int admission_response_encode(const struct admission_request *req,
                               const struct admission_response *resp,
                               char **ret_json)
 {
-        cJSON *root = cJSON_CreateObject();
+        cJSON *root;
         cJSON *r = NULL;
         cJSON *warnings;
         char *text;
 
+        if (resp->allowed) {
+                *ret_json = encode_allowed(req, resp);
+                return CM_OK;
+        }
+        root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "apiVersion", api_versions[req->version]);
         cJSON_AddStringToObject(root, "kind", "AdmissionReview");
         r = cJSON_AddObjectToObject(root, "response");
         cJSON_AddStringToObject(r, "uid", req->uid);
         cJSON_AddBoolToObject(r, "allowed", resp->allowed);
-        if (!resp->allowed)
-                encode_status(r, resp);
-        else
-                encode_patch(r, resp->patch);
+        encode_status(r, resp);
         if (resp->n_warnings) {
                 warnings = cJSON_AddArrayToObject(r, "warnings");
                 for (size_t i = 0; i < resp->n_warnings; i++)

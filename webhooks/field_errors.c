@@ -33,9 +33,12 @@ static const struct type_info types[FIELD_ERR_COUNT] = {
         [FIELD_ERR_TOO_MANY] = { "Too many", "FieldValueTooMany", true },
 };
 
+/* Only n and dropped: the items past n are never read (two lists per review, 2 KiB each,
+ * were zeroed twice per request). */
 void field_errors_init(struct field_errors *fe)
 {
-        memset(fe, 0, sizeof(*fe));
+        fe->n = 0;
+        fe->dropped = 0;
 }
 
 static void field_error_release(struct field_error *e)

@@ -15,6 +15,97 @@
 #define SCHEMA_INT32_MIN (-2147483647LL - 1)
 #define SCHEMA_INT32_MAX 2147483647LL
 
+/* Fields whose members one pass over the object finds (more are looked up one by one). */
+#define SCHEMA_FIELDS_INDEXED 32
+
+/* ---- members found once per object ---- */
+
+/* The json_get_*() of json.h on a member already found (NULL = absent): a null member is
+ * absent too, and the member's name is on d's path while its value is checked. */
+static bool member_open(struct json_dec *d, const cJSON *item, const char *key, size_t *mark)
+{
+        if (!item || cJSON_IsNull(item))
+                return false;
+        *mark = d ? json_path_push_field(&d->path, key) : 0;
+        return true;
+}
+
+static void member_close(struct json_dec *d, size_t mark)
+{
+        if (d)
+                json_path_pop(&d->path, mark);
+}
+
+static int member_string(struct json_dec *d, const cJSON *item, const char *key, const char **ret)
+{
+        size_t mark;
+        int r;
+
+        if (!member_open(d, item, key, &mark))
+                return CM_ENOTFOUND;
+        r = json_as_string(d, item, ret);
+        member_close(d, mark);
+        return r;
+}
+
+static int member_int64(struct json_dec *d, const cJSON *item, const char *key, int64_t *ret)
+{
+        size_t mark;
+        int r;
+
+        if (!member_open(d, item, key, &mark))
+                return CM_ENOTFOUND;
+        r = json_as_int64(d, item, ret);
+        member_close(d, mark);
+        return r;
+}
+
+static int member_bool(struct json_dec *d, const cJSON *item, const char *key, bool *ret)
+{
+        size_t mark;
+        int r;
+
+        if (!member_open(d, item, key, &mark))
+                return CM_ENOTFOUND;
+        r = json_as_bool(d, item, ret);
+        member_close(d, mark);
+        return r;
+}
+
+/* json_as_object (want_object) or json_as_array of a found member. */
+static int member_container(struct json_dec *d,
+                            const cJSON *item,
+                            const char *key,
+                            bool want_object)
+{
+        size_t mark;
+        int r;
+
+        if (!member_open(d, item, key, &mark))
+                return CM_ENOTFOUND;
+        r = want_object ? json_as_object(d, item) : json_as_array(d, item);
+        member_close(d, mark);
+        return r;
+}
+
+/* found[i] = the member cJSON_GetObjectItemCaseSensitive(obj, t->fields[i].json) returns
+ * (the first of that name; the walk stops at a nameless item as it does), for the first
+ * SCHEMA_FIELDS_INDEXED fields, in one pass over obj instead of one per field. */
+static void find_members(const cJSON *obj, const struct schema_type *t, const cJSON **found)
+{
+        size_t n = t->n_fields < SCHEMA_FIELDS_INDEXED ? t->n_fields : SCHEMA_FIELDS_INDEXED;
+
+        memset(found, 0, n * sizeof(*found));
+        for (const cJSON *it = obj ? obj->child : NULL; it && it->string; it = it->next) {
+                for (size_t i = 0; i < n; i++) {
+                        const char *name = t->fields[i].json;
+
+                        if (!found[i] && it->string[0] == name[0] && strcmp(it->string, name) == 0)
+                                found[i] = it;
+                }
+        }
+}
+
 /* ---- string lists and maps ---- */
 
 static void strv_decode(struct json_dec *d, const cJSON *arr, struct schema_strv *v)
@@ -58,12 +149,12 @@ static void strmap_decode(struct json_dec *d, const cJSON *obj, struct schema_st
 /* ---- per-kind decode ---- */
 
 static void dec_string(struct json_dec *d,
-                       const cJSON *obj,
+                       const cJSON *item,
                        const struct schema_field *f,
                        void *dst)
 {
         const char *s;
-        int r = json_get_string(d, obj, f->json, &s);
+        int r = member_string(d, item, f->json, &s);
 
         if (r == CM_OK && !(f->absent && !*s))
                 *(char **)schema_at(dst, f->off) = xstrdup(s);
@@ -71,12 +162,12 @@ static void dec_string(struct json_dec *d,
                 *(char **)schema_at(dst, f->off) = xstrdup(f->absent);
 }
 
-static void dec_int(struct json_dec *d, const cJSON *obj, const struct schema_field *f, void *dst)
+static void dec_int(struct json_dec *d, const cJSON *item, const struct schema_field *f, void *dst)
 {
         int64_t v;
         size_t mark;
 
-        if (json_get_int64(d, obj, f->json, &v) != CM_OK)
+        if (member_int64(d, item, f->json, &v) != CM_OK)
                 return;
         if (f->kind == SK_INT32 && (v < SCHEMA_INT32_MIN || v > SCHEMA_INT32_MAX)) {
                 mark = json_path_push_field(&d->path, f->json);
@@ -89,57 +180,54 @@ static void dec_int(struct json_dec *d, const cJSON *obj, const struct schema_fi
         *(bool *)schema_at(dst, f->has_off) = true;
 }
 
-static void dec_bool(struct json_dec *d, const cJSON *obj, const struct schema_field *f, void *dst)
+static void dec_bool(struct json_dec *d, const cJSON *item, const struct schema_field *f, void *dst)
 {
         bool v;
 
-        if (json_get_bool(d, obj, f->json, &v) != CM_OK)
+        if (member_bool(d, item, f->json, &v) != CM_OK)
                 return;
         *(bool *)schema_at(dst, f->off) = v;
         *(bool *)schema_at(dst, f->has_off) = true;
 }
 
-static void dec_strv(struct json_dec *d, const cJSON *obj, const struct schema_field *f, void *dst)
+static void dec_strv(struct json_dec *d, const cJSON *item, const struct schema_field *f, void *dst)
 {
-        const cJSON *arr;
         size_t mark;
 
-        if (json_get_array(d, obj, f->json, &arr) != CM_OK)
+        if (member_container(d, item, f->json, false) != CM_OK)
                 return;
         mark = json_path_push_field(&d->path, f->json);
-        strv_decode(d, arr, schema_at(dst, f->off));
+        strv_decode(d, item, schema_at(dst, f->off));
         json_path_pop(&d->path, mark);
 }
 
 static void dec_strmap(struct json_dec *d,
-                       const cJSON *obj,
+                       const cJSON *item,
                        const struct schema_field *f,
                        void *dst)
 {
-        const cJSON *m;
         size_t mark;
 
-        if (json_get_object(d, obj, f->json, &m) != CM_OK)
+        if (member_container(d, item, f->json, true) != CM_OK)
                 return;
         mark = json_path_push_field(&d->path, f->json);
-        strmap_decode(d, m, schema_at(dst, f->off));
+        strmap_decode(d, item, schema_at(dst, f->off));
         json_path_pop(&d->path, mark);
 }
 
 static void dec_object(struct json_dec *d,
-                       const cJSON *obj,
+                       const cJSON *item,
                        const struct schema_field *f,
                        void *dst)
 {
-        const cJSON *sub;
         void *p;
         size_t mark;
 
-        if (json_get_object(d, obj, f->json, &sub) != CM_OK)
+        if (member_container(d, item, f->json, true) != CM_OK)
                 return;
         p = xcalloc(1, f->type->size);
         mark = json_path_push_field(&d->path, f->json);
-        schema_type_decode(d, sub, f->type, p);
+        schema_type_decode(d, item, f->type, p);
         json_path_pop(&d->path, mark);
         *(void **)schema_at(dst, f->off) = p;
 }
@@ -183,24 +271,23 @@ static void dec_map_form(struct json_dec *d,
         *schema_list_present(list) = true;
 }
 
-static void dec_list(struct json_dec *d, const cJSON *obj, const struct schema_field *f, void *dst)
+static void dec_list(struct json_dec *d, const cJSON *item, const struct schema_field *f, void *dst)
 {
         const struct schema_type *t = f->type;
         void *list = schema_at(dst, f->off);
-        const cJSON *arr;
+        const cJSON *arr = item;
         const cJSON *it;
         char *items;
         size_t i = 0;
         size_t mark;
 
-        arr = cJSON_GetObjectItemCaseSensitive(obj, f->json);
         if (f->map_form && cJSON_IsObject(arr)) {
                 mark = json_path_push_field(&d->path, f->json);
                 dec_map_form(d, arr, f, list);
                 json_path_pop(&d->path, mark);
                 return;
         }
-        if (json_get_array(d, obj, f->json, &arr) != CM_OK)
+        if (member_container(d, item, f->json, false) != CM_OK)
                 return;
         items = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, t->size);
         mark = json_path_push_field(&d->path, f->json);
@@ -217,16 +304,17 @@ static void dec_list(struct json_dec *d, const cJSON *obj, const struct schema_f
 }
 
 /* SK_DROP: whatever an old version wrote there is accepted (encode removes it). */
-static void dec_drop(struct json_dec *d, const cJSON *obj, const struct schema_field *f, void *dst)
+static void dec_drop(struct json_dec *d, const cJSON *item, const struct schema_field *f, void *dst)
 {
         (void)d;
-        (void)obj;
+        (void)item;
         (void)f;
         (void)dst;
 }
 
+/* item: the field's member of the object being decoded, NULL when it has none. */
 typedef void decode_fn(struct json_dec *d,
-                       const cJSON *obj,
+                       const cJSON *item,
                        const struct schema_field *f,
                        void *dst);
 
@@ -241,6 +329,15 @@ void schema_type_decode(struct json_dec *d,
                         const struct schema_type *t,
                         void *dst)
 {
-        for (size_t i = 0; i < t->n_fields; i++)
-                decode_ops[t->fields[i].kind](d, obj, &t->fields[i], dst);
+        const cJSON *found[SCHEMA_FIELDS_INDEXED];
+
+        find_members(obj, t, found);
+        for (size_t i = 0; i < t->n_fields; i++) {
+                const struct schema_field *f = &t->fields[i];
+                const cJSON *item = i < SCHEMA_FIELDS_INDEXED
+                                            ? found[i]
+                                            : cJSON_GetObjectItemCaseSensitive(obj, f->json);
+
+                decode_ops[f->kind](d, item, f, dst);
+        }
 }

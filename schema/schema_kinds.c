@@ -4,6 +4,7 @@
  * its path, status with ready and initialization.provisioned) and the public per-kind
  * wrappers of schema.h.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -449,18 +450,28 @@ static const struct schema_kind_desc machine_template_kind = KIND(struct maas_ma
                                                                   0);
 
 /* Decodes into a scratch value so that *ret is written only on success. */
+/* Room for the largest kind: decode_into decodes on the stack (a failed decode leaves ret
+ * alone). A heap block of this size, freed next to the top of the heap, made glibc
+ * consolidate its fast bins on every review. */
+#define KIND_SIZE_MAX 1024
+_Static_assert(sizeof(struct maas_cluster) <= KIND_SIZE_MAX, "maas_cluster fits");
+_Static_assert(sizeof(struct maas_cluster_template) <= KIND_SIZE_MAX, "template fits");
+_Static_assert(sizeof(struct maas_machine) <= KIND_SIZE_MAX, "maas_machine fits");
+_Static_assert(sizeof(struct maas_machine_template) <= KIND_SIZE_MAX, "template fits");
+
 static int decode_into(const struct schema_kind_desc *k,
                        const cJSON *obj,
                        bool keep_raw,
                        void *ret,
                        struct json_errors *reterr)
 {
-        void *v = xcalloc(1, k->size);
-        int r = schema_kind_decode(k, obj, keep_raw, v, reterr);
+        _Alignas(max_align_t) unsigned char v[KIND_SIZE_MAX];
+        int r;
 
+        memset(v, 0, k->size);
+        r = schema_kind_decode(k, obj, keep_raw, v, reterr);
         if (r == CM_OK)
                 memcpy(ret, v, k->size);
-        free(v);
         return r;
 }
 

@@ -125,8 +125,12 @@ static bool parse_entry(const char *text, uint32_t *from, uint32_t *to)
         char head[64];
         uint64_t bits = 0;
 
-        if (!dash && !slash)
-                return capi_ipv4_parse(text, from) && (*to = *from, true);
+        if (!dash && !slash) {
+                if (!capi_ipv4_parse(text, from))
+                        return false;
+                *to = *from;
+                return true;
+        }
         if ((size_t)((dash ? dash : slash) - text) >= sizeof(head))
                 return false;
         (void)snprintf(head, sizeof(head), "%.*s", (int)((dash ? dash : slash) - text), text);

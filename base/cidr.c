@@ -85,7 +85,7 @@ static unsigned char mask_byte(unsigned prefix, size_t i)
 {
         unsigned bits = i * 8 >= prefix ? 0 : prefix - (unsigned)i * 8;
 
-        return bits >= 8 ? 0xff : (unsigned char)(0xffu << (8 - bits));
+        return (unsigned char)(bits >= 8 ? 0xffu : (0xffu << (8 - bits)) & 0xffu);
 }
 
 static size_t family_bytes(int family)

@@ -49,7 +49,12 @@ stack_wait_line() {
     sleep 0.1
   done
   echo "stack: $(basename "$1") did not show /$2/; its log:" >&2
-  tail -20 "${1%.out}.log" >&2 2>/dev/null
+  tail -n 20 "${1%.out}.log" >&2 2>/dev/null
+  if ! kill -0 "$4" 2>/dev/null; then
+    wait "$4" 2>/dev/null
+    echo "stack: the process (pid $4) has exited with status $?; its stdout:" >&2
+    tail -n 5 "${1%.log}.out" >&2 2>/dev/null
+  fi
   return 1
 }
 

@@ -100,7 +100,7 @@ ks_capmaas_stop() {
   CM_PID=
   if [ "$rc" -ne 0 ] || grep -Eq 'runtime error|AddressSanitizer|LeakSanitizer' "$CM_LOG"; then
     echo "not ok - capmaas exited with $rc"
-    tail -20 "$CM_LOG" | sed 's/^/    | /'
+    tail -n 20 "$CM_LOG" | sed 's/^/    | /'
     KS_FAIL=$((KS_FAIL + 1))
   fi
 }

@@ -50,7 +50,7 @@ rollout() { # NAMESPACE WORKERS: the release's cluster template in its own names
 # (not through check: stack_up sets variables this shell needs)
 stack_up "$KS_WORK/stack" || {
   echo "not ok - the stack did not start"
-  tail -20 "$KS_WORK"/stack/*.log
+  tail -n 20 "$KS_WORK"/stack/*.log
   exit 1
 }
 check "the stack starts" 0 '' -- true
@@ -62,7 +62,7 @@ for i in $(seq 1 10); do
   kill -KILL "$STACK_CAPMAAS_PID" 2>/dev/null
   wait "$STACK_CAPMAAS_PID" 2>/dev/null
   echo "# kill $i: $(ready_in chaos1)/30 Ready"
-  stack_capmaas_start || { echo "capmaas did not restart"; tail -20 "$STACK_DIR/capmaas.log"; }
+  stack_capmaas_start || { echo "capmaas did not restart"; tail -n 20 "$STACK_DIR/capmaas.log"; }
 done
 check "30 MaasMachines Ready after 10 kills" 0 '' -- wait_until 120 all_ready chaos1 30
 check "no leaked and no double allocation" 0 'held=30 leaked=0 doubles=0' -- audit

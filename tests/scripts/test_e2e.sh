@@ -45,7 +45,7 @@ in_use_is() { [ "$(in_use)" -eq "$1" ]; }
 # (not through check: stack_up sets variables this shell needs)
 stack_up "$KS_WORK/stack" || {
   echo "not ok - the stack did not start"
-  tail -20 "$KS_WORK"/stack/*.log
+  tail -n 20 "$KS_WORK"/stack/*.log
   exit 1
 }
 check "the stack starts" 0 '' -- true

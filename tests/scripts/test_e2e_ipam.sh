@@ -80,7 +80,7 @@ n_static_links() { static_links | grep -c . || true; }
 
 stack_up "$KS_WORK/stack" || {
   echo "not ok - the stack did not start"
-  tail -20 "$KS_WORK"/stack/*.log
+  tail -n 20 "$KS_WORK"/stack/*.log
   exit 1
 }
 check "the stack starts" 0 '' -- true

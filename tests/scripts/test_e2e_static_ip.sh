@@ -102,7 +102,7 @@ print(sum(1 for r in json.load(sys.stdin)["requests"]
 
 stack_up "$KS_WORK/stack" || {
   echo "not ok - the stack did not start"
-  tail -20 "$KS_WORK"/stack/*.log
+  tail -n 20 "$KS_WORK"/stack/*.log
   exit 1
 }
 check "the stack starts" 0 '' -- true

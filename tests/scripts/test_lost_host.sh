@@ -47,7 +47,7 @@ maas_state() { stack_maas GET state; }
 
 stack_up "$KS_WORK/stack" || {
   echo "not ok - the stack did not start"
-  tail -20 "$KS_WORK"/stack/*.log
+  tail -n 20 "$KS_WORK"/stack/*.log
   exit 1
 }
 check "the stack starts" 0 '' -- true

@@ -72,13 +72,13 @@ print(sum(1 for i, r in enumerate(d["requests"], first) if i >= int(sys.argv[1])
 
 stack_up "$KS_WORK/source" || {
   echo "not ok - the source stack did not start"
-  tail -20 "$KS_WORK"/source/*.log
+  tail -n 20 "$KS_WORK"/source/*.log
   exit 1
 }
 check "the source management cluster starts" 0 '' -- true
 stack_up_target "$KS_WORK/target" || {
   echo "not ok - the target stack did not start"
-  tail -20 "$KS_WORK"/target/*.log
+  tail -n 20 "$KS_WORK"/target/*.log
   exit 1
 }
 check "the target management cluster starts (its own kube-sim, capmaas, capi-sim)" 0 '' -- true

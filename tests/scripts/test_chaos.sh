@@ -39,6 +39,9 @@ owners=[m.get('agent_name') for m in held]
 leaked=[m['system_id'] for m in held if m.get('agent_name') not in uids]
 doubles=sorted({o for o in owners if owners.count(o) > 1})
 print('held=%d leaked=%d doubles=%d' % (len(held), len(leaked), len(doubles)))
+for m in held:  # what a failure needs to be understood: each suspect machine as MAAS shows it
+    if m['system_id'] in leaked or m.get('agent_name') in doubles:
+        print('suspect: %s %s agent_name=%s owner=%s' % (m['system_id'], m['status_name'], m.get('agent_name'), m.get('owner')))
 sys.exit(0 if not leaked and not doubles and len(held) == len(uids) else 1)"
 }
 rollout() { # NAMESPACE WORKERS: the release's cluster template in its own namespace

@@ -108,11 +108,6 @@ struct fleet_rec {
         bool has_provider_id, ready, deleting, failed;
 };
 
-static char *dup_str(const char *s)
-{
-        return s ? xstrdup(s) : NULL;
-}
-
 static struct fleet_rec *rec_of(const struct kube_object *obj)
 {
         const cJSON *o = kube_object_json(obj);
@@ -121,9 +116,9 @@ static struct fleet_rec *rec_of(const struct kube_object *obj)
         const char *fr = json_find_str(o, "status", "failureReason", NULL);
         struct fleet_rec *r = xcalloc(1, sizeof(*r));
 
-        r->uid = dup_str(kube_object_uid(obj));
-        r->sid = dup_str(json_find_str(o, "spec", "systemID", NULL));
-        r->state = dup_str(json_find_str(o, "status", "machineState", NULL));
+        r->uid = dup_or_null(kube_object_uid(obj));
+        r->sid = dup_or_null(json_find_str(o, "spec", "systemID", NULL));
+        r->state = dup_or_null(json_find_str(o, "status", "machineState", NULL));
         r->has_started = t != NULL;
         r->started = t ? strtoll(t, NULL, 10) : 0;
         r->has_provider_id = json_find_str(o, "spec", "providerID", NULL) != NULL;

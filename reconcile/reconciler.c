@@ -23,15 +23,21 @@
 #include "worker.h"
 #include "xalloc.h"
 
-static size_t key_hash(const char *key)
+/* FNV-1a of n bytes: the tables' index and the kept workload clients' Secret digest. */
+static uint64_t digest(const char *s, size_t n)
 {
         uint64_t h = 14695981039346656037ULL;
 
-        for (const unsigned char *c = (const unsigned char *)key; *c; c++) {
-                h ^= *c;
+        for (size_t i = 0; i < n; i++) {
+                h ^= (unsigned char)s[i];
                 h *= 1099511628211ULL;
         }
-        return (size_t)h;
+        return h;
+}
+
+static size_t key_hash(const char *key)
+{
+        return (size_t)digest(key, strlen(key));
 }
 
 /* The slot holding key, or the empty slot where it would go. */
@@ -466,17 +472,6 @@ out:
 }
 
 #define WORKLOAD_RECHECK_MS 30000
-
-static uint64_t digest(const char *s, size_t n)
-{
-        uint64_t h = 14695981039346656037ULL;
-
-        for (size_t i = 0; i < n; i++) {
-                h ^= (unsigned char)s[i];
-                h *= 1099511628211ULL;
-        }
-        return h;
-}
 
 void reconciler_workload_conn_release(struct workload_conn *c)
 {

@@ -98,6 +98,7 @@ int maas_node_from_json(const cJSON *o, struct maas_node *ret)
                 .power_type = jdup(o, "power_type", ""),
                 .osystem = jdup(o, "osystem", ""),
                 .distro_series = jdup(o, "distro_series", ""),
+                .architecture = jdup(o, "architecture", ""),
                 .owner = jdup(o, "owner", NULL),
                 .cpu_count = (int)jint(o, "cpu_count", 0, 0, INT_MAX),
                 .memory_mib = jint(o, "memory", 0, 0, JSON_SAFE_INT_MAX),
@@ -129,6 +130,7 @@ void maas_node_release(struct maas_node *m)
         free(m->power_type);
         free(m->osystem);
         free(m->distro_series);
+        free(m->architecture);
         free(m->owner);
         maas_strv_release(&m->tags);
         maas_strv_release(&m->ip_addresses);

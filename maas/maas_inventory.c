@@ -58,6 +58,10 @@ struct maas_inventory {
         struct metric_series *refreshes;
         struct metric_series *errors[MAAS_INV_STATE_COUNT];
         struct metric_series *skipped[MAAS_INV_STATE_COUNT];
+        /* the listener; listen_lock is held across each call so that removing it waits */
+        pthread_mutex_t listen_lock;
+        maas_inventory_listener_fn *listener;
+        void *listener_ud;
 };
 
 static const char *const state_names[MAAS_INV_STATE_COUNT] = {
@@ -128,7 +132,10 @@ static void machine_from_node(const struct maas_inventory_snapshot *s,
         m->status = nd->status;
         m->cpu_count = nd->cpu_count;
         m->memory_mib = nd->memory_mib;
+        m->architecture = xstrdup(nd->architecture ? nd->architecture : "");
         m->zone = (int32_t)maas_inv_find(s, MAAS_INV_ZONE, nd->zone);
+        if (m->zone >= 0)
+                s->zone_machines[m->zone]++;
         m->pool = (int32_t)maas_inv_find(s, MAAS_INV_POOL, nd->pool);
         m->tags = xcalloc(nd->tags.n ? nd->tags.n : 1, sizeof(*m->tags));
         for (size_t i = 0; i < nd->tags.n; i++) {
@@ -154,6 +161,8 @@ struct maas_inventory_snapshot *maas_inventory_snapshot_build(const struct maas_
         names_from_list(&s->names[MAAS_INV_TAG], &l->tags);
         names_from_list(&s->names[MAAS_INV_DOMAIN], &l->domains);
         names_from_images(&s->names[MAAS_INV_IMAGE], &l->images);
+        s->zone_machines = xcalloc(s->names[MAAS_INV_ZONE].n ? s->names[MAAS_INV_ZONE].n : 1,
+                                   sizeof(*s->zone_machines));
         s->machines = xcalloc(machines->n ? machines->n : 1, sizeof(*s->machines));
         for (size_t i = 0; i < machines->n; i++)
                 machine_from_node(s, &machines->items[i], &s->machines[i]);
@@ -171,9 +180,11 @@ static void snapshot_free(struct maas_inventory_snapshot *s)
         }
         for (size_t i = 0; i < s->n_machines; i++) {
                 free(s->machines[i].system_id);
+                free(s->machines[i].architecture);
                 free(s->machines[i].tags);
         }
         free(s->machines);
+        free(s->zone_machines);
         maas_inv_net_free(s);
         free(s);
 }
@@ -288,6 +299,14 @@ static void count_fit(const struct maas_inv_machine *m,
                 f->max_memory_with_cpu = m->memory_mib;
         if (m->memory_mib < q->min_memory_mib)
                 return;
+        if (f->fit == 0 || m->cpu_count < f->min_fit_cpu)
+                f->min_fit_cpu = m->cpu_count;
+        if (f->fit == 0 || m->memory_mib < f->min_fit_memory_mib)
+                f->min_fit_memory_mib = m->memory_mib;
+        if (f->fit == 0)
+                f->fit_architecture = m->architecture;
+        else if (f->fit_architecture && strcmp(f->fit_architecture, m->architecture) != 0)
+                f->fit_architecture = NULL;
         f->fit++;
         if (m->status == STATUS_READY)
                 f->fit_free++;
@@ -390,6 +409,22 @@ void maas_inv_fit(const struct maas_inventory_snapshot *s,
         m->key_len = len;
         memcpy(m->key, key, len);
         m->f = *ret;
+}
+
+size_t maas_inv_zones_with_machines(const struct maas_inventory_snapshot *s, const char ***ret)
+{
+        const struct maas_inv_names *z = &s->names[MAAS_INV_ZONE];
+        const char **v = NULL;
+        size_t n = 0;
+
+        for (size_t i = 0; i < z->n; i++)
+                if (s->zone_machines[i]) {
+                        if (!v)
+                                v = xcalloc(z->n, sizeof(*v));
+                        v[n++] = z->v[i];
+                }
+        *ret = v;
+        return n;
 }
 
 /* --- metrics --------------------------------------------------------------------------------- */
@@ -625,6 +660,24 @@ static void publish(struct maas_inventory *inv,
         log_transition(prev, state, detail);
 }
 
+static void notify(struct maas_inventory *inv, const struct maas_inventory_snapshot *snap)
+{
+        pthread_mutex_lock(&inv->listen_lock);
+        if (inv->listener)
+                inv->listener(inv->listener_ud, snap);
+        pthread_mutex_unlock(&inv->listen_lock);
+}
+
+void maas_inventory_set_listener(struct maas_inventory *inv,
+                                 maas_inventory_listener_fn *fn,
+                                 void *ud)
+{
+        pthread_mutex_lock(&inv->listen_lock);
+        inv->listener = fn;
+        inv->listener_ud = ud;
+        pthread_mutex_unlock(&inv->listen_lock);
+}
+
 int maas_inventory_refresh(struct maas_inventory *inv)
 {
         struct maas_error err = { 0 };
@@ -644,7 +697,10 @@ int maas_inventory_refresh(struct maas_inventory *inv)
                 r = fetch_lists(inv->client, &l, &err, &what);
         if (r == 0) {
                 snap = maas_inventory_snapshot_build(&l, clock_now_ms(inv->clock));
+                atomic_fetch_add_explicit(&snap->refs, 1, memory_order_relaxed); /* the call's */
                 publish(inv, snap, MAAS_INV_OK, NULL, seq);
+                notify(inv, snap);
+                maas_inventory_snapshot_release(snap);
         } else {
                 enum maas_inv_state st = classify(r, &err);
 
@@ -812,6 +868,7 @@ static void init_sync(struct maas_inventory *inv)
         pthread_condattr_t ca;
 
         pthread_mutex_init(&inv->lock, NULL);
+        pthread_mutex_init(&inv->listen_lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&inv->cond, &ca);
@@ -862,6 +919,7 @@ struct maas_inventory *maas_inventory_free(struct maas_inventory *inv)
         free(inv->ca_file);
         maas_config_release(&inv->cfg);
         pthread_cond_destroy(&inv->cond);
+        pthread_mutex_destroy(&inv->listen_lock);
         pthread_mutex_destroy(&inv->lock);
         free(inv);
         return NULL;

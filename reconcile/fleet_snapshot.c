@@ -44,6 +44,7 @@ static void node_copy(const struct maas_node *src, struct maas_node *dst)
         dst->power_type = dup_or_null(src->power_type);
         dst->osystem = dup_or_null(src->osystem);
         dst->distro_series = dup_or_null(src->distro_series);
+        dst->architecture = dup_or_null(src->architecture);
         dst->owner = dup_or_null(src->owner);
         dst->owner_data = src->owner_data ? cJSON_Duplicate(src->owner_data, true) : NULL;
         strv_copy(&src->tags, &dst->tags);

@@ -124,7 +124,8 @@ struct maas_node {
         char *status_name; /* "Ready", "Deployed", … */
         char *power_state, *power_type;
         char *osystem, *distro_series;
-        char *owner; /* NULL when unowned */
+        char *architecture; /* "amd64/generic"; "" when MAAS gave none */
+        char *owner;        /* NULL when unowned */
         int cpu_count;
         int64_t memory_mib;
         double storage_mb;

@@ -55,6 +55,7 @@ struct maas_inv_machine {
         int status; /* maas-api.md §5 code; 4 = Ready */
         int cpu_count;
         int64_t memory_mib;
+        char *architecture; /* as MAAS names it, "amd64/generic"; "" when unknown */
         int32_t zone, pool;
         uint64_t tag_mask; /* bit i set = carries tag i, for the first 64 tags */
         uint32_t *tags;
@@ -85,6 +86,7 @@ struct maas_inventory_snapshot {
         uint64_t taken_ms; /* clock now_ms() when the refresh finished */
         uint64_t gen;      /* unique per snapshot in the process (memo key) */
         struct maas_inv_names names[MAAS_INV_KIND_COUNT];
+        size_t *zone_machines; /* per names[MAAS_INV_ZONE] entry: machines in that zone */
         struct maas_inv_machine *machines;
         size_t n_machines;
         /* false when MAAS answered subnets/ with 404 (nothing is known about subnets) */
@@ -163,6 +165,16 @@ enum maas_inv_miss maas_inventory_refresh_on_miss(struct maas_inventory *inv);
 /* Counts a skipped check in capmaas_admission_maas_checks_skipped_total{reason}. */
 void maas_inventory_note_skipped(struct maas_inventory *inv, enum maas_inv_state reason);
 
+/* Called on the refresh thread after a successful refresh published snap (borrowed: take
+ * a reference with maas_inventory_acquire to keep one). It should only hand work to other
+ * threads (queue keys); it must not call maas_inventory_set_listener or refresh. */
+typedef void maas_inventory_listener_fn(void *ud, const struct maas_inventory_snapshot *snap);
+/* Sets the one listener (fn NULL removes it). When this returns, no call of the previous
+ * listener is running or will start. Any thread except a listener's own call. */
+void maas_inventory_set_listener(struct maas_inventory *inv,
+                                 maas_inventory_listener_fn *fn,
+                                 void *ud);
+
 /* Always true: a readiness check that never fails but names itself in /readyz?verbose;
  * state changes are logged. Matches health_check_fn. */
 bool maas_inventory_health(void *ud, char **ret_reason);
@@ -193,6 +205,12 @@ struct maas_inv_fit {
         size_t fit;                  /* candidates with >= min_cpu and >= min_memory */
         size_t fit_free;             /* ... that are Ready now */
         size_t fit_in_use;           /* ... that are allocated, deploying, deployed or releasing */
+        /* The worst a fitting machine can be, for autoscaling from zero (0 when fit is 0): the
+         * fewest cores and the least memory among the fitting machines, and their
+         * architecture when they all share one (else NULL; a pointer into the snapshot). */
+        int min_fit_cpu;
+        int64_t min_fit_memory_mib;
+        const char *fit_architecture;
 };
 
 /* Scans the machines for q (names MAAS does not know simply match nothing). Each thread
@@ -200,6 +218,10 @@ struct maas_inv_fit {
 void maas_inv_fit(const struct maas_inventory_snapshot *s,
                   const struct maas_inv_query *q,
                   struct maas_inv_fit *ret);
+
+/* The zones that hold at least one machine, in name order: *ret (malloc'd array of
+ * pointers into the snapshot's names; NULL when none) and the count. */
+size_t maas_inv_zones_with_machines(const struct maas_inventory_snapshot *s, const char ***ret);
 
 /* The subnet of that CIDR (equal network and prefix however either is spelt), or -1. */
 long maas_inv_find_subnet(const struct maas_inventory_snapshot *s, const char *cidr);

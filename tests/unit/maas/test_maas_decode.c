@@ -20,7 +20,8 @@
 
 static const char machines[] =
         "[{\"system_id\":\"abc123\",\"hostname\":\"node-1\",\"status\":6,\"status_name\":"
-        "\"Deployed\",\"cpu_count\":8,\"memory\":16384,\"swap_size\":0,\"zone\":{\"name\":"
+        "\"Deployed\",\"architecture\":\"arm64/"
+        "generic\",\"cpu_count\":8,\"memory\":16384,\"swap_size\":0,\"zone\":{\"name\":"
         "\"az1\"},\"pool\":{\"name\":\"capi\"},\"tag_names\":[\"gpu\",\"ssd\"],"
         "\"ip_addresses\":[\"10.0.0.5\"],\"owner_data\":{\"k\":\"v\"}},\n"
         " {\"system_id\":\"def456\",\"hostname\":\"node-2\",\"status\":4,\"cpu_count\":4,"
@@ -48,6 +49,8 @@ static void test_maas_decode__text_list_equals_tree_list(void **state)
                 assert_int_equal(a.items[i].tags.n, b.items[i].tags.n);
         }
         assert_string_equal(a.items[0].tags.v[1], "ssd");
+        assert_string_equal(a.items[0].architecture, "arm64/generic");
+        assert_string_equal(a.items[1].architecture, ""); /* MAAS named none */
         assert_string_equal(a.items[0].ip_addresses.v[0], "10.0.0.5");
         cJSON_Delete(tree);
         maas_node_list_release(&a);

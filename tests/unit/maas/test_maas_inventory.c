@@ -154,6 +154,59 @@ static void test_maas_inventory__fit_counts_candidates_free_and_in_use(void **st
         maas_inventory_snapshot_release(s);
 }
 
+/* Autoscaling from zero: the worst a fitting machine can be (fewest cores, least memory,
+ * each from any of them) and the architecture they share. */
+static void test_maas_inventory__fit_reports_the_smallest_and_the_shared_architecture(void **state)
+{
+        static char *gpu[] = { S("gpu") };
+        struct maas_named zones[] = { N("az1"), N("az2"), N("empty") };
+        struct maas_named pools[] = { N("default") };
+        struct maas_named tags[] = { N("gpu") };
+        struct maas_node machines[] = {
+                node("a", 4, 16, 8192, "az1", "default", gpu, 1),
+                node("b", 4, 8, 65536, "az1", "default", gpu, 1),
+                node("c", 4, 2, 2048, "az2", "default", NULL, 0), /* under minCPU and memory */
+                node("d", 6, 32, 16384, "az2", "default", gpu, 1),
+        };
+        const char *want_gpu[] = { "gpu" };
+        struct maas_inventory_snapshot *s;
+        struct maas_inv_fit f;
+        const char **z = NULL;
+
+        (void)state;
+        machines[0].architecture = S("amd64/generic");
+        machines[1].architecture = S("amd64/generic");
+        machines[2].architecture = S("arm64/generic");
+        machines[3].architecture = S("amd64/hwe-22.04");
+        s = maas_inventory_snapshot_build(
+                &(struct maas_inventory_lists){ .zones = { zones, 3 },
+                                                .pools = { pools, 1 },
+                                                .tags = { tags, 1 },
+                                                .machines = { machines, ARRAY_SIZE(machines) } },
+                1000);
+        maas_inv_fit(s, &(struct maas_inv_query){ .min_cpu = 4, .min_memory_mib = 4096 }, &f);
+        assert_int_equal(f.fit, 3);
+        assert_int_equal(f.min_fit_cpu, 8);           /* b */
+        assert_int_equal(f.min_fit_memory_mib, 8192); /* a */
+        assert_null(f.fit_architecture);              /* amd64/generic and amd64/hwe-22.04 */
+        maas_inv_fit(s, &(struct maas_inv_query){ .zone = "az1", .tags = want_gpu, .n_tags = 1 },
+                     &f);
+        assert_int_equal(f.fit, 2);
+        assert_int_equal(f.min_fit_cpu, 8);
+        assert_int_equal(f.min_fit_memory_mib, 8192);
+        assert_string_equal(f.fit_architecture, "amd64/generic");
+        maas_inv_fit(s, &(struct maas_inv_query){ .min_cpu = 64 }, &f);
+        assert_int_equal(f.fit, 0);
+        assert_int_equal(f.min_fit_cpu, 0);
+        assert_null(f.fit_architecture);
+        /* zones holding machines, in name order; "empty" holds none */
+        assert_int_equal(maas_inv_zones_with_machines(s, &z), 2);
+        assert_string_equal(z[0], "az1");
+        assert_string_equal(z[1], "az2");
+        free(z);
+        maas_inventory_snapshot_release(s);
+}
+
 static void test_maas_inventory__repeated_fit_answers_per_snapshot(void **state)
 {
         struct maas_inventory_snapshot *a = sample();
@@ -363,6 +416,39 @@ static double metric(struct fx *f, const char *series)
         return v;
 }
 
+struct heard {
+        unsigned calls;
+        size_t machines;
+};
+
+static void listener(void *ud, const struct maas_inventory_snapshot *snap)
+{
+        struct heard *h = ud;
+
+        h->calls++;
+        h->machines = snap->n_machines;
+}
+
+/* The listener hears each successful refresh (with its snapshot), never a failed one, and
+ * nothing once removed. */
+static void test_maas_inventory__listener_hears_each_successful_refresh(void **state)
+{
+        struct fx *f = *state;
+        struct heard h = { 0 };
+
+        maas_inventory_set_listener(f->inv, listener, &h);
+        assert_int_equal(maas_inventory_refresh(f->inv), 0);
+        assert_int_equal(h.calls, 1);
+        assert_int_equal(h.machines, 1);
+        f->fake.down = true;
+        assert_int_equal(maas_inventory_refresh(f->inv), CM_ETRANSPORT);
+        assert_int_equal(h.calls, 1);
+        f->fake.down = false;
+        maas_inventory_set_listener(f->inv, NULL, NULL);
+        assert_int_equal(maas_inventory_refresh(f->inv), 0);
+        assert_int_equal(h.calls, 1);
+}
+
 static void test_maas_inventory__states_follow_the_last_refresh(void **state)
 {
         struct fx *f = *state;
@@ -534,11 +620,16 @@ int main(void)
                 cmocka_unit_test(test_maas_inventory__image_names_follow_maas_rules),
                 cmocka_unit_test(test_maas_inventory__names_are_found_by_exact_match),
                 cmocka_unit_test(test_maas_inventory__fit_counts_candidates_free_and_in_use),
+                cmocka_unit_test(
+                        test_maas_inventory__fit_reports_the_smallest_and_the_shared_architecture),
                 cmocka_unit_test(test_maas_inventory__repeated_fit_answers_per_snapshot),
                 cmocka_unit_test(
                         test_maas_inventory__snapshot_outlives_its_publisher_while_referenced),
                 cmocka_unit_test_setup_teardown(test_maas_inventory__states_follow_the_last_refresh,
                                                 fx_setup, fx_teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_maas_inventory__listener_hears_each_successful_refresh, fx_setup,
+                        fx_teardown),
                 cmocka_unit_test_setup_teardown(
                         test_maas_inventory__a_zone_is_one_list_and_oversize_names_it, fx_setup,
                         fx_teardown),

@@ -25,6 +25,7 @@
 #include "kube_events.h"
 #include "legacy.h"
 #include "log.h"
+#include "maas_inventory.h"
 #include "maascluster_addresses.h"
 #include "patch_helper.h"
 #include "reconciler.h"
@@ -72,26 +73,49 @@ static int flush(struct maascluster_ctx *c, bool metadata_only)
         return reconciler_write(c->w, &KUBE_RES_MAASCLUSTERS, &c->cur, after, metadata_only, NULL);
 }
 
-/* status.failureDomains mirrors spec.failureDomains, every zone eligible for control planes. */
-static void failure_domains(struct maascluster_ctx *c)
+static void failure_domains_set(struct schema_failure_domains *fd,
+                                const char *const *zones,
+                                size_t n)
 {
-        struct schema_failure_domains *fd = &c->mc.status.failure_domains;
-        const struct schema_strv *zones = &c->mc.spec.failure_domains;
-
         for (size_t i = 0; i < fd->n; i++) {
                 free(fd->items[i].name);
                 schema_strmap_release(&fd->items[i].attributes);
         }
         free(fd->items);
-        fd->items = zones->n ? xcalloc(zones->n, sizeof(*fd->items)) : NULL;
-        fd->n = zones->n;
+        fd->items = n ? xcalloc(n, sizeof(*fd->items)) : NULL;
+        fd->n = n;
         fd->present = true;
-        for (size_t i = 0; i < zones->n; i++) {
-                fd->items[i].name = xstrdup(zones->items[i]);
+        for (size_t i = 0; i < n; i++) {
+                fd->items[i].name = xstrdup(zones[i]);
                 fd->items[i].control_plane = true;
                 fd->items[i].has_control_plane = true;
         }
+}
+
+/* status.failureDomains, every one eligible for control planes: spec.failureDomains as the
+ * user wrote it; when that is empty, the MAAS zones that hold machines (from the inventory,
+ * in name order). Without a current inventory the discovered list stays as last written. */
+static void failure_domains(struct maascluster_ctx *c)
+{
+        const struct schema_strv *spec = &c->mc.spec.failure_domains;
+        struct maas_inventory_snapshot *s;
+        enum maas_inv_state st;
+        const char **zones = NULL;
+        size_t n;
+
         c->mc.status.present = true;
+        if (spec->n || !c->p->inventory) {
+                failure_domains_set(&c->mc.status.failure_domains, (const char *const *)spec->items,
+                                    spec->n);
+                return;
+        }
+        s = maas_inventory_acquire(c->p->inventory, &st, NULL);
+        if (s && st == MAAS_INV_OK) {
+                n = maas_inv_zones_with_machines(s, &zones);
+                failure_domains_set(&c->mc.status.failure_domains, zones, n);
+                free(zones);
+        }
+        maas_inventory_snapshot_release(s);
 }
 
 /* --- the DNS record ---------------------------------------------------------------------- */

@@ -137,11 +137,18 @@ int maasmachine_find_node(struct maasmachine_ctx *c)
 
 /* --- allocate ---------------------------------------------------------------------------- */
 
+/* The zone to allocate in: the Machine's spec.failureDomain (where Cluster API placed it, e.g.
+ * a KubeadmControlPlane spreading its machines), else the MaasMachine's own (copied from its
+ * template), else any. */
 static const char *zone_of(const struct maasmachine_ctx *c)
 {
+        const char *placed = capi_machine_failure_domain(kube_object_json(c->machine));
+
+        if (placed)
+                return placed;
         if (c->mm.spec.failure_domain && *c->mm.spec.failure_domain)
                 return c->mm.spec.failure_domain;
-        return capi_machine_failure_domain(kube_object_json(c->machine));
+        return NULL;
 }
 
 static void describe_constraints(const struct maasmachine_ctx *c, char *out, size_t len)

@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "patch_helper.h"
 #include "xalloc.h"
@@ -27,8 +28,12 @@ void maasmachine_set_ids(struct maasmachine_ctx *c, const char *zone, const char
         free(s->provider_id);
         s->system_id = system_id ? xstrdup(system_id) : NULL;
         s->provider_id = system_id ? schema_provider_id_format(zone ? zone : "", system_id) : NULL;
-        if (system_id && zone && !s->failure_domain)
+        /* the zone it landed in, as the reference writes it (CAPI v1beta1 copies it back) */
+        if (system_id && zone && *zone &&
+            (!s->failure_domain || strcmp(s->failure_domain, zone) != 0)) {
+                free(s->failure_domain);
                 s->failure_domain = xstrdup(zone);
+        }
 }
 
 void maasmachine_take_node(struct maasmachine_ctx *c, struct maas_node *n)

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "maascluster.h"
 #include "maasmachine.h"
+#include "maasmachinetemplate.h"
 #include "metrics.h"
 #include "provider_internal.h"
 #include "reconciler.h"
@@ -64,6 +65,20 @@ static int cluster_reconcile(void *wctx,
 {
         return wctx ? maascluster_reconcile(wctx, ns, name, res) : CM_EINVAL;
 }
+
+static int template_reconcile(void *wctx,
+                              const char *ns,
+                              const char *name,
+                              struct reconcile_result *res)
+{
+        return wctx ? maasmachinetemplate_reconcile(wctx, ns, name, res) : CM_EINVAL;
+}
+
+static const struct controller_ops template_ops = {
+        .worker_new = worker_new,
+        .worker_free = worker_free_cb,
+        .reconcile = template_reconcile,
+};
 
 static const struct controller_ops machine_ops = {
         .worker_new = worker_new,
@@ -153,6 +168,40 @@ static void map_claim_to_mm(void *arg, const struct kube_object *obj, add_fn *ad
         }
 }
 
+/* --- the inventory's refreshes ---------------------------------------------------------- */
+
+static void enqueue_key(void *ctl, const char *ns, const char *name)
+{
+        controller_enqueue(ctl, ns, name);
+}
+
+/* The zones that hold machines, as one digest: a change is what MaasClusters must see. */
+static uint64_t zones_digest(const struct maas_inventory_snapshot *snap)
+{
+        const char **zones = NULL;
+        size_t n = maas_inv_zones_with_machines(snap, &zones);
+        uint64_t h = reconciler_digest("", 0) ^ n;
+
+        for (size_t i = 0; i < n; i++)
+                h = h * 31 + reconciler_digest(zones[i], strlen(zones[i]) + 1);
+        free(zones);
+        return h | 1; /* 0 = not seen yet */
+}
+
+/* On the inventory's thread after each refresh: every template is computed again (a pass
+ * that finds its status unchanged writes nothing), and every MaasCluster when the zones that
+ * hold machines changed (its discovered failure domains). Keys only: nothing is parsed. */
+static void on_inventory(void *ud, const struct maas_inventory_snapshot *snap)
+{
+        struct provider *p = ud;
+        uint64_t d = zones_digest(snap);
+
+        if (p->template_ctl)
+                (void)informer_each_key(p->templates, NULL, NULL, enqueue_key, p->template_ctl);
+        if (atomic_exchange(&p->zones_digest, d) != d)
+                (void)informer_each_key(p->maasclusters, NULL, NULL, enqueue_key, p->cluster_ctl);
+}
+
 /* --- lifecycle ------------------------------------------------------------------------------ */
 
 static int register_metrics(struct provider *p)
@@ -208,6 +257,7 @@ int provider_new(const struct provider_opts *o, struct provider **ret)
         p->clock = o->clock;
         p->maas_ca_file = o->maas_ca_file;
         p->maas_insecure = o->maas_insecure_skip_verify;
+        p->inventory = o->inventory;
         pthread_mutex_init(&p->lock, NULL);
         pthread_mutex_init(&p->fleet_lock, NULL);
         pthread_mutex_init(&p->fleet_index_lock, NULL);
@@ -375,6 +425,8 @@ int provider_new_informers(struct provider *p)
                 err = new_informer(p, &p->capi.clusters, &p->clusters);
         if (err == 0 && capi_ipam_known(&p->ipam))
                 err = new_informer(p, &p->ipam.claims, &p->ipclaims);
+        if (err == 0 && p->inventory)
+                err = new_informer(p, &KUBE_RES_MAASMACHINETEMPLATES, &p->templates);
         return err;
 }
 
@@ -398,6 +450,8 @@ static int build(struct provider *p)
         if (err == 0)
                 err = new_controller(p, "maascluster", p->settings.cluster_concurrency,
                                      &cluster_ops, &p->cluster_ctl);
+        if (err == 0 && p->templates)
+                err = new_controller(p, "maasmachinetemplate", 1, &template_ops, &p->template_ctl);
         return err;
 }
 
@@ -420,20 +474,23 @@ static int watch(struct provider *p)
                 err = controller_watch(p->cluster_ctl, p->maasmachines, map_cp_mm_to_mc, p);
         if (err == 0 && p->ipclaims)
                 err = controller_watch(p->machine_ctl, p->ipclaims, map_claim_to_mm, p);
+        if (err == 0 && p->template_ctl)
+                err = controller_watch(p->template_ctl, p->templates, NULL, NULL);
         return err;
 }
 
 static int start_informers(struct provider *p)
 {
-        struct informer *all[] = { p->maasmachines, p->maasclusters, p->machines, p->clusters,
-                                   p->ipclaims };
-        size_t n = p->ipclaims ? 5 : 4;
+        struct informer *all[] = { p->maasmachines, p->maasclusters, p->machines,
+                                   p->clusters,     p->ipclaims,     p->templates };
         int err = 0;
 
-        for (size_t i = 0; i < n && err == 0; i++)
-                err = informer_start(all[i]);
-        for (size_t i = 0; i < n && err == 0; i++)
-                err = informer_wait_synced(all[i], SYNC_TIMEOUT_MS);
+        for (size_t i = 0; i < ARRAY_SIZE(all) && err == 0; i++)
+                if (all[i])
+                        err = informer_start(all[i]);
+        for (size_t i = 0; i < ARRAY_SIZE(all) && err == 0; i++)
+                if (all[i])
+                        err = informer_wait_synced(all[i], SYNC_TIMEOUT_MS);
         return err;
 }
 
@@ -452,36 +509,50 @@ int provider_start(struct provider *p)
                 err = controller_start(p->cluster_ctl);
         if (err == 0)
                 err = controller_start(p->machine_ctl);
+        if (err == 0 && p->template_ctl)
+                err = controller_start(p->template_ctl);
+        if (err == 0 && p->inventory)
+                maas_inventory_set_listener(p->inventory, on_inventory, p);
         if (err) {
                 log_error(LOGGER, "cannot start the controllers", "error=%s", cm_strerror(err));
                 provider_stop(p);
                 return err;
         }
         p->started = true;
-        log_info(LOGGER, "controllers started", "machine_workers=%u cluster_workers=%u",
-                 p->settings.machine_concurrency, p->settings.cluster_concurrency);
+        log_info(LOGGER, "controllers started",
+                 "machine_workers=%u cluster_workers=%u template_capacity=%s",
+                 p->settings.machine_concurrency, p->settings.cluster_concurrency,
+                 p->template_ctl ? "on" : "off");
         return 0;
 }
 
 void provider_stop(struct provider *p)
 {
         struct informer *all[] = { p ? p->maasmachines : NULL, p ? p->maasclusters : NULL,
-                                   p ? p->machines : NULL, p ? p->clusters : NULL,
-                                   p ? p->ipclaims : NULL };
+                                   p ? p->machines : NULL,     p ? p->clusters : NULL,
+                                   p ? p->ipclaims : NULL,     p ? p->templates : NULL };
 
         if (!p)
                 return;
         atomic_store(&p->stopping, true);
-        /* Informers first: their handlers enqueue into the controllers. */
-        for (size_t i = 0; i < 5; i++)
+        /* The inventory's listener and the informers first: they enqueue into the
+         * controllers. */
+        if (p->inventory)
+                maas_inventory_set_listener(p->inventory, NULL, NULL);
+        atomic_store(&p->zones_digest, 0);
+        for (size_t i = 0; i < ARRAY_SIZE(all); i++)
                 if (all[i])
                         informer_stop(all[i]);
         if (p->machine_ctl)
                 controller_stop(p->machine_ctl);
         if (p->cluster_ctl)
                 controller_stop(p->cluster_ctl);
+        if (p->template_ctl)
+                controller_stop(p->template_ctl);
         p->machine_ctl = controller_free(p->machine_ctl);
         p->cluster_ctl = controller_free(p->cluster_ctl);
+        p->template_ctl = controller_free(p->template_ctl);
+        p->templates = informer_free(p->templates);
         p->maasmachines = informer_free(p->maasmachines);
         p->maasclusters = informer_free(p->maasclusters);
         p->machines = informer_free(p->machines);

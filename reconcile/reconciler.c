@@ -23,8 +23,7 @@
 #include "worker.h"
 #include "xalloc.h"
 
-/* FNV-1a of n bytes: the tables' index and the kept workload clients' Secret digest. */
-static uint64_t digest(const char *s, size_t n)
+uint64_t reconciler_digest(const char *s, size_t n)
 {
         uint64_t h = 14695981039346656037ULL;
 
@@ -37,7 +36,7 @@ static uint64_t digest(const char *s, size_t n)
 
 static size_t key_hash(const char *key)
 {
-        return (size_t)digest(key, strlen(key));
+        return (size_t)reconciler_digest(key, strlen(key));
 }
 
 /* The slot holding key, or the empty slot where it would go. */
@@ -544,7 +543,7 @@ int reconciler_workload_client(struct reconciler_worker *w,
                 reconciler_workload_conn_release(c);
                 goto out;
         }
-        d = digest(yaml, len);
+        d = reconciler_digest(yaml, len);
         if (!c->client || c->digest != d) {
                 reconciler_workload_conn_release(c);
                 err = workload_build(w, c, yaml, len);

@@ -87,12 +87,18 @@ struct provider {
         const struct clock_ops *clock;
         const char *maas_ca_file;
         bool maas_insecure;
+        struct maas_inventory *inventory; /* borrowed; NULL = none */
 
         struct capi_api capi;      /* the Cluster API version served (provider_discover) */
         struct capi_ipam_api ipam; /* the IPAM contract's version, "" when not served */
         struct informer *maasmachines, *maasclusters, *machines, *clusters;
         struct informer *ipclaims; /* IPAddressClaims; NULL when IPAM is not served */
         bool ipam_forbidden;       /* served, but our RBAC may not list the claims */
+        /* MaasMachineTemplates and their controller; both NULL without an inventory */
+        struct informer *templates;
+        struct controller *template_ctl;
+        /* a digest of the zones holding machines at the last refresh the listener saw */
+        _Atomic uint64_t zones_digest;
         struct controller *machine_ctl, *cluster_ctl;
         struct event_recorder *events;
 
@@ -131,6 +137,10 @@ struct provider {
 };
 
 struct reconciler_worker; /* worker.h */
+
+/* FNV-1a of n bytes: the tables' index, the kept workload clients' Secret digest, the
+ * inventory's zone set. Any thread. */
+uint64_t reconciler_digest(const char *s, size_t n);
 
 /* --- tables (callers hold p->lock) --- */
 struct reconciler_entry *reconciler_table_get(struct reconciler_table *t, const char *key);

@@ -72,6 +72,7 @@ static struct provider_settings provider_settings_of(const struct config *cfg)
 static int controllers_new(const struct config *cfg,
                            struct metrics *m,
                            struct token_bucket *maas_budget,
+                           struct maas_inventory *inventory,
                            struct controllers **ret,
                            char **reterr)
 {
@@ -91,6 +92,7 @@ static int controllers_new(const struct config *cfg,
                                                           .maas = &c->maas,
                                                           .maas_budget = maas_budget,
                                                           .metrics = m,
+                                                          .inventory = inventory,
                                                           .maas_ca_file = cfg->maas_ca_file,
                                                           .maas_insecure_skip_verify =
                                                                   cfg->maas_insecure_skip_verify },
@@ -117,6 +119,7 @@ static int controllers_new(const struct config *cfg,
 int controllers_start(const struct config *cfg,
                       struct metrics *m,
                       struct token_bucket *maas_budget,
+                      struct maas_inventory *inventory,
                       struct controllers **ret,
                       char **reterr)
 {
@@ -131,7 +134,7 @@ int controllers_start(const struct config *cfg,
                                   "(or run with --webhooks-only)");
                 return CM_EINVAL;
         }
-        r = controllers_new(cfg, m, maas_budget, ret, reterr);
+        r = controllers_new(cfg, m, maas_budget, inventory, ret, reterr);
         c = *ret;
         if (r == 0 && c->leader) {
                 log_info("leader", "campaigning for leadership", "lease=%s/%s identity=%s",

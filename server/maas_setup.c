@@ -74,12 +74,14 @@ int maas_setup_inventory(const struct config *cfg,
         struct maas_config mc = { 0 };
         int r;
 
-        if (!cfg->admission_maas_checks || !cfg->maas_endpoint || !cfg->maas_api_key) {
+        if (!cfg->admission_maas_checks || !cfg->maas_endpoint || !cfg->maas_api_key)
                 log_info("setup", "admission MAAS checks are off", "reason=%s",
                          cfg->admission_maas_checks ? "MAAS is not configured"
                                                     : "--admission-maas-checks=false");
+        /* The controllers read it too (template capacity, discovered failure domains). */
+        if (!cfg->maas_endpoint || !cfg->maas_api_key ||
+            (!cfg->admission_maas_checks && cfg->webhooks_only))
                 return CM_OK;
-        }
         r = maas_config_parse(cfg->maas_endpoint, cfg->maas_api_key, &mc, reterr);
         if (r == 0)
                 r = maas_inventory_new(

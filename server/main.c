@@ -30,7 +30,8 @@ struct app {
         const struct config *cfg;         /* borrowed */
         struct serving *serving;          /* owned */
         struct token_bucket *maas_budget; /* owned; shared by the inventory and controllers */
-        struct maas_inventory *inventory; /* owned; NULL when the MAAS checks are off */
+        struct maas_inventory *inventory; /* owned; NULL without MAAS, or for webhooks alone
+                                           * with the MAAS checks off */
         struct controllers *ctl;          /* owned; NULL with --webhooks-only */
 };
 
@@ -46,10 +47,11 @@ static int app_start(struct app *app, char **reterr)
                 r = maas_setup_inventory(app->cfg, serving_metrics(app->serving), app->maas_budget,
                                          &app->inventory, reterr);
         if (r == 0)
-                r = serving_start(app->serving, app->inventory, reterr);
+                r = serving_start(app->serving,
+                                  app->cfg->admission_maas_checks ? app->inventory : NULL, reterr);
         if (r == 0)
                 r = controllers_start(app->cfg, serving_metrics(app->serving), app->maas_budget,
-                                      &app->ctl, reterr);
+                                      app->inventory, &app->ctl, reterr);
         return r;
 }
 

@@ -162,6 +162,23 @@ cluster_status = obj({
     "ready": b("The API-server DNS record exists (CAPI v1beta1 contract).", default=False),
 }, "MaasClusterStatus defines the observed state of a MaasCluster.")
 
+QUANTITY = "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$"
+machine_template_status = obj({
+    "capacity": {"type": "object",
+                 "description": "What a node of this template has at least, for the cluster autoscaler's "
+                                "scale from zero (cpu, memory): the fewest cores and the least memory among "
+                                "the MAAS machines that match the template.",
+                 "additionalProperties": {"anyOf": [{"type": "integer"}, {"type": "string"}],
+                                          "pattern": QUANTITY, "x-kubernetes-int-or-string": True}},
+    "conditions": conditions,
+    "nodeInfo": {"type": "object", "minProperties": 1,
+                 "description": "Architecture and operating system of a node of this template.",
+                 "properties": {
+                     "architecture": s("CPU architecture of the node.", enum=["amd64", "arm64", "s390x", "ppc64le"]),
+                     "operatingSystem": s("Operating system of the node (linux, windows)."),
+                 }},
+}, "MaasMachineTemplateStatus: what the MAAS inventory says a machine of this template looks like.")
+
 template_meta = obj({"annotations": strmap(), "labels": strmap()}, "Metadata given to objects made from the template.")
 
 def template_spec(inner, what):
@@ -191,10 +208,12 @@ kinds = [
         {"name": "Image", "type": "string", "description": "OS image", "jsonPath": ".spec.image", "priority": 1},
         AGE]),
     ("MaasMachineTemplate", "maasmachinetemplates", "MaasMachineTemplate is the Schema for the maasmachinetemplates API.",
-     template_spec(machine_spec, "MaasMachine"), None, [
+     template_spec(machine_spec, "MaasMachine"), machine_template_status, [
         {"name": "Image", "type": "string", "description": "OS image", "jsonPath": ".spec.template.spec.image"},
         {"name": "MinCPU", "type": "integer", "description": "Minimum CPU count", "jsonPath": ".spec.template.spec.minCPU"},
         {"name": "MinMemory", "type": "integer", "description": "Minimum memory (MiB)", "jsonPath": ".spec.template.spec.minMemory"},
+        {"name": "CPU", "type": "string", "description": "Cores of the smallest matching MAAS machine", "jsonPath": ".status.capacity.cpu", "priority": 1},
+        {"name": "Memory", "type": "string", "description": "Memory of the smallest matching MAAS machine", "jsonPath": ".status.capacity.memory", "priority": 1},
         AGE]),
     ("MaasClusterTemplate", "maasclustertemplates", "MaasClusterTemplate is the Schema for the maasclustertemplates API (ClusterClass).",
      template_spec(cluster_spec, "MaasCluster"), None, [

@@ -1,9 +1,9 @@
 #pragma once
 /*
- * provider: the infrastructure provider itself — the MaasCluster and MaasMachine
- * controllers with the informers they read (MaasCluster, MaasMachine, CAPI Cluster and
- * Machine) and the event recorder they write through. main.c creates one, starts it when
- * this replica becomes the leader and stops it on shutdown.
+ * provider: the infrastructure provider itself — the MaasCluster, MaasMachine and
+ * MaasMachineTemplate controllers with the informers they read (MaasCluster, MaasMachine,
+ * MaasMachineTemplate, CAPI Cluster and Machine) and the event recorder they write through. main.c
+ * creates one, starts it when this replica becomes the leader and stops it on shutdown.
  *
  * Threads: provider_start/stop/free from one thread (main or the leader elector's
  * callback). Inside: one watch thread per informer, --machine-concurrency MaasMachine
@@ -20,6 +20,7 @@ struct clock_ops;
 struct kube_config;
 struct token_bucket;
 struct maas_config;
+struct maas_inventory;
 struct metrics;
 struct provider;
 struct token_bucket;
@@ -47,6 +48,9 @@ struct provider_opts {
         struct metrics *metrics;           /* NULL = none */
         const struct clock_ops *clock;     /* NULL = system */
         const char *maas_ca_file;          /* NULL = system CAs */
+        /* The MAAS inventory cache (borrowed; NULL = none): MaasMachineTemplates' capacity
+         * and the MaasCluster's discovered failure domains come from it. */
+        struct maas_inventory *inventory;
         bool maas_insecure_skip_verify;
 };
 

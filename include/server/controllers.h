@@ -19,16 +19,19 @@
 
 struct config;
 struct controllers;
+struct maas_inventory;
 struct metrics;
 struct token_bucket;
 
 /* Starts the controllers (campaigning first with --leader-elect). With --webhooks-only
  * *ret is NULL and nothing starts; without MAAS configured it fails. *ret is set even on
  * failure: controllers_free() it. *reterr (malloc'd) says why. maas_budget (borrowed,
- * may be NULL) paces every worker's MAAS calls and must outlive the controllers. */
+ * may be NULL) paces every worker's MAAS calls and inventory (borrowed, may be NULL) is the
+ * MAAS inventory cache the provider reads; both must outlive the controllers. */
 MUST_CHECK int controllers_start(const struct config *cfg,
                                  struct metrics *m,
                                  struct token_bucket *maas_budget,
+                                 struct maas_inventory *inventory,
                                  struct controllers **ret,
                                  char **reterr);
 /* Whether leadership was lost (read after SIGTERM arrived). false for NULL. */

@@ -24,8 +24,10 @@ MUST_CHECK int maas_setup_budget(const struct config *cfg,
                                  struct metrics *m,
                                  struct token_bucket **ret,
                                  char **reterr);
-/* Starts the inventory cache (beyond.md B1) when MAAS is configured and
- * --admission-maas-checks is on; otherwise logs why not and sets nothing. The caller owns
+/* Starts the inventory cache (beyond.md B1) when MAAS is configured and either
+ * --admission-maas-checks is on or the controllers run (they read it for the templates'
+ * capacity and the discovered failure domains); logs when the admission checks are off.
+ * Otherwise sets nothing. The caller owns
  * *ret (maas_inventory_free); budget (borrowed) must outlive it. */
 MUST_CHECK int maas_setup_inventory(const struct config *cfg,
                                     struct metrics *m,

@@ -39,6 +39,8 @@ elif what == "rbac":
             ("infrastructure.cluster.x-k8s.io", "maasmachines", "patch"),
             ("infrastructure.cluster.x-k8s.io", "maasmachines/status", "patch"),
             ("infrastructure.cluster.x-k8s.io", "maasclusters/status", "patch"),
+            ("infrastructure.cluster.x-k8s.io", "maasmachinetemplates", "watch"),
+            ("infrastructure.cluster.x-k8s.io", "maasmachinetemplates/status", "patch"),
             ("coordination.k8s.io", "leases", "update"),
             ("ipam.cluster.x-k8s.io", "ipaddressclaims", "create"),
             ("ipam.cluster.x-k8s.io", "ipaddresses", "get")}

@@ -91,18 +91,22 @@ struct capi_member {
         bool ready;       /* infrastructure provisioned (either contract's field) */
         bool deleting;    /* metadata.deletionTimestamp set (or deleted by us) */
         bool remediate;   /* OwnerRemediated False: marked by a MachineHealthCheck */
+        /* spec.failureDomain, "" for none */
+        char failure_domain[64];
 };
 
 struct capi_index *capi_index_new(void);
 struct capi_index *capi_index_free(struct capi_index *x);
 /* The machines informer's handler (arg = the index). */
 struct informer_handler capi_index_handler(struct capi_index *x);
-/* Records a Machine just created (before the informer sees it) / just deleted by us. */
+/* Records a Machine just created (before the informer sees it; failure_domain may be NULL)
+ * / just deleted by us. */
 void capi_index_put_local(struct capi_index *x,
                           enum capi_owner_kind k,
                           const char *ns,
                           const char *owner,
-                          const char *machine);
+                          const char *machine,
+                          const char *failure_domain);
 void capi_index_mark_deleting(struct capi_index *x,
                               enum capi_owner_kind k,
                               const char *ns,

@@ -33,6 +33,39 @@ static int adopt(struct capi_worker *w,
         return err;
 }
 
+/* The infrastructure cluster's status.failureDomains (a list of {name, controlPlane,
+ * attributes}, or the older map of name to the rest) into the Cluster's, as CAPI copies it:
+ * in the contract's shape (v1beta2 a list, v1beta1 a map), only when the field is there. */
+static void copy_failure_domains(cJSON *st, const cJSON *mc)
+{
+        const cJSON *fds = json_find(mc, "status", "failureDomains", NULL);
+        cJSON *out = capi_contract.v1beta2 ? cJSON_CreateArray() : cJSON_CreateObject();
+        const cJSON *fd;
+
+        if (!cJSON_IsArray(fds) && !cJSON_IsObject(fds)) {
+                cJSON_Delete(out);
+                return;
+        }
+        cJSON_ArrayForEach (fd, fds) {
+                const char *name =
+                        cJSON_IsArray(fds) ? json_find_str(fd, "name", NULL) : fd->string;
+                cJSON *e = cJSON_Duplicate(fd, true);
+
+                if (!name || !cJSON_IsObject(e)) {
+                        cJSON_Delete(e);
+                        continue;
+                }
+                if (capi_contract.v1beta2) {
+                        json_set_string(e, "name", name);
+                        cJSON_AddItemToArray(out, e);
+                } else {
+                        cJSON_DeleteItemFromObjectCaseSensitive(e, "name");
+                        cJSON_AddItemToObject(out, name, e);
+                }
+        }
+        json_set_item(st, "failureDomains", out);
+}
+
 static void infra_status(cJSON *after, const cJSON *mc)
 {
         cJSON *st = json_child_object(after, "status", NULL);
@@ -43,6 +76,7 @@ static void infra_status(cJSON *after, const cJSON *mc)
         const char *host = json_find_str(ep, "host", NULL);
 
         capi_status_set(st, "infrastructureReady", "infrastructureProvisioned", prov);
+        copy_failure_domains(st, mc);
         if (host && *host)
                 json_set_item(json_child_object(after, "spec", NULL), "controlPlaneEndpoint",
                               cJSON_Duplicate(ep, true));

@@ -147,6 +147,7 @@ static void upsert(void *arg, const struct kube_object *obj)
         struct capi_index *x = arg;
         const cJSON *m = kube_object_json(obj);
         const char *owner = NULL, *created;
+        const char *fd = json_find_str(m, "spec", "failureDomain", NULL);
         enum capi_owner_kind k = owner_kind(m, &owner);
         struct capi_member *mem;
 
@@ -160,6 +161,7 @@ static void upsert(void *arg, const struct kube_object *obj)
         mem->ready = capi_status_true(m, "infrastructureReady", "infrastructureProvisioned");
         mem->deleting = mem->deleting || capi_deleting(m);
         mem->remediate = owner_remediated_false(m);
+        snprintf(mem->failure_domain, sizeof(mem->failure_domain), "%s", fd ? fd : "");
         pthread_mutex_unlock(&x->lock);
 }
 
@@ -198,10 +200,15 @@ void capi_index_put_local(struct capi_index *x,
                           enum capi_owner_kind k,
                           const char *ns,
                           const char *owner,
-                          const char *machine)
+                          const char *machine,
+                          const char *failure_domain)
 {
+        struct capi_member *mem;
+
         pthread_mutex_lock(&x->lock);
-        (void)member_of(x, group_of(x, k, ns, owner, true), machine, true);
+        mem = member_of(x, group_of(x, k, ns, owner, true), machine, true);
+        snprintf(mem->failure_domain, sizeof(mem->failure_domain), "%s",
+                 failure_domain ? failure_domain : "");
         pthread_mutex_unlock(&x->lock);
 }
 

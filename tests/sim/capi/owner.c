@@ -2,7 +2,11 @@
  * capi-sim KubeadmControlPlane and MachineDeployment controllers: spec.replicas → Machines
  * (the Machine controller then makes their bootstrap Secret and MaasMachine), scale down
  * newest first, replicas/readyReplicas, and the <cluster>-kubeconfig Secret once the first
- * control-plane machine is ready (see capi.h).
+ * control-plane machine is ready (see capi.h). A KubeadmControlPlane places each new Machine
+ * in a failure domain as CAPI's does (util/failuredomains PickFewest): of the Cluster's
+ * status.failureDomains marked controlPlane, the one with the fewest of its Machines not
+ * being deleted, ties to the first listed; a MachineDeployment's Machines take its
+ * template's spec.failureDomain.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +25,7 @@ struct owner_desc {
         const char *api_version;
         const char *ref_path[4];     /* to the MaasMachineTemplate reference */
         const char *version_path[4]; /* to the Kubernetes version */
+        const char *fd_path[4];      /* to the template's failureDomain; NULL[0] = none */
         bool control_plane;
 };
 
@@ -29,11 +34,13 @@ static struct owner_desc descs[CAPI_OWNER_KINDS] = {
                              capi_contract.kcp_api_version,
                              { "spec", "machineTemplate", "infrastructureRef", NULL },
                              { "spec", "version", NULL },
+                             { NULL },
                              true },
         [CAPI_OWNER_MD] = { &CAPI_RES_MDS,
                             capi_contract.api_version,
                             { "spec", "template", "spec", "infrastructureRef" },
                             { "spec", "template", "spec", "version" },
+                            { "spec", "template", "spec", "failureDomain" },
                             false },
 };
 
@@ -64,7 +71,8 @@ static const cJSON *path4(const cJSON *o, const char *const p[4])
 static cJSON *machine_doc(const struct owner_ctx *c,
                           const char *name,
                           const char *secret,
-                          const char *tmpl)
+                          const char *tmpl,
+                          const char *fd)
 {
         const cJSON *o = kube_object_json(c->owner);
         const cJSON *ver = path4(o, c->d->version_path);
@@ -88,6 +96,8 @@ static cJSON *machine_doc(const struct owner_ctx *c,
         if (cJSON_IsString(ver))
                 json_set_string(spec, "version", ver->valuestring);
         json_set_string(json_child_object(spec, "bootstrap", NULL), "dataSecretName", secret);
+        if (fd)
+                json_set_string(spec, "failureDomain", fd);
         ref = json_child_object(spec, "infrastructureRef", NULL);
         if (capi_contract.v1beta2) { /* {apiGroup, kind, name} */
                 json_set_string(ref, "apiGroup", SCHEMA_GROUP);
@@ -100,18 +110,58 @@ static cJSON *machine_doc(const struct owner_ctx *c,
         return m;
 }
 
-static int create_machine(struct owner_ctx *c, const char *tmpl)
+/* Whether fd (an entry of the Cluster's status.failureDomains, list or map form) may hold
+ * control planes; *ret_name its name. */
+static bool cp_domain(const cJSON *fd, bool list, const char **ret_name)
+{
+        *ret_name = list ? json_find_str(fd, "name", NULL) : fd->string;
+        return *ret_name && **ret_name && cJSON_IsTrue(json_find(fd, "controlPlane", NULL));
+}
+
+/* The failure domain for a new control-plane Machine (see the top), or NULL when the
+ * Cluster lists none. Counts from the index, which holds the Machines created this pass. */
+static const char *pick_failure_domain(const struct owner_ctx *c, const struct kube_object *cl)
+{
+        const cJSON *fds = json_find(kube_object_json(cl), "status", "failureDomains", NULL);
+        struct capi_member *m = NULL;
+        size_t n = capi_index_members(c->w->s->index, c->k, c->ns, kube_object_name(c->owner), &m);
+        size_t best_count = SIZE_MAX;
+        const char *best = NULL, *name;
+        const cJSON *fd;
+
+        cJSON_ArrayForEach (fd, fds) {
+                size_t count = 0;
+
+                if (!cp_domain(fd, cJSON_IsArray(fds), &name))
+                        continue;
+                for (size_t i = 0; i < n; i++)
+                        count += !m[i].deleting && strcmp(m[i].failure_domain, name) == 0;
+                if (count < best_count) {
+                        best_count = count;
+                        best = name;
+                }
+        }
+        free(m);
+        return best;
+}
+
+static int create_machine(struct owner_ctx *c, const struct kube_object *cl, const char *tmpl)
 {
         char *name = capi_random_name(c->w->s, kube_object_name(c->owner));
         char *secret = xasprintf("%s-bootstrap", name);
-        cJSON *m = machine_doc(c, name, secret, tmpl);
+        const char *fd =
+                c->d->control_plane
+                        ? pick_failure_domain(c, cl)
+                        : json_find_str(path4(kube_object_json(c->owner), c->d->fd_path), NULL);
+        cJSON *m = machine_doc(c, name, secret, tmpl, fd);
         int err;
 
         err = kube_create(c->w->kube, &CAPI_RES_MACHINES, c->ns, m, NULL, NULL);
         if (err == 0) {
-                capi_index_put_local(c->w->s->index, c->k, c->ns, kube_object_name(c->owner), name);
-                log_info(LOGGER, "created machine", "owner=%s/%s machine=%s", c->ns,
-                         kube_object_name(c->owner), name);
+                capi_index_put_local(c->w->s->index, c->k, c->ns, kube_object_name(c->owner), name,
+                                     fd);
+                log_info(LOGGER, "created machine", "owner=%s/%s machine=%s failure_domain=%s",
+                         c->ns, kube_object_name(c->owner), name, fd ? fd : "");
         }
         cJSON_Delete(m);
         free(secret);
@@ -282,7 +332,7 @@ static int reconcile_replicas(struct owner_ctx *c,
         if (create && !tmpl)
                 return CM_EINVAL; /* logged by the controller */
         for (size_t i = 0; i < create && err == 0; i++) {
-                err = create_machine(c, tmpl);
+                err = create_machine(c, cl, tmpl);
                 c->active += err == 0;
         }
         if (err == 0 && c->active > want)

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "compiler.h"
 #include "err.h"
+#include "metrics.h"
 #include "reconciler.h"
 #include "worker.h"
 #include "xalloc.h"
@@ -144,6 +145,69 @@ static char *index_key(const struct kube_object *obj)
         return xasprintf("%s/%s", kube_object_namespace(obj), kube_object_name(obj));
 }
 
+/* capmaas_maasmachines{phase}: the index of p->mm_phase */
+enum mm_phase {
+        MM_PENDING,
+        MM_ALLOCATED,
+        MM_DEPLOYING,
+        MM_READY,
+        MM_FAILED,
+        MM_DELETING,
+        MM_PHASE_COUNT,
+};
+
+_Static_assert(MM_PHASE_COUNT == RECONCILER_MM_PHASES, "one series a phase");
+
+static const char *const phase_names[MM_PHASE_COUNT] = {
+        [MM_PENDING] = "pending", [MM_ALLOCATED] = "allocated", [MM_DEPLOYING] = "deploying",
+        [MM_READY] = "ready",     [MM_FAILED] = "failed",       [MM_DELETING] = "deleting",
+};
+
+/* Deleting and failed win over everything; then Ready; a machine in MAAS's hands but not
+ * Ready yet is deploying once MAAS deploys it (or has, before the Node and power checks). */
+static enum mm_phase rec_phase(const struct fleet_rec *r)
+{
+        if (r->deleting)
+                return MM_DELETING;
+        if (r->failed)
+                return MM_FAILED;
+        if (r->ready)
+                return MM_READY;
+        if (!r->sid)
+                return MM_PENDING;
+        if (r->state && (strcmp(r->state, "Deploying") == 0 || strcmp(r->state, "Deployed") == 0))
+                return MM_DEPLOYING;
+        return MM_ALLOCATED;
+}
+
+/* Moves a MaasMachine's count from old's phase to cur's (either may be NULL). Called with
+ * fleet_index_lock, so the gauges add up to the index's size. */
+static void phase_move(struct provider *p, const struct fleet_rec *old, const struct fleet_rec *cur)
+{
+        if (!p->mm_phase[MM_PENDING]) /* no metrics */
+                return;
+        if (old)
+                metric_gauge_dec(p->mm_phase[rec_phase(old)]);
+        if (cur)
+                metric_gauge_inc(p->mm_phase[rec_phase(cur)]);
+}
+
+int fleet_snapshot_phase_metrics(struct provider *p)
+{
+        static const char *const phase[] = { "phase", NULL };
+        struct metric_family *f;
+        int err;
+
+        err = metrics_gauge(p->metrics, "capmaas_maasmachines",
+                            "MaasMachines by phase: pending (no MAAS machine yet), allocated, "
+                            "deploying, ready, failed (host lost), deleting.",
+                            phase, &f);
+        for (size_t i = 0; i < MM_PHASE_COUNT && err == 0; i++)
+                err = metric_series_get(f, (const char *const[]){ phase_names[i], NULL },
+                                        &p->mm_phase[i]);
+        return err;
+}
+
 /* informer handler (the informer's thread): the record follows the object */
 static void index_put(void *arg, const struct kube_object *obj)
 {
@@ -154,6 +218,7 @@ static void index_put(void *arg, const struct kube_object *obj)
 
         pthread_mutex_lock(&p->fleet_index_lock);
         e = reconciler_table_put(&p->fleet_index, key);
+        phase_move(p, e->ptr, r);
         rec_free(e->ptr);
         e->ptr = r;
         pthread_mutex_unlock(&p->fleet_index_lock);
@@ -175,6 +240,7 @@ static void index_delete(void *arg, const struct kube_object *last)
         pthread_mutex_lock(&p->fleet_index_lock);
         e = reconciler_table_get(&p->fleet_index, key);
         if (e) {
+                phase_move(p, e->ptr, NULL);
                 rec_free(e->ptr);
                 reconciler_table_del(&p->fleet_index, key);
         }
@@ -193,8 +259,10 @@ int fleet_snapshot_index_watch(struct provider *p)
 
 void fleet_snapshot_index_release(struct provider *p)
 {
-        for (size_t i = 0; i < p->fleet_index.n; i++)
+        for (size_t i = 0; i < p->fleet_index.n; i++) {
+                phase_move(p, p->fleet_index.items[i].ptr, NULL); /* a later provider recounts */
                 rec_free(p->fleet_index.items[i].ptr);
+        }
         reconciler_table_release(&p->fleet_index);
 }
 

@@ -89,3 +89,8 @@ void fleet_snapshot_release(struct reconciler_fleet *f);
 MUST_CHECK int fleet_snapshot_index_watch(struct provider *p);
 /* Frees the index (provider teardown). */
 void fleet_snapshot_index_release(struct provider *p);
+/* Registers capmaas_maasmachines{phase} with every phase at zero; the index keeps it: a
+ * MaasMachine counts in one phase, from its latest event, until it is deleted. Phases:
+ * pending (no MAAS machine yet), allocated, deploying (deploy sent, not Ready yet), ready,
+ * failed (status.failureReason: the host was lost), deleting. Errors as metrics_register. */
+MUST_CHECK int fleet_snapshot_phase_metrics(struct provider *p);

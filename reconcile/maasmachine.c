@@ -150,7 +150,7 @@ static int state_deploying(struct maasmachine_ctx *c, struct reconcile_result *r
         maasmachine_static_ip_status(c);
         set_ready(c, false);
         if (t0 > 0 && c->now - t0 > (int64_t)limit_s)
-                return maasmachine_replace(c, "DeployTimeout", res);
+                return maasmachine_replace(c, RECONCILER_DEPLOY_TIMEOUT, res);
         reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
                         SCHEMA_REASON_MACHINE_DEPLOYING, "MAAS machine %s is deploying",
                         c->node.system_id);
@@ -213,7 +213,7 @@ static int state_failed(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         if (maasmachine_provisioned(c))
                 return maasmachine_host_lost(c, res);
-        return maasmachine_replace(c, "DeployFailed", res);
+        return maasmachine_replace(c, RECONCILER_DEPLOY_FAILED, res);
 }
 
 struct state_row {

@@ -255,6 +255,7 @@ int maasmachine_replace(struct maasmachine_ctx *c, const char *why, struct recon
 
         if (c->p->replaced)
                 metric_counter_inc(metric_series(c->p->replaced, why));
+        reconciler_deploy_failed(c->p, why);
         maasmachine_drop_node(c);
         /* Allocate the replacement while still holding the failed machine, so MAAS cannot
          * hand the same one back. */
@@ -264,8 +265,9 @@ int maasmachine_replace(struct maasmachine_ctx *c, const char *why, struct recon
         if (maasmachine_release(c, old) == 0)
                 reconciler_event(c->p, c->cur, "Warning", "MachineReplaced",
                                  "MAAS machine %s: %s; released it%s%s", old,
-                                 strcmp(why, "DeployTimeout") == 0 ? "deploy deadline passed"
-                                                                   : "deployment failed",
+                                 strcmp(why, RECONCILER_DEPLOY_TIMEOUT) == 0
+                                         ? "deploy deadline passed"
+                                         : "deployment failed",
                                  c->have_node ? " and allocated " : "",
                                  c->have_node ? c->node.system_id : "");
         if (!c->have_node) {

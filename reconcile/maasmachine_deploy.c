@@ -54,6 +54,7 @@ static void rollback(struct maasmachine_ctx *c,
                         what, id, me && me->message ? me->message : maas_strerror(err));
         reconciler_event(c->p, c->cur, "Warning", "MachineDeployFailed",
                          "%s on MAAS machine %s failed; released it", what, id);
+        reconciler_deploy_failed(c->p, RECONCILER_DEPLOY_REFUSED);
         free(id);
 }
 

@@ -237,6 +237,16 @@ static int register_metrics(struct provider *p)
                                       "(deleted, released, held by another owner, Broken), "
                                       "reported for Cluster API to replace.",
                                       reason, &p->hosts_lost);
+        if (err == 0)
+                err = metrics_counter(p->metrics, "capmaas_maas_deploy_failures_total",
+                                      "MAAS deploys that did not complete, by reason: MAAS "
+                                      "reported Failed deployment, the deploy passed "
+                                      "--deploy-timeout, or MAAS refused the deploy calls.",
+                                      reason, &p->deploy_failures);
+        if (err == 0)
+                err = reconciler_metrics_zero(p);
+        if (err == 0)
+                err = fleet_snapshot_phase_metrics(p);
         return err;
 }
 

@@ -443,6 +443,33 @@ void reconciler_maas_count(struct provider *p, const char *op, int rc, const str
         metric_counter_inc(metric_series(p->maas_requests, op, maas_code(rc, e)));
 }
 
+void reconciler_deploy_failed(struct provider *p, const char *reason)
+{
+        if (p->deploy_failures)
+                metric_counter_inc(metric_series(p->deploy_failures, reason));
+}
+
+int reconciler_metrics_zero(struct provider *p)
+{
+        static const struct {
+                const char *reason;
+                bool replaced; /* a refused deploy is rolled back, not replaced */
+        } reasons[] = { { RECONCILER_DEPLOY_FAILED, true },
+                        { RECONCILER_DEPLOY_TIMEOUT, true },
+                        { RECONCILER_DEPLOY_REFUSED, false } };
+        struct metric_series *s;
+        int err = 0;
+
+        for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]) && err == 0; i++) {
+                const char *const v[] = { reasons[i].reason, NULL };
+
+                err = metric_series_get(p->deploy_failures, v, &s);
+                if (err == 0 && reasons[i].replaced)
+                        err = metric_series_get(p->replaced, v, &s);
+        }
+        return err;
+}
+
 /* The kubeconfig bytes of the <cluster>-kubeconfig Secret (key "value", base64). */
 static int workload_kubeconfig(struct reconciler_worker *w,
                                const char *ns,

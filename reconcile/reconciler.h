@@ -50,6 +50,9 @@ struct metric_family;
 /* Ready's reason while an object waits for what it owns to go (CAPI's Deleting). */
 #define RECONCILER_REASON_DELETING            "Deleting"
 
+/* The phases of capmaas_maasmachines{phase} (fleet_snapshot.c names them). */
+#define RECONCILER_MM_PHASES 6
+
 /* A small string-keyed table (system id or ns/name → value). */
 struct reconciler_entry {
         char *key;
@@ -106,6 +109,11 @@ struct provider {
         struct metric_family *phase_seconds; /* capmaas_machine_phase_seconds{phase} */
         struct metric_family *replaced;      /* capmaas_machine_replacements_total{reason} */
         struct metric_family *hosts_lost;    /* capmaas_maasmachine_host_lost_total{reason} */
+        /* capmaas_maas_deploy_failures_total{reason} (reconciler_deploy_failed) */
+        struct metric_family *deploy_failures;
+        /* capmaas_maasmachines{phase}: the MaasMachines in each phase, kept with fleet_index
+         * (fleet_snapshot.c); NULL without metrics */
+        struct metric_series *mm_phase[RECONCILER_MM_PHASES];
 
         pthread_mutex_t lock;
         struct reconciler_table
@@ -234,6 +242,18 @@ void reconciler_dns_forget_all(struct provider *p);
 /* --- MAAS accounting --- */
 /* Counts a MAAS call in capmaas_maas_requests_total{op,code} (code from the error). */
 void reconciler_maas_count(struct provider *p, const char *op, int rc, const struct maas_error *e);
+
+/* Deploy failure reasons (capmaas_maas_deploy_failures_total{reason}); the first two are also
+ * capmaas_machine_replacements_total's. */
+#define RECONCILER_DEPLOY_FAILED  "DeployFailed"  /* MAAS: Failed deployment */
+#define RECONCILER_DEPLOY_TIMEOUT "DeployTimeout" /* past --deploy-timeout */
+#define RECONCILER_DEPLOY_REFUSED "DeployRefused" /* MAAS refused swap off or deploy */
+/* Counts a deploy that did not complete in capmaas_maas_deploy_failures_total{reason}. */
+void reconciler_deploy_failed(struct provider *p, const char *reason);
+/* Creates, at zero, the series of every deploy failure and replacement reason, so that
+ * increase() and rate() count the first one (provider_new, after the families are
+ * registered). */
+MUST_CHECK int reconciler_metrics_zero(struct provider *p);
 
 /* --- workload cluster (through the <cluster>-kubeconfig Secret) --- */
 /*

@@ -5,7 +5,8 @@
 CAPMAAS_PACKAGES=(build-essential cmake pkg-config openssl
   libmicrohttpd-dev libgnutls28-dev libcjson-dev libcurl4-gnutls-dev libyaml-dev libcmocka-dev
   clang libclang-rt-14-dev curl nghttp2-client python3-kubernetes python3-yaml)
-# scripts/test only: promtool checks and unit-tests config/prometheus's alert rules.
+# scripts/test only: promtool checks and unit-tests config/prometheus's alert rules and the
+# dashboard's queries; prometheus itself scrapes the stack in test_e2e_prometheus.sh.
 CAPMAAS_TEST_PACKAGES=(prometheus)
 # scripts/image: builds capmaas (Release, no tests) and
 # assembles the image's root filesystem (strip from binutils, the dlopen'ed libcurl-gnutls,

@@ -119,6 +119,31 @@ char *render_metrics(void)
         return out;
 }
 
+static bool metric_line_there(const void *arg)
+{
+        const char *line = arg;
+        char *text = render_metrics();
+        size_t n = strlen(line);
+        bool there = false;
+
+        for (const char *p = strstr(text, line); p && !there; p = strstr(p + 1, line))
+                there = (p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0');
+        free(text);
+        return there;
+}
+
+void wait_metric(const char *line)
+{
+        char *text;
+
+        if (cl_eventually(metric_line_there, line))
+                return;
+        text = render_metrics();
+        fprintf(stderr, "%s", text);
+        free(text);
+        fail_msg("no line \"%s\" in the metrics above", line);
+}
+
 static void stop_provider(void)
 {
         RF.prov = provider_free(RF.prov);

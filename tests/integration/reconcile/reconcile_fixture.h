@@ -46,6 +46,9 @@ struct provider_settings test_settings(void);
 void start_provider(const struct provider_settings *s);
 /* The provider's metrics as Prometheus text (malloc'd). */
 char *render_metrics(void);
+/* Waits (bounded) until the rendered metrics hold the line `series value` (e.g.
+ * "capmaas_maasmachines{phase=\"ready\"} 1"); fails the test with the text otherwise. */
+void wait_metric(const char *line);
 
 /* cl_wait predicates: status.ready, status.machinePowered false, and a condition
  * (arg: const char *[3] { type, status, reason }). */

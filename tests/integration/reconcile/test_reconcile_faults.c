@@ -45,6 +45,12 @@ static void test_machine__failed_deployment_is_replaced(void **state)
                                                     .extra_spec = "\"resourcePool\":\"capi\"" });
         assert_string_not_equal(sid, bad);
         wait_event("MachineReplaced");
+        /* counted as a deploy failure and a replacement; the other reasons stand at zero */
+        wait_metric("capmaas_maas_deploy_failures_total{reason=\"DeployFailed\"} 1");
+        wait_metric("capmaas_maas_deploy_failures_total{reason=\"DeployTimeout\"} 0");
+        wait_metric("capmaas_maas_deploy_failures_total{reason=\"DeployRefused\"} 0");
+        wait_metric("capmaas_machine_replacements_total{reason=\"DeployFailed\"} 1");
+        wait_metric("capmaas_machine_replacements_total{reason=\"DeployTimeout\"} 0");
         node = maassim_machine(&RF.sim, bad);
         assert_true(strcmp(json_at_str(node, "status_name"), "Releasing") == 0 ||
                     strcmp(json_at_str(node, "status_name"), "Ready") == 0);
@@ -53,6 +59,26 @@ static void test_machine__failed_deployment_is_replaced(void **state)
         cJSON_Delete(node);
         free(sid);
         free(bad);
+}
+
+/* MAAS refuses the deploy call once: the machine is released (not leaked), the deploy
+ * failure counted as refused, and the MaasMachine is deployed on its next try. */
+static void test_machine__refused_deploy_is_counted_and_retried(void **state)
+{
+        char *sid;
+
+        (void)state;
+        wait_metric("capmaas_maas_deploy_failures_total{reason=\"DeployRefused\"} 0");
+        cJSON_Delete(maassim_call(&RF.sim, "POST", "faults",
+                                  "{\"fail_next\":{\"count\":1,\"status\":400,"
+                                  "\"op\":\"machine.deploy\"}}"));
+        free(ready_cluster("c9"));
+        sid = ready_machine("c9", "w5", &(struct machine_spec){ .bootstrap = true });
+        assert_true(events_with("MachineDeployFailed") >= 1);
+        assert_int_equal(maas_count_requests("\"op\":\"release\""), 1);
+        wait_metric("capmaas_maas_deploy_failures_total{reason=\"DeployRefused\"} 1");
+        wait_metric("capmaas_machine_replacements_total{reason=\"DeployFailed\"} 0");
+        free(sid);
 }
 
 /* B4: an unknown BMC reading never powers a machine on; two confirmed offs power it on
@@ -252,6 +278,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_machine__power_policy_and_record_kept,
                                                 rf_setup, rf_teardown),
                 cmocka_unit_test_setup_teardown(test_machine__paused_cluster_is_left_alone,
+                                                rf_setup, rf_teardown),
+                cmocka_unit_test_setup_teardown(test_machine__refused_deploy_is_counted_and_retried,
                                                 rf_setup, rf_teardown),
                 cmocka_unit_test_setup_teardown(test_machine__vanished_machine_is_replaced,
                                                 rf_setup, rf_teardown),

@@ -38,10 +38,16 @@ static void test_machine__waits_for_infrastructure_and_bootstrap_data(void **sta
                  "{\"infrastructureProvisioned\":true}}}");
         cJSON_Delete(cl_wait(&KUBE_RES_MAASMACHINES, "w0", pred_cond_reason, boot));
         assert_int_equal(maas_count_requests("\"op\":\"allocate\""), 0);
+        /* capmaas_maasmachines: waiting without a MAAS machine is pending */
+        wait_metric("capmaas_maasmachines{phase=\"pending\"} 1");
+        wait_metric("capmaas_maasmachines{phase=\"ready\"} 0");
         cl_patch(&KUBE_RES_MACHINES, "w0", NULL,
                  "{\"spec\":{\"bootstrap\":{\"dataSecretName\":\"w0-bootstrap\"}}}");
         mm = cl_wait(&KUBE_RES_MAASMACHINES, "w0", pred_ready, NULL);
         assert_true(cl_cond_is(mm, "MachineDeployed", "True", "MachineDeployed"));
+        wait_metric("capmaas_maasmachines{phase=\"ready\"} 1");
+        wait_metric("capmaas_maasmachines{phase=\"pending\"} 0");
+        wait_metric("capmaas_maasmachines{phase=\"deploying\"} 0");
         cJSON_Delete(mm);
 }
 
@@ -175,8 +181,12 @@ static void test_machine__delete_for_move_releases_nothing(void **state)
         cl_patch(&KUBE_RES_MAASMACHINES, "w4", NULL,
                  "{\"metadata\":{\"annotations\":{\"clusterctl.cluster.x-k8s.io/"
                  "delete-for-move\":\"\"}}}");
+        wait_metric("capmaas_maasmachines{phase=\"ready\"} 1");
         cl_delete(&KUBE_RES_MAASMACHINES, "w4");
         cl_wait(&KUBE_RES_MAASMACHINES, "w4", NULL, NULL);
+        /* gone from the cache: counted in no phase any more */
+        wait_metric("capmaas_maasmachines{phase=\"ready\"} 0");
+        wait_metric("capmaas_maasmachines{phase=\"deleting\"} 0");
         node = maassim_machine(&RF.sim, sid);
         assert_string_equal(json_at_str(node, "status_name"), "Deployed");
         assert_int_equal(maas_count_requests("\"op\":\"release\""), 0);

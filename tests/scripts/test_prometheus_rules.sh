@@ -108,6 +108,138 @@ tests:
               description: >-
                 More than a fifth of the calls to MAAS failed over 15 minutes
                 (capmaas_maas_requests_total by op and code shows which).
+  # One deploy fails at minute 3: the alert fires at once, naming the reason; the other
+  # reasons, at zero, stay quiet.
+  - interval: 1m
+    input_series:
+      - series: 'capmaas_maas_deploy_failures_total{reason="DeployFailed"}'
+        values: '0 0 0 1 1 1 1 1 1 1'
+      - series: 'capmaas_maas_deploy_failures_total{reason="DeployTimeout"}'
+        values: '0x10'
+    alert_rule_test:
+      - eval_time: 2m
+        alertname: CapmaasDeploysFailing
+        exp_alerts: []
+      - eval_time: 5m
+        alertname: CapmaasDeploysFailing
+        exp_alerts:
+          - exp_labels: {severity: warning, reason: DeployFailed}
+            exp_annotations:
+              summary: 'MAAS deploys are failing (DeployFailed)'
+              description: >-
+                1 MAAS deploys did not complete in the last 30 minutes
+                (DeployFailed: DeployFailed is MAAS's Failed deployment, DeployTimeout
+                a deploy past --deploy-timeout, DeployRefused MAAS refusing the deploy call).
+                capmaas released those machines and allocated others; the MachineReplaced and
+                MachineDeployFailed events name them. Many at once point at the image or the
+                MAAS region, a single one at a host.
+      - eval_time: 45m
+        alertname: CapmaasDeploysFailing
+        exp_alerts: []
+  # Every controller call fails without an answer: critical after 5 minutes.
+  - interval: 1m
+    input_series:
+      - series: 'capmaas_maas_requests_total{op="get_machine",code="error"}'
+        values: '0+5x20'
+      - series: 'capmaas_maas_inventory_refreshes_total'
+        values: '0x20'
+    alert_rule_test:
+      - eval_time: 3m
+        alertname: CapmaasMAASUnreachable
+        exp_alerts: []
+      - eval_time: 10m
+        alertname: CapmaasMAASUnreachable
+        exp_alerts:
+          - exp_labels: {severity: critical}
+            exp_annotations: &unreachable
+              summary: capmaas cannot reach MAAS
+              description: >-
+                For 5 minutes the controllers' MAAS calls, or the inventory refreshes, failed
+                without an answer (connection refused, timeout, TLS) or with 503, and none of
+                them succeeded. No machine is allocated, deployed or released meanwhile; check
+                MAAS_ENDPOINT, the network to the region and the region itself.
+  # Some calls fail, some succeed: MAAS is reachable (CapmaasMAASErrors is for that).
+  - interval: 1m
+    input_series:
+      - series: 'capmaas_maas_requests_total{op="get_machine",code="error"}'
+        values: '0+5x20'
+      - series: 'capmaas_maas_requests_total{op="list_machines",code="200"}'
+        values: '0+1x20'
+    alert_rule_test:
+      - eval_time: 10m
+        alertname: CapmaasMAASUnreachable
+        exp_alerts: []
+  # No machine to reconcile, so no controller call; every inventory refresh fails: critical.
+  - interval: 1m
+    input_series:
+      - series: 'capmaas_maas_inventory_refreshes_total'
+        values: '0+1x20'
+      - series: 'capmaas_maas_inventory_refresh_errors_total{reason="unreachable"}'
+        values: '0+1x20'
+      - series: 'capmaas_maas_inventory_refresh_errors_total{reason="unauthorized"}'
+        values: '0x20'
+    alert_rule_test:
+      - eval_time: 10m
+        alertname: CapmaasMAASUnreachable
+        exp_alerts:
+          - exp_labels: {severity: critical}
+            exp_annotations: *unreachable
+  # Every other refresh fails: reachable.
+  - interval: 1m
+    input_series:
+      - series: 'capmaas_maas_inventory_refreshes_total'
+        values: '0+2x20'
+      - series: 'capmaas_maas_inventory_refresh_errors_total{reason="unreachable"}'
+        values: '0+1x20'
+    alert_rule_test:
+      - eval_time: 10m
+        alertname: CapmaasMAASUnreachable
+        exp_alerts: []
+  # A remediation gives up at minute 2: warning; succeeded ones alone stay quiet.
+  - interval: 1m
+    input_series:
+      - series: 'capmaas_remediations_total{result="failed"}'
+        values: '0 0 1 1 1 1'
+      - series: 'capmaas_remediations_total{result="succeeded"}'
+        values: '0 1 2 3 4 5'
+      - series: 'capmaas_remediations_total{result="refused"}'
+        values: '0x5'
+    alert_rule_test:
+      - eval_time: 1m
+        alertname: CapmaasRemediationExhausted
+        exp_alerts: []
+      - eval_time: 4m
+        alertname: CapmaasRemediationExhausted
+        exp_alerts:
+          - exp_labels: {severity: warning}
+            exp_annotations:
+              summary: 'Reboot remediation exhausted for 1 machine(s) in the last hour'
+              description: >-
+                A MaasRemediation power-cycled its machine retryLimit times and the Node did
+                not come back Ready, so the Machine was handed back to Cluster API to be
+                replaced. The MaasRemediation's events and conditions name the steps; a host
+                that keeps failing needs a look in MAAS.
+  # 12 hours left: critical after 10 minutes; 3 days left: only the 7-day warning.
+  - interval: 1m
+    input_series:
+      - series: 'capmaas_webhook_certificate_expiry_timestamp_seconds{pod="a"}'
+        values: '43200x40'
+      - series: 'capmaas_webhook_certificate_expiry_timestamp_seconds{pod="b"}'
+        values: '259200x40'
+    alert_rule_test:
+      - eval_time: 5m
+        alertname: CapmaasWebhookCertificateExpiresToday
+        exp_alerts: []
+      - eval_time: 30m
+        alertname: CapmaasWebhookCertificateExpiresToday
+        exp_alerts:
+          - exp_labels: {severity: critical, pod: a}
+            exp_annotations:
+              summary: capmaas's webhook serving certificate expires within a day
+              description: >-
+                Once it expires the API server refuses every create and update of the Maas
+                kinds (the webhooks fail TLS). Renew the Certificate capmaas-serving-cert
+                now; capmaas reloads the Secret without a restart.
 EOF
 check "the alerts fire on the series capmaas exports, and only then" 0 'SUCCESS' -- \
   promtool test rules "$KS_WORK/rules_test.yml"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # config/prometheus: the kustomization renders, promtool accepts the PrometheusRule's
 # groups, and promtool's rule unit tests show the alerts firing (and not firing) on the
-# series capmaas exports. (Whether capmaas really exports every series the rules use is
+# series capmaas exports. config/grafana: the dashboard's ConfigMap and its queries. (Whether capmaas really exports every series the rules use is
 # checked by the end-to-end test against a running capmaas.) Needs promtool (Debian's
 # prometheus package; .ci/run installs it).
 set -uo pipefail
@@ -243,5 +243,23 @@ tests:
 EOF
 check "the alerts fire on the series capmaas exports, and only then" 0 'SUCCESS' -- \
   promtool test rules "$KS_WORK/rules_test.yml"
+
+# config/grafana: the dashboard as the ConfigMap Grafana's sidecar loads, every query
+# parsing as PromQL and filtered by the dashboard's job. (That each returns series is the
+# end-to-end test's, against a Prometheus scraping capmaas: test_e2e_prometheus.sh.)
+DASH=$SRC/config/grafana/capmaas.json
+check "config/grafana renders" 0 '' -- kubectl kustomize "$SRC/config/grafana" -o "$KS_WORK/grafana.yaml"
+check "one ConfigMap labelled grafana_dashboard: \"1\" holding capmaas.json as it is" 0 '^ok$' -- \
+  /usr/bin/python3 -c 'import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+cm = docs[0]
+ok = (len(docs) == 1 and cm["kind"] == "ConfigMap" and cm["metadata"]["labels"].get("grafana_dashboard") == "1"
+      and cm["data"] == {"capmaas.json": open(sys.argv[2]).read()})
+print("ok" if ok else "FAIL")' "$KS_WORK/grafana.yaml" "$DASH"
+check "the dashboard's panels, variables and queries are well-formed" 0 '^ok$' -- \
+  /usr/bin/python3 "$SRC/tests/scripts/dashboard.py" lint "$DASH"
+/usr/bin/python3 "$SRC/tests/scripts/dashboard.py" rules "$DASH" capmaas 5m >"$KS_WORK/dashboard_rules.json"
+check "promtool parses every panel's query" 0 'SUCCESS: [0-9]+ rules found' -- \
+  promtool check rules "$KS_WORK/dashboard_rules.json"
 echo "$KS_PASS passed, $KS_FAIL failed"
 [ "$KS_FAIL" -eq 0 ]

@@ -1,6 +1,7 @@
 /*
- * schema_kinds: the type tables of the four kinds (upstream-capmaas.md 1.2-1.4; metadata
- * and conditions from Kubernetes), the generic top-level decode/encode (metadata, spec at
+ * schema_kinds: the type tables of the six kinds (upstream-capmaas.md 1.2-1.4; the
+ * remediation kinds in Metal3's shape, docs/remediation.md; metadata and conditions from
+ * Kubernetes), the generic top-level decode/encode (metadata, spec at
  * its path, status with ready and initialization.provisioned) and the public per-kind
  * wrappers of schema.h.
  */
@@ -209,6 +210,34 @@ static const struct schema_field machine_status_fields[] = {
 static const struct schema_type machine_status_type =
         TYPE(struct maas_machine_status, machine_status_fields, NULL);
 
+/* ---- MaasRemediation ---- */
+
+static const struct schema_field strategy_fields[] = {
+        SF_STR("type", struct maas_remediation_strategy, type),
+        SF_I32("retryLimit", struct maas_remediation_strategy, retry_limit),
+        SF_STR("timeout", struct maas_remediation_strategy, timeout),
+};
+static const struct schema_type strategy_type =
+        TYPE(struct maas_remediation_strategy, strategy_fields, NULL);
+
+static const struct schema_field remediation_spec_fields[] = {
+        SF_OBJ("strategy", struct maas_remediation_spec, strategy, &strategy_type),
+};
+static const struct schema_type remediation_spec_type =
+        TYPE(struct maas_remediation_spec, remediation_spec_fields, NULL);
+
+static const struct schema_field remediation_status_fields[] = {
+        SF_STR("phase", struct maas_remediation_status, phase),
+        SF_I32("retryCount", struct maas_remediation_status, retry_count),
+        SF_STR("lastRemediated", struct maas_remediation_status, last_remediated),
+        SF_LIST("conditions",
+                struct maas_remediation_status,
+                conditions,
+                &schema_conditions_elem_type),
+};
+static const struct schema_type remediation_status_type =
+        TYPE(struct maas_remediation_status, remediation_status_fields, NULL);
+
 /* ---- the common status prefix: present, ready, provisioned ---- */
 
 struct status_prefix {
@@ -229,6 +258,7 @@ SAME_OFFSET(struct maas_cluster_status, ready);
 SAME_OFFSET(struct maas_cluster_status, has_ready);
 SAME_OFFSET(struct maas_cluster_status, provisioned);
 SAME_OFFSET(struct maas_cluster_status, has_provisioned);
+SAME_OFFSET(struct maas_remediation_status, present); /* plain_status: present only */
 
 static bool *flag(void *status, size_t off)
 {
@@ -296,6 +326,10 @@ static void decode_status(struct json_dec *d,
         mark = json_path_push_field(&d->path, "status");
         *flag(dst, offsetof(struct status_prefix, present)) = true;
         schema_type_decode(d, status, k->status_type, dst);
+        if (k->plain_status) {
+                json_path_pop(&d->path, mark);
+                return;
+        }
         decode_initialization(d, status, dst);
         /* Reference v0.8 and earlier wrote only ready; HEAD sets both together. */
         if (!cflag(dst, offsetof(struct status_prefix, has_provisioned)) &&
@@ -365,6 +399,8 @@ static void encode_status(cJSON *root, const struct schema_kind_desc *k, const v
         }
         status = json_child_object(root, "status", NULL);
         schema_type_encode(status, k->status_type, src);
+        if (k->plain_status)
+                return;
         json_set_bool(status, "ready",
                       cflag(src, offsetof(struct status_prefix, has_ready)) &&
                               cflag(src, offsetof(struct status_prefix, ready)));
@@ -413,7 +449,7 @@ void schema_kind_release(const struct schema_kind_desc *k, void *dst)
         memset(dst, 0, k->size);
 }
 
-/* ---- the four kinds ---- */
+/* ---- the kinds ---- */
 
 static const char *const spec_path[] = { "spec", NULL };
 static const char *const template_spec_path[] = { "spec", "template", "spec", NULL };
@@ -421,7 +457,7 @@ static const char *const template_spec_path[] = { "spec", "template", "spec", NU
 #define KIND(T, name, path, spec_t, status_t, status_off)                                       \
         {                                                                                       \
                 name, path, spec_t, status_t, offsetof(T, meta), offsetof(T, spec), status_off, \
-                        offsetof(T, raw), sizeof(T)                                             \
+                        offsetof(T, raw), sizeof(T), false                                      \
         }
 
 static const struct schema_kind_desc cluster_kind = KIND(struct maas_cluster,
@@ -449,6 +485,26 @@ static const struct schema_kind_desc machine_template_kind = KIND(struct maas_ma
                                                                   NULL,
                                                                   0);
 
+static const struct schema_kind_desc remediation_kind = {
+        .kind = SCHEMA_KIND_REMEDIATION,
+        .spec_path = spec_path,
+        .spec_type = &remediation_spec_type,
+        .status_type = &remediation_status_type,
+        .meta_off = offsetof(struct maas_remediation, meta),
+        .spec_off = offsetof(struct maas_remediation, spec),
+        .status_off = offsetof(struct maas_remediation, status),
+        .raw_off = offsetof(struct maas_remediation, raw),
+        .size = sizeof(struct maas_remediation),
+        .plain_status = true,
+};
+static const struct schema_kind_desc remediation_template_kind =
+        KIND(struct maas_remediation_template,
+             SCHEMA_KIND_REMEDIATION_TEMPLATE,
+             template_spec_path,
+             &remediation_spec_type,
+             NULL,
+             0);
+
 /* Decodes into a scratch value so that *ret is written only on success. */
 /* Room for the largest kind: decode_into decodes on the stack (a failed decode leaves ret
  * alone). A heap block of this size, freed next to the top of the heap, made glibc
@@ -458,6 +514,8 @@ _Static_assert(sizeof(struct maas_cluster) <= KIND_SIZE_MAX, "maas_cluster fits"
 _Static_assert(sizeof(struct maas_cluster_template) <= KIND_SIZE_MAX, "template fits");
 _Static_assert(sizeof(struct maas_machine) <= KIND_SIZE_MAX, "maas_machine fits");
 _Static_assert(sizeof(struct maas_machine_template) <= KIND_SIZE_MAX, "template fits");
+_Static_assert(sizeof(struct maas_remediation) <= KIND_SIZE_MAX, "maas_remediation fits");
+_Static_assert(sizeof(struct maas_remediation_template) <= KIND_SIZE_MAX, "template fits");
 
 static int decode_into(const struct schema_kind_desc *k,
                        const cJSON *obj,
@@ -499,16 +557,16 @@ KIND_API(maas_cluster, struct maas_cluster, cluster_kind)
 KIND_API(maas_cluster_template, struct maas_cluster_template, cluster_template_kind)
 KIND_API(maas_machine, struct maas_machine, machine_kind)
 KIND_API(maas_machine_template, struct maas_machine_template, machine_template_kind)
+KIND_API(maas_remediation, struct maas_remediation, remediation_kind)
+KIND_API(maas_remediation_template, struct maas_remediation_template, remediation_template_kind)
 
 /* ---- kind-generic codec ---- */
 
 const struct schema_kind_desc *schema_codec_find(const char *kind)
 {
         static const struct schema_kind_desc *const all[] = {
-                &cluster_kind,
-                &cluster_template_kind,
-                &machine_kind,
-                &machine_template_kind,
+                &cluster_kind,          &cluster_template_kind, &machine_kind,
+                &machine_template_kind, &remediation_kind,      &remediation_template_kind,
         };
 
         for (size_t i = 0; kind && i < sizeof(all) / sizeof(all[0]); i++)

@@ -138,7 +138,8 @@ extern const struct schema_type schema_conditions_elem_type;
 /*
  * A top-level kind: metadata, a spec at spec_path (NULL-terminated member names) and an
  * optional status whose struct starts with the common status prefix (present, ready,
- * provisioned). status_type NULL = the kind has no status.
+ * provisioned), or, with plain_status, only with present (nothing but the described fields
+ * is read or written). status_type NULL = the kind has no status.
  */
 struct schema_kind_desc {
         const char *kind;
@@ -150,6 +151,7 @@ struct schema_kind_desc {
         size_t status_off;
         size_t raw_off;
         size_t size;
+        bool plain_status;
 };
 
 /* Decodes obj into dst (zeroed by the caller); on error releases dst and returns

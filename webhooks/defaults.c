@@ -81,3 +81,40 @@ void defaults_cluster_spec(const cJSON *spec, const char *pointer, cJSON *patch)
         patch_op(patch, "add", pointer, "/controlPlaneEndpoint/port",
                  cJSON_CreateNumber(DEFAULT_API_SERVER_PORT));
 }
+
+/* Adds member key (value taken) to the strategy at pointer when it lacks it. */
+static void default_member(
+        const cJSON *strategy, const char *pointer, const char *key, cJSON *value, cJSON *patch)
+{
+        char *suffix;
+
+        if (cJSON_GetObjectItemCaseSensitive(strategy, key)) {
+                cJSON_Delete(value);
+                return;
+        }
+        suffix = xasprintf("/strategy/%s", key);
+        patch_op(patch, "add", pointer, suffix, value);
+        free(suffix);
+}
+
+void defaults_remediation_spec(const cJSON *spec, const char *pointer, cJSON *patch)
+{
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(spec, "strategy");
+        cJSON *v;
+
+        if (!st || cJSON_IsNull(st)) {
+                v = cJSON_CreateObject();
+                cJSON_AddStringToObject(v, "type", SCHEMA_REMEDIATION_REBOOT);
+                cJSON_AddNumberToObject(v, "retryLimit", SCHEMA_REMEDIATION_RETRY_LIMIT);
+                cJSON_AddStringToObject(v, "timeout", SCHEMA_REMEDIATION_TIMEOUT);
+                patch_op(patch, st ? "replace" : "add", pointer, "/strategy", v);
+                return;
+        }
+        if (!cJSON_IsObject(st))
+                return; /* validation names the type error */
+        default_member(st, pointer, "type", cJSON_CreateString(SCHEMA_REMEDIATION_REBOOT), patch);
+        default_member(st, pointer, "retryLimit",
+                       cJSON_CreateNumber(SCHEMA_REMEDIATION_RETRY_LIMIT), patch);
+        default_member(st, pointer, "timeout", cJSON_CreateString(SCHEMA_REMEDIATION_TIMEOUT),
+                       patch);
+}

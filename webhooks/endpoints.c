@@ -1,5 +1,5 @@
 /*
- * endpoints: the eight admission routes. Each request runs scan -> budget -> decode -> kind
+ * endpoints: the twelve admission routes. Each request runs scan -> budget -> decode -> kind
  * check -> the kind's defaulting or validation -> encode. Malformed reviews (and reviews over
  * a budget) are answered with HTTP 400 and a message, reviews the decode budget cannot hold
  * now with 429; a well-formed review always gets 200 with allowed true or false. The cJSON
@@ -37,6 +37,14 @@ const struct webhook_endpoint webhook_endpoints[] = {
           "MaasClusterTemplate", "maasclustertemplates", 1 },
         { PATH("validate", "maasclustertemplate"), "vmaasclustertemplate.kb.io",
           "MaasClusterTemplate", "maasclustertemplates", 0 },
+        { PATH("mutate", "maasremediation"), "mmaasremediation.kb.io", "MaasRemediation",
+          "maasremediations", 1 },
+        { PATH("validate", "maasremediation"), "vmaasremediation.kb.io", "MaasRemediation",
+          "maasremediations", 0 },
+        { PATH("mutate", "maasremediationtemplate"), "mmaasremediationtemplate.kb.io",
+          "MaasRemediationTemplate", "maasremediationtemplates", 1 },
+        { PATH("validate", "maasremediationtemplate"), "vmaasremediationtemplate.kb.io",
+          "MaasRemediationTemplate", "maasremediationtemplates", 0 },
 };
 
 const size_t webhook_endpoints_n = ARRAY_SIZE(webhook_endpoints);

@@ -45,6 +45,8 @@ static const struct kind_ops kinds[] = {
         { SCHEMA_KIND_MACHINE, "machine", false, &spec_ops_machine, machine_update },
         { SCHEMA_KIND_MACHINE_TEMPLATE, "machine template", true, &spec_ops_machine_template,
           NULL },
+        { SCHEMA_KIND_REMEDIATION, NULL, false, &spec_ops_remediation, NULL },
+        { SCHEMA_KIND_REMEDIATION_TEMPLATE, NULL, true, &spec_ops_remediation, NULL },
 };
 
 const struct kind_ops *kind_ops_find(const char *kind)
@@ -211,7 +213,7 @@ static void validate_decoded(const struct kind_ops *ops,
                 so->check(old, path, &fe_old, NULL);
                 field_errors_subtract(&fe, &fe_old);
         }
-        if (fe.n == 0 && inv)
+        if (fe.n == 0 && inv && so->maas_check)
                 maas_checks_run(so, &(struct spec_pair){ path, cur, old }, inv, &fe, resp);
         if (fe.n > 0)
                 field_errors_deny(&fe, SCHEMA_GROUP, ops->kind, object_name(req), resp);

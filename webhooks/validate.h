@@ -25,6 +25,8 @@ union webhook_obj {
         struct maas_cluster_template cluster_template;
         struct maas_machine machine;
         struct maas_machine_template machine_template;
+        struct maas_remediation remediation;
+        struct maas_remediation_template remediation_template;
 };
 
 /* What the MAAS checks of a spec read and write. */
@@ -50,7 +52,7 @@ struct spec_ops {
         /* Appends JSON Patch operations for the defaults of spec (the spec object at JSON
          * Pointer pointer) to patch. */
         void (*defaults)(const cJSON *spec, const char *pointer, cJSON *patch);
-        /* Checks against MAAS (validate_maas.c). */
+        /* Checks against MAAS (validate_maas.c); NULL for a kind without any. */
         void (*maas_check)(const void *spec, struct maas_check *c);
         /* True when every field maas_check reads is equal in a and b. */
         bool (*maas_same)(const void *a, const void *b);
@@ -60,6 +62,8 @@ extern const struct spec_ops spec_ops_cluster;
 extern const struct spec_ops spec_ops_machine;
 /* MaasMachineTemplate: the MaasMachine rules, and a warning for staticIP. */
 extern const struct spec_ops spec_ops_machine_template;
+/* MaasRemediation and MaasRemediationTemplate (validate_remediation.c). */
+extern const struct spec_ops spec_ops_remediation;
 
 struct kind_ops {
         const char *kind; /* "MaasMachine" */
@@ -151,6 +155,14 @@ bool maas_check_static_ip(const struct maas_machine_spec *sp, struct maas_check 
 /* staticIP equal in a and b. */
 bool maas_static_ip_same(const struct maas_machine_spec *a, const struct maas_machine_spec *b);
 
+/* MaasRemediation spec rules at path: strategy.type Reboot, strategy.retryLimit 0..10,
+ * strategy.timeout a positive duration up to 24h. */
+void validate_remediation_spec(const struct maas_remediation_spec *s,
+                               const char *path,
+                               struct field_errors *fe);
+/* Defaulting of a MaasRemediation spec: strategy {type Reboot, retryLimit 1, timeout 5m0s},
+ * each member added only when absent. */
+void defaults_remediation_spec(const cJSON *spec, const char *pointer, cJSON *patch);
 /* Defaulting of a MaasMachine spec: duplicate tags removed, first occurrence kept. */
 void defaults_machine_spec(const cJSON *spec, const char *pointer, cJSON *patch);
 /* Defaulting of a MaasCluster spec: controlPlaneEndpoint.port 6443 when a host is set

@@ -186,6 +186,22 @@ def template_spec(inner, what):
                                 "The %s made from this template." % what, ["spec"])},
                "Spec of the template.", ["template"])
 
+# MaasRemediation: Cluster API external remediation, Metal3's shape (docs/remediation.md).
+remediation_spec = obj({
+    "strategy": obj({
+        "retryLimit": i("Power cycles before the Machine is handed back to Cluster API for replacement; the mutating webhook sets 1.", format="int32", minimum=0, maximum=10),
+        "timeout": s("How long each power cycle waits for the Node to be Ready again (a Go duration, e.g. 5m); the mutating webhook sets 5m0s.", minLength=1),
+        "type": s("Remediation strategy; the mutating webhook sets Reboot.", enum=["Reboot"]),
+    }, "How the unhealthy Machine is remediated."),
+}, "MaasRemediationSpec defines the desired state of a MaasRemediation.")
+
+remediation_status = obj({
+    "conditions": conditions,
+    "lastRemediated": s("When the last power cycle powered the machine on.", format="date-time"),
+    "phase": s("Running, Waiting, Succeeded, Deleting machine or Failed."),
+    "retryCount": i("Power cycles done.", format="int32", minimum=0),
+}, "MaasRemediationStatus defines the observed state of a MaasRemediation.")
+
 AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 CLUSTER_COL = {"name": "Cluster", "type": "string", "description": "Cluster the object belongs to",
                "jsonPath": ".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']"}
@@ -218,6 +234,19 @@ kinds = [
     ("MaasClusterTemplate", "maasclustertemplates", "MaasClusterTemplate is the Schema for the maasclustertemplates API (ClusterClass).",
      template_spec(cluster_spec, "MaasCluster"), None, [
         {"name": "DNSDomain", "type": "string", "description": "MAAS DNS domain", "jsonPath": ".spec.template.spec.dnsDomain"},
+        AGE]),
+    ("MaasRemediation", "maasremediations", "MaasRemediation is the Schema for the maasremediations API: a power-cycle remediation of one unhealthy Machine (named after it), created by a MachineHealthCheck from a MaasRemediationTemplate.",
+     remediation_spec, remediation_status, [
+        {"name": "Strategy", "type": "string", "description": "Remediation strategy", "jsonPath": ".spec.strategy.type"},
+        {"name": "Retry limit", "type": "integer", "description": "Power cycles allowed", "jsonPath": ".spec.strategy.retryLimit"},
+        {"name": "Retry count", "type": "integer", "description": "Power cycles done", "jsonPath": ".status.retryCount"},
+        {"name": "Phase", "type": "string", "description": "Phase of the remediation", "jsonPath": ".status.phase"},
+        {"name": "Last Remediated", "type": "date", "description": "Last power-on", "jsonPath": ".status.lastRemediated"},
+        AGE]),
+    ("MaasRemediationTemplate", "maasremediationtemplates", "MaasRemediationTemplate is the Schema for the maasremediationtemplates API: the MaasRemediation a MachineHealthCheck's remediation template makes.",
+     template_spec(remediation_spec, "MaasRemediation"), None, [
+        {"name": "Strategy", "type": "string", "description": "Remediation strategy", "jsonPath": ".spec.template.spec.strategy.type"},
+        {"name": "Retry limit", "type": "integer", "description": "Power cycles allowed", "jsonPath": ".spec.template.spec.strategy.retryLimit"},
         AGE]),
 ]
 

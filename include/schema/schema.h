@@ -1,7 +1,8 @@
 #pragma once
 /*
  * schema: the CRD types of infrastructure.cluster.x-k8s.io/v1beta1 (MaasCluster,
- * MaasMachine, MaasMachineTemplate, MaasClusterTemplate) as C structs, and their JSON codec.
+ * MaasMachine, MaasMachineTemplate, MaasClusterTemplate, MaasRemediation,
+ * MaasRemediationTemplate) as C structs, and their JSON codec.
  * Field semantics: upstream-capmaas.md section 1; CAPI contracts: kubernetes.md section 4.
  *
  * Presence convention (absent is never confused with zero):
@@ -371,6 +372,62 @@ struct maas_machine_template {
         cJSON *raw;
 };
 
+/* ---- MaasRemediation (CAPI external remediation; docs/remediation.md) ---- */
+
+#define SCHEMA_KIND_REMEDIATION            "MaasRemediation"
+#define SCHEMA_KIND_REMEDIATION_TEMPLATE   "MaasRemediationTemplate"
+#define SCHEMA_PLURAL_REMEDIATION          "maasremediations"
+#define SCHEMA_PLURAL_REMEDIATION_TEMPLATE "maasremediationtemplates"
+#define SCHEMA_FINALIZER_REMEDIATION       "maasremediation.infrastructure.cluster.x-k8s.io"
+/* spec.strategy.type: the only strategy. */
+#define SCHEMA_REMEDIATION_REBOOT          "Reboot"
+/* The defaults the mutating webhook writes (and the controller assumes when absent). */
+#define SCHEMA_REMEDIATION_RETRY_LIMIT     1
+#define SCHEMA_REMEDIATION_TIMEOUT         "5m0s"
+/* status.phase: Metal3's names, and Succeeded once the Node is Ready again. */
+#define SCHEMA_REMEDIATION_RUNNING         "Running"
+#define SCHEMA_REMEDIATION_WAITING         "Waiting"
+#define SCHEMA_REMEDIATION_SUCCEEDED       "Succeeded"
+#define SCHEMA_REMEDIATION_DELETING        "Deleting machine"
+#define SCHEMA_REMEDIATION_FAILED          "Failed"
+
+/* spec.strategy (Metal3's RemediationStrategy shape). timeout is a Go duration ("5m"). */
+struct maas_remediation_strategy {
+        char *type;
+        int64_t retry_limit; /* int32 range */
+        bool has_retry_limit;
+        char *timeout;
+};
+
+struct maas_remediation_spec {
+        struct maas_remediation_strategy *strategy;
+};
+
+/* Not the common status prefix: a remediation has no ready or initialization; encode
+ * writes only the fields below. */
+struct maas_remediation_status {
+        bool present;
+        char *phase;
+        int64_t retry_count; /* power cycles done */
+        bool has_retry_count;
+        char *last_remediated; /* RFC 3339: the last power-on */
+        struct schema_conditions conditions;
+};
+
+struct maas_remediation {
+        struct schema_meta meta;
+        struct maas_remediation_spec spec;
+        struct maas_remediation_status status;
+        cJSON *raw;
+};
+
+/* spec.template.spec is a MaasRemediationSpec; spec.template.metadata is kept in raw. */
+struct maas_remediation_template {
+        struct schema_meta meta;
+        struct maas_remediation_spec spec;
+        cJSON *raw;
+};
+
 /*
  * ---- codec ----
  * _decode: obj must be the whole object (apiVersion, kind, metadata, spec, status). Every
@@ -409,6 +466,21 @@ MUST_CHECK int maas_machine_template_decode(const cJSON *obj,
                                             struct json_errors *reterr);
 MUST_CHECK int maas_machine_template_encode(const struct maas_machine_template *t, cJSON **ret);
 
+void maas_remediation_init(struct maas_remediation *r);
+void maas_remediation_release(struct maas_remediation *r);
+MUST_CHECK int maas_remediation_decode(const cJSON *obj,
+                                       struct maas_remediation *ret,
+                                       struct json_errors *reterr);
+MUST_CHECK int maas_remediation_encode(const struct maas_remediation *r, cJSON **ret);
+
+void maas_remediation_template_init(struct maas_remediation_template *t);
+void maas_remediation_template_release(struct maas_remediation_template *t);
+MUST_CHECK int maas_remediation_template_decode(const cJSON *obj,
+                                                struct maas_remediation_template *ret,
+                                                struct json_errors *reterr);
+MUST_CHECK int maas_remediation_template_encode(const struct maas_remediation_template *t,
+                                                cJSON **ret);
+
 /*
  * Kind-generic codec, for code that treats the four kinds alike (the webhooks). obj, ret
  * and v are the struct of k's kind. schema_decode_view decodes as _decode does but without
@@ -423,7 +495,7 @@ MUST_CHECK int schema_decode_view(const struct schema_kind_desc *k,
                                   void *ret,
                                   struct json_errors *reterr);
 void schema_release(const struct schema_kind_desc *k, void *v);
-/* The spec of obj (a struct maas_cluster_spec or maas_machine_spec). */
+/* The spec of obj (a struct maas_cluster_spec, maas_machine_spec or maas_remediation_spec). */
 const void *schema_spec(const struct schema_kind_desc *k, const void *obj);
 
 /* Spec-level codec, for callers holding a spec at some other path. d's path must point at

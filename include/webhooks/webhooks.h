@@ -37,7 +37,7 @@ struct webhook_endpoint {
         int mutating;       /* 1 for /mutate-…, 0 for /validate-… */
 };
 
-/* The eight endpoints, in manifest order. */
+/* The twelve endpoints, in manifest order. */
 extern const struct webhook_endpoint webhook_endpoints[];
 extern const size_t webhook_endpoints_n;
 

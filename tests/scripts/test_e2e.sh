@@ -60,12 +60,12 @@ items = json.load(sys.stdin)["items"]
 ca = base64.b64encode(open(sys.argv[1], "rb").read()).decode()
 crds = [i for i in items if i["kind"] == "CustomResourceDefinition" and i["spec"]["group"] == "infrastructure.cluster.x-k8s.io"]
 hooks = [w for i in items if i["kind"].endswith("WebhookConfiguration") for w in i["webhooks"]]
-ok = len(crds) == 4 and all(c["metadata"]["labels"].get("cluster.x-k8s.io/v1beta2") == "v1beta1" for c in crds)
-ok = ok and len(hooks) == 8 and all(w["clientConfig"].get("caBundle") == ca for w in hooks)
+ok = len(crds) == 6 and all(c["metadata"]["labels"].get("cluster.x-k8s.io/v1beta2") == "v1beta1" for c in crds)
+ok = ok and len(hooks) == 12 and all(w["clientConfig"].get("caBundle") == ca for w in hooks)
 print("%d CRDs, %d webhooks" % (len(crds), len(hooks)))
 sys.exit(0 if ok else 1)' "$STACK_DIR/certs/ca.crt"
 }
-check "the release's CRDs and webhook configurations (CA injected) are installed" 0 '4 CRDs, 8 webhooks' -- installed_ok
+check "the release's CRDs and webhook configurations (CA injected) are installed" 0 '6 CRDs, 12 webhooks' -- installed_ok
 check "capmaas runs with the installed Secret's MAAS endpoint" 0 "^$STACK_MAAS_URL\$" -- \
   echo "$STACK_MAAS_ENDPOINT"
 MANIFEST=$KS_WORK/cluster.yaml

@@ -54,6 +54,13 @@ const struct kube_resource KUBE_RES_MAASMACHINETEMPLATES = { "infrastructure.clu
 const struct kube_resource KUBE_RES_MAASCLUSTERTEMPLATES = { "infrastructure.cluster.x-k8s.io",
                                                              "v1beta1", "maasclustertemplates",
                                                              "MaasClusterTemplate", true };
+const struct kube_resource KUBE_RES_MAASREMEDIATIONS = { "infrastructure.cluster.x-k8s.io",
+                                                         "v1beta1", "maasremediations",
+                                                         "MaasRemediation", true };
+const struct kube_resource KUBE_RES_MAASREMEDIATIONTEMPLATES = { "infrastructure.cluster.x-k8s.io",
+                                                                 "v1beta1",
+                                                                 "maasremediationtemplates",
+                                                                 "MaasRemediationTemplate", true };
 
 struct kube_client {
         const struct kube_config *cfg; /* borrowed */

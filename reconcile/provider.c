@@ -1,6 +1,6 @@
 /*
- * provider: wires the informers, the two controllers, their watches and per-worker
- * clients (see provider.h).
+ * provider: wires the informers, the controllers (MaasMachine, MaasCluster and, when
+ * served, MaasRemediation), their watches and per-worker clients (see provider.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +15,7 @@
 #include "maascluster.h"
 #include "maasmachine.h"
 #include "maasmachinetemplate.h"
+#include "maasremediation.h"
 #include "metrics.h"
 #include "provider_internal.h"
 #include "reconciler.h"
@@ -78,6 +79,20 @@ static const struct controller_ops template_ops = {
         .worker_new = worker_new,
         .worker_free = worker_free_cb,
         .reconcile = template_reconcile,
+};
+
+static int remediation_reconcile(void *wctx,
+                                 const char *ns,
+                                 const char *name,
+                                 struct reconcile_result *res)
+{
+        return wctx ? maasremediation_reconcile(wctx, ns, name, res) : CM_EINVAL;
+}
+
+static const struct controller_ops remediation_ops = {
+        .worker_new = worker_new,
+        .worker_free = worker_free_cb,
+        .reconcile = remediation_reconcile,
 };
 
 static const struct controller_ops machine_ops = {
@@ -202,7 +217,54 @@ static void on_inventory(void *ud, const struct maas_inventory_snapshot *snap)
                 (void)informer_each_key(p->maasclusters, NULL, NULL, enqueue_key, p->cluster_ctl);
 }
 
+/* A Machine → the MaasRemediation named after it (CAPI's external remediation), when one
+ * is cached. */
+static void map_machine_to_remediation(void *arg,
+                                       const struct kube_object *obj,
+                                       add_fn *add,
+                                       void *ctl)
+{
+        struct provider *p = arg;
+        struct kube_object *r = informer_get(p->maasremediations, kube_object_namespace(obj),
+                                             kube_object_name(obj));
+
+        if (r)
+                add(ctl, kube_object_namespace(obj), kube_object_name(obj));
+        kube_object_unref(r);
+}
+
 /* --- lifecycle ------------------------------------------------------------------------------ */
+
+/* capmaas_remediations_*: every result at zero from the start, so the series exist before
+ * the first remediation (the dashboards and alerts read them). */
+static int register_remediation_metrics(struct provider *p)
+{
+        static const char *const result[] = { "result", NULL };
+        static const char *const results[] = { "succeeded", "failed", "refused" };
+        struct metric_family *f = NULL;
+        int err;
+
+        err = metrics_counter(p->metrics, "capmaas_remediations_total",
+                              "MaasRemediations ended: succeeded (the Node was Ready again), "
+                              "failed (handed back to Cluster API for replacement), refused (no "
+                              "power call).",
+                              result, &p->remediations);
+        for (size_t i = 0; err == 0 && i < ARRAY_SIZE(results); i++)
+                (void)metric_series(p->remediations, results[i]);
+        if (err == 0)
+                err = metrics_counter(p->metrics, "capmaas_remediation_power_cycles_total",
+                                      "Power cycles (off, confirmed off, on) of MaasRemediations.",
+                                      NULL, &f);
+        if (err == 0)
+                p->remediation_power_cycles = metric_series(f, NULL);
+        if (err == 0)
+                err = metrics_gauge(p->metrics, "capmaas_remediations_in_progress",
+                                    "MaasRemediations power cycling or waiting for their Node.",
+                                    NULL, &f);
+        if (err == 0)
+                p->remediations_in_progress = metric_series(f, NULL);
+        return err;
+}
 
 static int register_metrics(struct provider *p)
 {
@@ -247,6 +309,8 @@ static int register_metrics(struct provider *p)
                 err = reconciler_metrics_zero(p);
         if (err == 0)
                 err = fleet_snapshot_phase_metrics(p);
+        if (err == 0)
+                err = register_remediation_metrics(p);
         return err;
 }
 
@@ -440,6 +504,52 @@ int provider_new_informers(struct provider *p)
         return err;
 }
 
+int provider_new_remediation_informer(struct provider *p)
+{
+        return new_informer(p, &KUBE_RES_MAASREMEDIATIONS, &p->maasremediations);
+}
+
+/* Whether MaasRemediations can be listed: an installation whose CRDs or RBAC predate them
+ * answers 404 or 403, and an informer that is refused never syncs, which would keep every
+ * controller from starting. Then remediation is off (logged). */
+static int remediation_served(struct provider *p, bool *ret)
+{
+        struct kube_client *c = NULL;
+        struct kube_error e = { 0 };
+        int err = kube_client_new(
+                &(struct kube_client_opts){ .config = p->kube, .limiter = p->limiter }, &c);
+
+        if (err == 0)
+                err = kube_list_pages(c, &KUBE_RES_MAASREMEDIATIONS, p->settings.namespace,
+                                      &(struct kube_list_opts){ .page_size = 1 }, first_page, NULL,
+                                      &e);
+        *ret = err == 1;
+        if (err == CM_ENOTFOUND || err == CM_EFORBIDDEN) {
+                log_warn(LOGGER,
+                         "MaasRemediation is not served or not permitted: remediation is off "
+                         "until this release's CRDs and RBAC are applied",
+                         "error=%s", cm_strerror(err));
+                err = 1;
+        }
+        kube_error_release(&e);
+        kube_client_free(c);
+        return err == 1 ? 0 : err;
+}
+
+static int build_remediation(struct provider *p)
+{
+        bool served = false;
+        int err = remediation_served(p, &served);
+
+        if (err || !served)
+                return err;
+        err = provider_new_remediation_informer(p);
+        if (err == 0)
+                err = new_controller(p, "maasremediation", 1, &remediation_ops,
+                                     &p->remediation_ctl);
+        return err;
+}
+
 static int build(struct provider *p)
 {
         int err;
@@ -462,6 +572,8 @@ static int build(struct provider *p)
                                      &cluster_ops, &p->cluster_ctl);
         if (err == 0 && p->templates)
                 err = new_controller(p, "maasmachinetemplate", 1, &template_ops, &p->template_ctl);
+        if (err == 0)
+                err = build_remediation(p);
         return err;
 }
 
@@ -486,13 +598,19 @@ static int watch(struct provider *p)
                 err = controller_watch(p->machine_ctl, p->ipclaims, map_claim_to_mm, p);
         if (err == 0 && p->template_ctl)
                 err = controller_watch(p->template_ctl, p->templates, NULL, NULL);
+        if (err == 0 && p->remediation_ctl)
+                err = controller_watch(p->remediation_ctl, p->maasremediations, NULL, NULL);
+        if (err == 0 && p->remediation_ctl)
+                err = controller_watch(p->remediation_ctl, p->machines, map_machine_to_remediation,
+                                       p);
         return err;
 }
 
 static int start_informers(struct provider *p)
 {
-        struct informer *all[] = { p->maasmachines, p->maasclusters, p->machines,
-                                   p->clusters,     p->ipclaims,     p->templates };
+        struct informer *all[] = { p->maasmachines,    p->maasclusters, p->machines,
+                                   p->clusters,        p->ipclaims,     p->templates,
+                                   p->maasremediations };
         int err = 0;
 
         for (size_t i = 0; i < ARRAY_SIZE(all) && err == 0; i++)
@@ -523,6 +641,8 @@ int provider_start(struct provider *p)
                 err = controller_start(p->template_ctl);
         if (err == 0 && p->inventory)
                 maas_inventory_set_listener(p->inventory, on_inventory, p);
+        if (err == 0 && p->remediation_ctl)
+                err = controller_start(p->remediation_ctl);
         if (err) {
                 log_error(LOGGER, "cannot start the controllers", "error=%s", cm_strerror(err));
                 provider_stop(p);
@@ -538,9 +658,10 @@ int provider_start(struct provider *p)
 
 void provider_stop(struct provider *p)
 {
-        struct informer *all[] = { p ? p->maasmachines : NULL, p ? p->maasclusters : NULL,
-                                   p ? p->machines : NULL,     p ? p->clusters : NULL,
-                                   p ? p->ipclaims : NULL,     p ? p->templates : NULL };
+        struct informer *all[] = { p ? p->maasmachines : NULL,    p ? p->maasclusters : NULL,
+                                   p ? p->machines : NULL,        p ? p->clusters : NULL,
+                                   p ? p->ipclaims : NULL,        p ? p->templates : NULL,
+                                   p ? p->maasremediations : NULL };
 
         if (!p)
                 return;
@@ -559,6 +680,9 @@ void provider_stop(struct provider *p)
                 controller_stop(p->cluster_ctl);
         if (p->template_ctl)
                 controller_stop(p->template_ctl);
+        if (p->remediation_ctl)
+                controller_stop(p->remediation_ctl);
+        p->remediation_ctl = controller_free(p->remediation_ctl);
         p->machine_ctl = controller_free(p->machine_ctl);
         p->cluster_ctl = controller_free(p->cluster_ctl);
         p->template_ctl = controller_free(p->template_ctl);
@@ -568,6 +692,7 @@ void provider_stop(struct provider *p)
         p->machines = informer_free(p->machines);
         p->clusters = informer_free(p->clusters);
         p->ipclaims = informer_free(p->ipclaims);
+        p->maasremediations = informer_free(p->maasremediations);
         p->events = event_recorder_free(p->events);
         p->started = false;
         atomic_store(&p->stopping, false);
@@ -591,6 +716,7 @@ struct provider *provider_free(struct provider *p)
         reconciler_dns_forget_all(p);
         reconciler_table_release(&p->released);
         reconciler_table_release(&p->claimed);
+        reconciler_table_release(&p->remediating);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->fleet_cond);
         pthread_mutex_destroy(&p->fleet_lock);

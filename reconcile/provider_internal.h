@@ -19,3 +19,6 @@ MUST_CHECK int provider_discover(struct provider *p, struct http_transport *t);
 /* Creates p's informers (not started) for the discovered version (CM_EINVAL before
  * discovery). provider_start calls it too; call it at most once. */
 MUST_CHECK int provider_new_informers(struct provider *p);
+/* Creates p's MaasRemediation informer (not started); provider_start does it only when the
+ * kind is served and listable. */
+MUST_CHECK int provider_new_remediation_informer(struct provider *p);

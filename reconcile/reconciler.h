@@ -103,6 +103,10 @@ struct provider {
         /* a digest of the zones holding machines at the last refresh the listener saw */
         _Atomic uint64_t zones_digest;
         struct controller *machine_ctl, *cluster_ctl;
+        /* MaasRemediations and their controller; NULL when the kind is not served or our
+         * RBAC may not list it (an older release's CRDs and role). */
+        struct informer *maasremediations;
+        struct controller *remediation_ctl;
         struct event_recorder *events;
 
         struct metric_family *maas_requests; /* capmaas_maas_requests_total{op,code} */
@@ -114,6 +118,9 @@ struct provider {
         /* capmaas_maasmachines{phase}: the MaasMachines in each phase, kept with fleet_index
          * (fleet_snapshot.c); NULL without metrics */
         struct metric_series *mm_phase[RECONCILER_MM_PHASES];
+        struct metric_family *remediations;             /* capmaas_remediations_total{result} */
+        struct metric_series *remediation_power_cycles; /* ..._remediation_power_cycles_total */
+        struct metric_series *remediations_in_progress; /* capmaas_remediations_in_progress */
 
         pthread_mutex_t lock;
         struct reconciler_table
@@ -128,6 +135,7 @@ struct provider {
          * we last wrote it, a = clock_now_ms then (reconciler_dns_*) */
         struct reconciler_table dns_records;
         struct reconciler_table claimed; /* MaasMachine UID → wall s of our IPAddressClaim create */
+        struct reconciler_table remediating; /* ns/name of the MaasRemediations in progress */
 
         pthread_mutex_t fleet_lock;
         pthread_cond_t fleet_cond;        /* a refresh finished (with fleet_lock) */

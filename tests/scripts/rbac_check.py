@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Least privilege, checked against what capmaas really called.
 
-rbac_check.py [--granted-only | --ipam] COMPONENTS ACCESS [AGENT]: COMPONENTS is the rendered
+rbac_check.py [--granted-only | --ipam | --remediation] COMPONENTS ACCESS [AGENT]: COMPONENTS is the rendered
 infrastructure-components.yaml; ACCESS is kube-sim's GET /_sim/requests answer, whose
 "access" tally holds the RBAC attributes of every request ("<agent> <verb> <group>
 <resource[/sub]> <namespace>": n). Every call AGENT (default capmaas) made must be granted
@@ -12,7 +12,8 @@ authenticated user by the API server's system:discovery ClusterRole. A granted v
 SOMETIMES may go unused: the event recorder patches an event only when the same event
 repeats within its window, which a run may or may not produce (integration.kube_events
 proves the patch against kube-sim). A granted verb in IPAM_ONLY is used only by a cluster
-with addressesFromPools: unused is a finding only with --ipam (script.e2e_ipam). Prints
+with addressesFromPools: unused is a finding only with --ipam (script.e2e_ipam); one in
+REMEDIATION_ONLY only by a remediation (--remediation, script.e2e_remediation). Prints
 one line per finding and a summary; exit 1 on any finding.
 """
 import json
@@ -73,14 +74,23 @@ IPAM_ONLY = {("create", "ipam.cluster.x-k8s.io", "ipaddressclaims"),
              ("delete", "ipam.cluster.x-k8s.io", "ipaddressclaims"),
              ("get", "ipam.cluster.x-k8s.io", "ipaddresses")}
 
+# Used only once a MachineHealthCheck asks for a MaasRemediation (the remediations are
+# listed and watched by every run): unused is a finding only with --remediation
+# (script.e2e_remediation).
+REMEDIATION_ONLY = {("patch", "infrastructure.cluster.x-k8s.io", "maasremediations"),
+                    ("patch", "infrastructure.cluster.x-k8s.io", "maasremediations/status"),
+                    ("patch", "cluster.x-k8s.io", "machines/status")}
+
 
 def main():
     args = sys.argv[1:]
     granted_only = bool(args) and args[0] == "--granted-only"
     ipam = bool(args) and args[0] == "--ipam"
-    if granted_only or ipam:
+    remediation = bool(args) and args[0] == "--remediation"
+    if granted_only or ipam or remediation:
         args = args[1:]
-    may_skip = SOMETIMES if ipam else SOMETIMES | IPAM_ONLY
+    may_skip = SOMETIMES | (set() if ipam else IPAM_ONLY) | \
+        (set() if remediation else REMEDIATION_ONLY)
     docs = [d for d in yaml.safe_load_all(open(args[0])) if d]
     access = json.load(open(args[1]))["access"]
     agent = args[2] if len(args) > 2 else "capmaas"

@@ -23,6 +23,7 @@
 #define POLL_MS       2000  /* the Node's Ready is read this often while Waiting */
 #define PAUSE_POLL_MS 10000 /* a paused Cluster is looked at again this often */
 #define RETRY_MS      5000  /* a power cycle MAAS did not confirm is retried after */
+#define STALE_MS      200   /* a cache behind our own write is looked at again after */
 
 static bool phase_is(const struct remediation_ctx *c, const char *phase)
 {
@@ -63,6 +64,36 @@ static void track(struct provider *p, const char *ns, const char *name, bool act
                 metric_gauge_set(p->remediations_in_progress, (double)p->remediating.n);
         pthread_mutex_unlock(&p->lock);
         free(key);
+}
+
+/* p->remediation_cycles: the retryCount this remediation's last power cycle wrote, so a
+ * pass that reads a cache not yet holding that write does not power cycle again. */
+static void cycles_remember(struct remediation_ctx *c, int64_t count)
+{
+        pthread_mutex_lock(&c->p->lock);
+        reconciler_table_put(&c->p->remediation_cycles, c->r.meta.uid ? c->r.meta.uid : "")->a =
+                count;
+        pthread_mutex_unlock(&c->p->lock);
+}
+
+static void cycles_forget(struct remediation_ctx *c)
+{
+        pthread_mutex_lock(&c->p->lock);
+        reconciler_table_del(&c->p->remediation_cycles, c->r.meta.uid ? c->r.meta.uid : "");
+        pthread_mutex_unlock(&c->p->lock);
+}
+
+/* True when the cached object is behind what this controller last wrote. */
+static bool cache_behind(struct remediation_ctx *c)
+{
+        const struct reconciler_entry *e;
+        bool behind;
+
+        pthread_mutex_lock(&c->p->lock);
+        e = reconciler_table_get(&c->p->remediation_cycles, c->r.meta.uid ? c->r.meta.uid : "");
+        behind = e && c->r.status.retry_count < e->a;
+        pthread_mutex_unlock(&c->p->lock);
+        return behind;
 }
 
 static int flush(struct remediation_ctx *c)
@@ -192,6 +223,7 @@ static int cycle(struct remediation_ctx *c, struct reconcile_result *res)
         c->r.status.last_remediated = xstrdup(ts);
         if (c->p->remediation_power_cycles)
                 metric_counter_inc(c->p->remediation_power_cycles);
+        cycles_remember(c, c->r.status.retry_count);
         set_phase(c, SCHEMA_REMEDIATION_WAITING);
         reconciler_cond(&c->conds, REMEDIATION_COND_POWER_CYCLED, SCHEMA_CONDITION_TRUE,
                         "PowerCycled", "power cycle %lld of %lld at %s",
@@ -250,6 +282,8 @@ static int finish(struct remediation_ctx *c)
                 err = succeed(c);
         if (err == 0 && schema_strv_remove(&c->r.meta.finalizers, SCHEMA_FINALIZER_REMEDIATION))
                 err = flush(c);
+        if (err == 0)
+                cycles_forget(c);
         return err;
 }
 
@@ -265,6 +299,11 @@ static int pass(struct remediation_ctx *c, struct reconcile_result *res)
 
         if (c->r.meta.deletion_timestamp)
                 return finish(c);
+        if (cache_behind(c)) {
+                /* the cache has not caught up with our last power cycle's write yet */
+                *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, STALE_MS };
+                return 0;
+        }
         if (!schema_meta_has_finalizer(&c->r.meta, SCHEMA_FINALIZER_REMEDIATION)) {
                 schema_strv_add(&c->r.meta.finalizers, SCHEMA_FINALIZER_REMEDIATION);
                 err = flush(c);

@@ -717,6 +717,7 @@ struct provider *provider_free(struct provider *p)
         reconciler_table_release(&p->released);
         reconciler_table_release(&p->claimed);
         reconciler_table_release(&p->remediating);
+        reconciler_table_release(&p->remediation_cycles);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->fleet_cond);
         pthread_mutex_destroy(&p->fleet_lock);

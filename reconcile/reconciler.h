@@ -136,6 +136,9 @@ struct provider {
         struct reconciler_table dns_records;
         struct reconciler_table claimed; /* MaasMachine UID → wall s of our IPAddressClaim create */
         struct reconciler_table remediating; /* ns/name of the MaasRemediations in progress */
+        /* MaasRemediation UID → a: the retryCount its last power cycle wrote (a cache that
+         * has not caught up with that write must not cycle again); gone with the finalizer */
+        struct reconciler_table remediation_cycles;
 
         pthread_mutex_t fleet_lock;
         pthread_cond_t fleet_cond;        /* a refresh finished (with fleet_lock) */

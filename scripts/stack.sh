@@ -19,6 +19,7 @@
 #
 # Inputs (environment): BUILD (build dir with capmaas and the sims), SRC (source dir),
 # STACK_INVENTORY (default: the sample), STACK_DEPLOY_SECONDS (2), STACK_RELEASE_SECONDS (1),
+# STACK_SIM_KUBELETS (1: capi-sim's Nodes follow maas-sim's kubelets, /_sim/kubelets),
 # STACK_CAPMAAS_ARGS (extra flags), STACK_CAPI_CONTRACT (v1beta2, CAPI 1.11+; or v1beta1,
 # CAPI 1.10: the Cluster API release capi-sim plays and the only version its CRDs serve),
 # STACK_RELEASE_DIR (an infrastructure-maas/VERSION folder to install from; default: one
@@ -361,9 +362,11 @@ stack_up() {
   stack_install || return 1
   stack_metrics_reader || return 1
   stack_capmaas_start || return 1
+  local kubelets=()
+  [ "${STACK_SIM_KUBELETS:-0}" = 1 ] && kubelets=(--maas-sim "${STACK_MAAS_URL%/MAAS}")
   stack_start_sim capi-sim --port 0 --kubeconfig "$STACK_KUBECONFIG" \
     --workload-kubeconfig "$STACK_WORKLOAD_KUBECONFIG" \
-    --capi-contract "${STACK_CAPI_CONTRACT:-v1beta2}" || return 1
+    --capi-contract "${STACK_CAPI_CONTRACT:-v1beta2}" "${kubelets[@]}" || return 1
 }
 
 # stack_up_target DIR: a second management cluster, the target of a clusterctl move: its own

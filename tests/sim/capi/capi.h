@@ -14,7 +14,11 @@
  *     standing in for kubelet, the Node's Ready goes Unknown while the MaasMachine is not
  *     ready (its host is off or gone) and back to True when it is;
  *   - machinehealthcheck: marks unhealthy Machines OwnerRemediated False (mhc.c); the KCP and
- *     MD controllers delete them and create replacements, as CAPI's owner remediation;
+ *     MD controllers delete them and create replacements, as CAPI's owner remediation; with
+ *     a remediation template, CAPI's external remediation: the remediation object named
+ *     after the Machine, deleted again once the Machine is healthy, and the provider's
+ *     OwnerRemediated False acted on as above;
+ *   - with --maas-sim, the Nodes' Ready follows maas-sim's kubelets (kubelets.c);
  *   - ipaddressclaim / inclusterippool (ipam.c): the in-cluster IPAM provider
  *     (kubernetes-sigs/cluster-api-ipam-provider-in-cluster) standing beside CAPI: a claim of
  *     an InClusterIPPool or GlobalInClusterIPPool gets an IPAddress named after it, the
@@ -129,8 +133,21 @@ struct capi {
         struct controller *cluster_ctl, *owner_ctl[CAPI_OWNER_KINDS], *machine_ctl, *mhc_ctl,
                 *ipclaim_ctl, *pool_ctl;
         struct capi_index *index;
+        struct capi_kubelets *kubelets; /* NULL without --maas-sim */
         _Atomic uint64_t name_seed;
 };
+
+/* ---- kubelets (kubelets.c): with --maas-sim, Nodes follow maas-sim's kubelets ---- */
+
+struct capi_kubelets;
+/* Starts the poller of maas_sim_url (maas-sim's base, without /MAAS); after the informers
+ * and controllers exist. */
+MUST_CHECK int capi_kubelets_start(struct capi *s, const char *maas_sim_url);
+/* Stops and frees the poller (before the controllers go); no-op without one. */
+void capi_kubelets_stop(struct capi *s);
+/* Whether the kubelet of MAAS machine system_id posts Ready: maas-sim's last answer for a
+ * machine it lists; true without a poller or for a machine it does not list. Any thread. */
+bool capi_kubelet_up(struct capi *s, const char *system_id);
 
 /* Per-worker state: one client per API. */
 struct capi_worker {

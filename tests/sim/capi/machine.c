@@ -261,8 +261,12 @@ static int mirror(struct mctx *c, const cJSON *mm)
                 json_set_string(json_child_object(c->after, "spec", NULL), "providerID", pid);
         if (name)
                 err = ensure_node(c, mm, name);
-        if (err == 0) /* kubelet runs while the host is deployed and on */
-                err = kubelet_posts(c, mm, cJSON_IsTrue(json_find(mm, "status", "ready", NULL)));
+        if (err == 0) /* kubelet runs while the host is deployed, on and (maas-sim) up */
+                err = kubelet_posts(
+                        c, mm,
+                        cJSON_IsTrue(json_find(mm, "status", "ready", NULL)) &&
+                                capi_kubelet_up(c->w->s,
+                                                json_find_str(mm, "spec", "systemID", NULL)));
         json_set_string(c->status, "phase",
                         copy_failure(c, mm)                     ? "Failed"
                         : json_find(c->status, "nodeRef", NULL) ? "Running"

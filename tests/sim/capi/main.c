@@ -3,7 +3,11 @@
  * them (design.md §5; what it does: capi.h).
  *
  *   capi-sim --kubeconfig F --workload-kubeconfig F [--capi-contract v1beta2|v1beta1]
- *            [--port N] [--machine-workers N] [-v N]
+ *            [--port N] [--machine-workers N] [--maas-sim URL] [-v N]
+ *
+ * --maas-sim URL (maas-sim's base, http://127.0.0.1:N): the Nodes' Ready follows the
+ * kubelets maas-sim simulates (GET URL/_sim/kubelets), so a test can hang one and see a power
+ * cycle bring it back.
  *
  * --capi-contract (default v1beta2) is the Cluster API release it plays: v1beta2 as CAPI
  * 1.11+ (it reads and writes cluster.x-k8s.io, controlplane. and bootstrap. kinds as
@@ -40,7 +44,7 @@
 #define KUBECONFIG_MAX  (1u << 20)
 
 struct opts {
-        const char *kubeconfig, *workload_kubeconfig, *contract;
+        const char *kubeconfig, *workload_kubeconfig, *contract, *maas_sim;
         unsigned port, machine_workers;
         int verbosity;
 };
@@ -366,6 +370,7 @@ static void stop_all(struct capi *s)
                                       &s->machine_ctl, &s->mhc_ctl,      &s->ipclaim_ctl,
                                       &s->pool_ctl };
 
+        capi_kubelets_stop(s); /* it enqueues into the Machine controller */
         for (size_t i = 0; i < ARRAY_SIZE(inf); i++)
                 if (*inf[i])
                         informer_stop(*inf[i]);
@@ -439,7 +444,7 @@ static int usage(void)
 {
         fprintf(stderr, "usage: capi-sim --kubeconfig F --workload-kubeconfig F "
                         "[--capi-contract v1beta2|v1beta1] [--port N] [--machine-workers N] "
-                        "[-v N]\n");
+                        "[--maas-sim URL] [-v N]\n");
         return 2;
 }
 
@@ -457,6 +462,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
                         o->workload_kubeconfig = v;
                 else if (strcmp(a, "--capi-contract") == 0)
                         o->contract = v;
+                else if (strcmp(a, "--maas-sim") == 0)
+                        o->maas_sim = v;
                 else if (parse_u64(v, 0, 65535, &u) != 0)
                         return CM_EINVAL;
                 else if (strcmp(a, "--port") == 0)
@@ -487,6 +494,8 @@ static int run(struct capi *s, const struct opts *o)
                 err = watch_all(s);
         if (err == 0)
                 err = start_all(s);
+        if (err == 0 && o->maas_sim)
+                err = capi_kubelets_start(s, o->maas_sim);
         if (err == 0)
                 err = serve(&r, &srv, o->port);
         if (err == 0) {

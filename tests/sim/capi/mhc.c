@@ -17,10 +17,18 @@
  *     v1beta2 spec.remediation.triggerIf.unhealthyLessThanOrEqualTo (an integer or a
  *     percentage of the targets); a marked Machine gets MachineHealthCheckSucceeded False and
  *     OwnerRemediated False (reason WaitingForRemediation), which its owner acts on (owner.c);
+ *   - external remediation (v1beta2 spec.remediation.templateRef, v1beta1
+ *     spec.remediationTemplate): a marked Machine gets MachineHealthCheckSucceeded False (and,
+ *     v1beta2, ExternallyRemediated False, WaitingForRemediation) but no OwnerRemediated;
+ *     instead the remediation object is created from the template (CAPI's GenerateTemplate:
+ *     the template's kind without "Template", named after the Machine, owned by it, with the
+ *     template's spec.template metadata and spec, the cluster-name label and the cloned-from
+ *     annotations), once. When such a Machine is healthy again its remediation object is
+ *     deleted and MachineHealthCheckSucceeded goes True. The provider gives up by setting
+ *     OwnerRemediated False, which the owners act on as above (owner.c);
  *   - status: expectedMachines, currentHealthy, remediationsAllowed; requeued for the next
  *     timeout to expire.
- * Not here (issue 20): nodeStartupTimeout, unhealthyMachineConditions, unhealthyRange,
- * external remediation templates.
+ * Not here: nodeStartupTimeout, unhealthyMachineConditions, unhealthyRange.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +41,7 @@
 #include "log.h"
 #include "parse.h"
 #include "rfc3339.h"
+#include "schema.h"
 #include "xalloc.h"
 
 #define LOGGER     "capi-sim"
@@ -43,9 +52,20 @@ struct check {
         int64_t timeout_s;
 };
 
+/* An external remediation template reference, as the resources of the template and of the
+ * remediation objects made from it. */
+struct ext_ref {
+        char group[128], version[32];
+        char tkind[64], tplural[80]; /* the template: MaasRemediationTemplate */
+        char kind[64], plural[80];   /* the request: MaasRemediation */
+        const char *name;            /* the template's, in the MHC's cJSON */
+        struct kube_resource tres, res;
+};
+
 struct mhc_ctx {
         struct capi_worker *w;
         const cJSON *mhc;
+        const struct ext_ref *ext; /* NULL: owner remediation */
         const char *ns;
         struct check checks[MAX_CHECKS];
         size_t n_checks;
@@ -245,6 +265,177 @@ static bool set_condition(
         return true;
 }
 
+/* "Kind" in lower case plus "s" (the plural of the Maas kinds and most CRDs). */
+static void plural_of(const char *kind, char *out, size_t n)
+{
+        size_t i = 0;
+
+        for (; kind[i] && i + 2 < n; i++)
+                out[i] = (char)(kind[i] >= 'A' && kind[i] <= 'Z' ? kind[i] - 'A' + 'a' : kind[i]);
+        out[i++] = 's';
+        out[i] = '\0';
+}
+
+/* The MHC's remediation template reference, in the contract's shape; false when none (or
+ * one capi-sim cannot read: it then remediates through the owner, and says so). */
+static bool read_ext_ref(const cJSON *mhc, struct ext_ref *x)
+{
+        const cJSON *ref = capi_contract.v1beta2
+                                   ? json_find(mhc, "spec", "remediation", "templateRef", NULL)
+                                   : json_find(mhc, "spec", "remediationTemplate", NULL);
+        const char *av = json_find_str(ref, "apiVersion", NULL);
+        const char *kind = json_find_str(ref, "kind", NULL);
+        const char *slash = av ? strchr(av, '/') : NULL;
+        size_t kn = kind ? strlen(kind) : 0;
+
+        x->name = json_find_str(ref, "name", NULL);
+        if (!ref)
+                return false;
+        if (!x->name || !slash || kn <= strlen("Template") ||
+            strcmp(kind + kn - strlen("Template"), "Template") != 0 ||
+            (size_t)(slash - av) >= sizeof(x->group) || strlen(slash + 1) >= sizeof(x->version) ||
+            kn >= sizeof(x->tkind)) {
+                log_info(LOGGER, "unreadable remediation template reference", "mhc=%s",
+                         json_find_str(mhc, "metadata", "name", NULL));
+                return false;
+        }
+        (void)snprintf(x->group, sizeof(x->group), "%.*s", (int)(slash - av), av);
+        (void)snprintf(x->version, sizeof(x->version), "%s", slash + 1);
+        (void)snprintf(x->tkind, sizeof(x->tkind), "%s", kind);
+        (void)snprintf(x->kind, sizeof(x->kind), "%.*s", (int)(kn - strlen("Template")), kind);
+        plural_of(x->tkind, x->tplural, sizeof(x->tplural));
+        plural_of(x->kind, x->plural, sizeof(x->plural));
+        x->tres = (struct kube_resource){ x->group, x->version, x->tplural, x->tkind, true };
+        x->res = (struct kube_resource){ x->group, x->version, x->plural, x->kind, true };
+        return true;
+}
+
+/* dst[key] = a copy of every string member of src (an object), keeping dst's others. */
+static void merge_strings(cJSON *dst, const cJSON *src)
+{
+        const cJSON *e;
+
+        cJSON_ArrayForEach (e, src) {
+                if (cJSON_IsString(e) && e->string)
+                        json_set_string(dst, e->string, e->valuestring);
+        }
+}
+
+/* The remediation object for Machine t from the template (CAPI's GenerateTemplate). */
+static cJSON *external_object(const struct mhc_ctx *c,
+                              const struct kube_object *t,
+                              const cJSON *tpl)
+{
+        const cJSON *m = kube_object_json(t);
+        const char *cluster = json_find_str(c->mhc, "spec", "clusterName", NULL);
+        char *av = xasprintf("%s/%s", c->ext->group, c->ext->version);
+        char *gk = xasprintf("%s.%s", c->ext->tkind, c->ext->group);
+        cJSON *o = cJSON_CreateObject();
+        cJSON *meta = json_child_object(o, "metadata", NULL);
+        const cJSON *spec = json_find(tpl, "spec", "template", "spec", NULL);
+
+        json_set_string(o, "apiVersion", av);
+        json_set_string(o, "kind", c->ext->kind);
+        json_set_string(meta, "name", kube_object_name(t));
+        json_set_string(meta, "namespace", c->ns);
+        merge_strings(json_child_object(meta, "labels", NULL),
+                      json_find(tpl, "spec", "template", "metadata", "labels", NULL));
+        if (cluster)
+                json_set_string(json_child_object(meta, "labels", NULL), SCHEMA_LABEL_CLUSTER_NAME,
+                                cluster);
+        merge_strings(json_child_object(meta, "annotations", NULL),
+                      json_find(tpl, "spec", "template", "metadata", "annotations", NULL));
+        json_set_string(json_child_object(meta, "annotations", NULL), CAPI_ANN_TEMPLATE,
+                        c->ext->name);
+        json_set_string(json_child_object(meta, "annotations", NULL),
+                        "cluster.x-k8s.io/cloned-from-groupkind", gk);
+        (void)capi_set_owner(o, capi_contract.api_version, "Machine", kube_object_name(t),
+                             json_find_str(m, "metadata", "uid", NULL), false);
+        json_set_item(o, "spec", spec ? cJSON_Duplicate(spec, true) : cJSON_CreateObject());
+        free(gk);
+        free(av);
+        return o;
+}
+
+/* Creates Machine t's remediation object from the template unless it exists. */
+static int request_remediation(struct mhc_ctx *c, const struct kube_object *t)
+{
+        cJSON *tpl = NULL, *o;
+        int err = kube_get(c->w->kube, &c->ext->tres, c->ns, c->ext->name, &tpl, NULL);
+
+        if (err == CM_ENOTFOUND) {
+                log_info(LOGGER, "remediation template not found", "template=%s/%s kind=%s", c->ns,
+                         c->ext->name, c->ext->tkind);
+                return 0; /* CAPI: ExternalRemediationTemplateAvailable False, no request */
+        }
+        if (err)
+                return err;
+        o = external_object(c, t, tpl);
+        err = capi_create(c->w->kube, &c->ext->res, c->ns, o, NULL);
+        if (err == 0)
+                log_info(LOGGER, "external remediation requested", "machine=%s/%s kind=%s", c->ns,
+                         kube_object_name(t), c->ext->kind);
+        cJSON_Delete(o);
+        cJSON_Delete(tpl);
+        return err;
+}
+
+static bool condition_false(const cJSON *m, const char *type)
+{
+        const cJSON *e;
+
+        cJSON_ArrayForEach (e, json_find(m, "status", "conditions", NULL)) {
+                const char *t = json_find_str(e, "type", NULL);
+                const char *st = json_find_str(e, "status", NULL);
+
+                if (t && st && strcmp(t, type) == 0)
+                        return strcmp(st, "False") == 0;
+        }
+        return false;
+}
+
+/* A Machine this MHC remediated externally is healthy again: its remediation object goes
+ * (CAPI deletes it) and MachineHealthCheckSucceeded is True again. */
+static int healthy_again(struct mhc_ctx *c, const struct kube_object *t)
+{
+        const cJSON *m = kube_object_json(t);
+        cJSON *after, *conds, *e;
+        char ts[RFC3339_LEN];
+        int err;
+
+        if (!condition_false(m, "MachineHealthCheckSucceeded"))
+                return 0;
+        err = capi_delete(c->w->kube, &c->ext->res, c->ns, kube_object_name(t));
+        if (err)
+                return err;
+        after = cJSON_Duplicate(m, true);
+        conds = cJSON_GetObjectItemCaseSensitive(json_child_object(after, "status", NULL),
+                                                 "conditions");
+        rfc3339_format((time_t)c->now, ts);
+        for (e = conds ? conds->child : NULL; e;) {
+                cJSON *next = e->next;
+                const char *type = json_find_str(e, "type", NULL);
+
+                if (type && strcmp(type, "ExternallyRemediated") == 0) {
+                        cJSON_DetachItemViaPointer(conds, e);
+                        cJSON_Delete(e);
+                } else if (type && strcmp(type, "MachineHealthCheckSucceeded") == 0) {
+                        json_set_string(e, "status", "True");
+                        json_set_string(e, "reason", "Succeeded");
+                        json_set_string(e, "message", "");
+                        json_set_string(e, "lastTransitionTime", ts);
+                        cJSON_DeleteItemFromObjectCaseSensitive(e, "severity");
+                }
+                e = next;
+        }
+        err = capi_write(c->w, &CAPI_RES_MACHINES, m, after);
+        if (err == 0)
+                log_info(LOGGER, "machine healthy again", "machine=%s/%s", c->ns,
+                         kube_object_name(t));
+        cJSON_Delete(after);
+        return err;
+}
+
 static int mark(struct mhc_ctx *c, const struct kube_object *t, const char *reason, const char *why)
 {
         cJSON *after = cJSON_Duplicate(kube_object_json(t), true);
@@ -255,10 +446,17 @@ static int mark(struct mhc_ctx *c, const struct kube_object *t, const char *reas
 
         (void)snprintf(msg, sizeof(msg), "Health check failed: %s", why);
         changed = set_condition(st, "MachineHealthCheckSucceeded", reason, msg, c->now);
-        changed = set_condition(st, "OwnerRemediated", "WaitingForRemediation",
-                                "Waiting for remediation", c->now) ||
-                  changed;
-        if (changed) {
+        if (!c->ext)
+                changed = set_condition(st, "OwnerRemediated", "WaitingForRemediation",
+                                        "Waiting for remediation", c->now) ||
+                          changed;
+        else if (capi_contract.v1beta2)
+                changed = set_condition(st, "ExternallyRemediated", "WaitingForRemediation",
+                                        "Waiting for remediation", c->now) ||
+                          changed;
+        if (c->ext)
+                err = request_remediation(c, t);
+        if (changed && err == 0) {
                 err = capi_write(c->w, &CAPI_RES_MACHINES, kube_object_json(t), after);
                 if (err == 0)
                         log_info(LOGGER, "machine marked unhealthy", "machine=%s/%s reason=%s %s",
@@ -289,6 +487,7 @@ int capi_mhc_reconcile(struct capi_worker *w,
 {
         struct kube_object *mhc = informer_get(w->s->mhcs, ns, name), *cl = NULL;
         struct mhc_ctx c = { .w = w, .ns = ns, .now = (int64_t)time(NULL) };
+        struct ext_ref ext;
         const char **reasons = NULL;
         char(*whys)[256] = NULL;
         size_t bad = 0, max;
@@ -303,6 +502,7 @@ int capi_mhc_reconcile(struct capi_worker *w,
         if (!cl || capi_paused(kube_object_json(cl)))
                 goto out; /* as CAPI's: nothing for a missing or paused Cluster */
         read_checks(&c);
+        c.ext = read_ext_ref(c.mhc, &ext) ? &ext : NULL;
         (void)informer_each(w->s->machines, ns, cluster, keep_target, &c);
         reasons = c.n ? xcalloc(c.n, sizeof(*reasons)) : NULL;
         whys = c.n ? xcalloc(c.n, sizeof(*whys)) : NULL;
@@ -315,6 +515,9 @@ int capi_mhc_reconcile(struct capi_worker *w,
         for (size_t i = 0; bad <= max && i < c.n && err == 0; i++)
                 if (reasons[i])
                         err = mark(&c, c.targets[i], reasons[i], whys[i]);
+        for (size_t i = 0; c.ext && i < c.n && err == 0; i++)
+                if (!reasons[i])
+                        err = healthy_again(&c, c.targets[i]);
         if (bad > max)
                 log_info(LOGGER, "remediation short-circuited", "mhc=%s/%s unhealthy=%zu max=%zu",
                          ns, name, bad, max);

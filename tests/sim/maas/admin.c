@@ -19,6 +19,9 @@
  * user (Allocated, that owner); release and recommission (Commissioning until the sim
  * stops: the host is being fixed; its links back to the initial AUTO ones, as commissioning
  * redoes them); mark Broken.
+ * GET /_sim/kubelets and POST /_sim/kubelets {"<system_id>": "hung" | "dead" | "up"}: the
+ * kubelet of a Deployed machine (kubelet.c; capi-sim's Nodes follow it); a power cycle
+ * (off, then on) clears "hung" after --boot-seconds.
  * POST /_sim/subnets adds subnets ({cidr, name, gateway_ip, dns_servers, vid}, as the
  * inventory's). GET /_sim/requests lists the request log: method, path, op, status, and the
  * authenticated user and the agent_name parameter when there are. Op keys are "<resource>.<op or
@@ -397,6 +400,8 @@ static int admin_post(struct sim *s, const char *path, const cJSON *doc, char **
                 return add_items(s, doc, sim_add_pool_json, ret_err);
         if (strcmp(path, "/_sim/subnets") == 0)
                 return add_items(s, doc, sim_add_subnet_json, ret_err);
+        if (strcmp(path, "/_sim/kubelets") == 0)
+                return sim_kubelets_apply(s, doc, ret_err);
         *ret_err = xasprintf("unknown admin endpoint %s", path);
         return CM_ENOTFOUND;
 }
@@ -417,6 +422,8 @@ static void admin_locked(struct sim *s,
                 sim_reply_json(rp, state_json(s));
         } else if (get && strcmp(path, "/_sim/requests") == 0) {
                 sim_reply_json(rp, requests_json(s));
+        } else if (get && strcmp(path, "/_sim/kubelets") == 0) {
+                sim_reply_json(rp, sim_kubelets_json(s));
         } else if (strcmp(method, "POST") == 0 && strcmp(path, "/_sim/reset-log") == 0) {
                 s->log_count = 0;
                 s->reads = s->writes = 0;

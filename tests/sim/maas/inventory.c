@@ -632,6 +632,7 @@ out:
 void sim_machine_finish_release(struct sim_machine *m)
 {
         m->status = ST_READY;
+        m->kubelet = SIM_KUBELET_UP; /* the next deploy installs a fresh OS */
         free(m->owner);
         m->owner = NULL;
         free(m->agent_name);

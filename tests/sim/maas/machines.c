@@ -431,6 +431,7 @@ static void machine_power_on(struct sim *s, const struct sim_req *rq, struct sim
                 sim_reply_text(rp, 409, "Can't start node: it hasn't been allocated.");
                 return;
         }
+        sim_kubelet_powered_on(s, m);
         sim_set(&m->power_state, "on");
         reply_machine(s, m, rp);
 }

@@ -3,7 +3,7 @@
  *
  *   maas-sim --port N (0 = pick) --inventory FILE --api-key CK:TK:TS (repeatable; default
  *            $MAAS_API_KEY) [--tls-cert F --tls-key F] [--deploy-seconds S]
- *            [--release-seconds S] [--threads N] [--fail-deploy SYSTEM_ID]...
+ *            [--release-seconds S] [--boot-seconds S] [--threads N] [--fail-deploy SYSTEM_ID]...
  *            [--bmc-unknown SYSTEM_ID]... [--error-rate OP=FRACTION]... [--latency-ms N]
  *
  * The first line on stdout is "listening on http[s]://127.0.0.1:N/MAAS". The first API key
@@ -254,6 +254,7 @@ enum flag_kind {
         F_TLS_KEY,
         F_DEPLOY_S,
         F_RELEASE_S,
+        F_BOOT_S,
         F_THREADS,
         F_LATENCY,
         F_FAIL_DEPLOY,
@@ -272,6 +273,7 @@ static const struct {
         { "--tls-key", F_TLS_KEY },
         { "--deploy-seconds", F_DEPLOY_S },
         { "--release-seconds", F_RELEASE_S },
+        { "--boot-seconds", F_BOOT_S },
         { "--threads", F_THREADS },
         { "--latency-ms", F_LATENCY },
         { "--fail-deploy", F_FAIL_DEPLOY },
@@ -312,6 +314,8 @@ static int apply_flag(struct sim *s, struct opts *o, enum flag_kind k, const cha
                 return parse_double(v, &s->deploy_seconds) ? 0 : CM_EINVAL;
         case F_RELEASE_S:
                 return parse_double(v, &s->release_seconds) ? 0 : CM_EINVAL;
+        case F_BOOT_S:
+                return parse_double(v, &s->boot_seconds) ? 0 : CM_EINVAL;
         case F_THREADS:
                 return uint_flag(v, 64, &o->threads) < 0 || o->threads == 0 ? CM_EINVAL : 0;
         case F_LATENCY:
@@ -443,6 +447,7 @@ int main(int argc, char **argv)
 {
         struct sim s = { .deploy_seconds = 2,
                          .release_seconds = 1,
+                         .boot_seconds = 1,
                          .faults = { .error_status = 500 } };
         struct opts o = { .threads = 4, .faults = cJSON_CreateObject() };
         int r;

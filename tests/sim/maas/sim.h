@@ -126,6 +126,14 @@ struct sim_subnet {
         unsigned prefix;
 };
 
+/* What the workload Node of a Deployed machine reports, as its kubelet would (kubelet.c):
+ * up, hung (NotReady until the machine is power cycled), or dead (NotReady for good). */
+enum sim_kubelet {
+        SIM_KUBELET_UP,
+        SIM_KUBELET_HUNG,
+        SIM_KUBELET_DEAD,
+};
+
 struct sim_machine {
         size_t order; /* internal id: list order */
         /* the parts of its JSON that never change, printed once (machine_json.c): the
@@ -159,6 +167,8 @@ struct sim_machine {
         size_t n_ifaces;
         int gateway_link_v4; /* the link whose subnet's gateway is the default (0 = MAAS picks) */
         double deadline;     /* monotonic seconds when Deploying/Releasing ends */
+        enum sim_kubelet kubelet;
+        double booted_at; /* monotonic seconds the OS is up after the last power-on */
 };
 
 struct sim_dns {
@@ -235,6 +245,7 @@ struct sim {
         size_t n_keys;
         double deploy_seconds;
         double release_seconds;
+        double boot_seconds; /* power-on to the kubelet posting Ready */
         struct sim_faults faults;
         struct sim_log_entry *log; /* ring of SIM_LOG_SLOTS */
         uint64_t log_count;        /* total entries written */
@@ -315,6 +326,15 @@ ssize_t sim_find_domain(const struct sim *s, const char *id_or_name);
 bool sim_strv_has(const struct sim_strv *v, const char *s);
 void sim_strv_add(struct sim_strv *v, const char *s);
 void sim_strv_release(struct sim_strv *v);
+
+/* --- kubelet.c (lock held) --- */
+/* A power-on of an off machine boots it: Ready boot_seconds later, a hang cleared. */
+void sim_kubelet_powered_on(struct sim *s, struct sim_machine *m);
+/* GET /_sim/kubelets: {"<system_id>": {"ready": bool, "kubelet": "up|hung|dead"}} for the
+ * Deployed machines. */
+cJSON *sim_kubelets_json(const struct sim *s);
+/* POST /_sim/kubelets {"<system_id>": "up" | "hung" | "dead"}. */
+MUST_CHECK int sim_kubelets_apply(struct sim *s, const cJSON *doc, char **ret_err);
 
 /* --- responses (http.c) --- */
 void sim_reply_json(struct sim_resp *rp, cJSON *doc); /* takes doc */

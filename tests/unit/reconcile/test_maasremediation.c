@@ -264,10 +264,38 @@ static void test_remediation__deleted_while_waiting_ends_succeeded(void **state)
         world_finish(w, nothing_more);
 }
 
+/* The cache still holds the object as it was before the pass that power cycled (its watch
+ * event not delivered yet): the next pass must not power cycle again. */
+static void test_remediation__a_stale_cache_does_not_cycle_twice(void **state)
+{
+        const struct row r = { .name = "stale", .retry_limit = 2 };
+        struct provider_settings s = world_settings();
+        struct world *w = world_new(&s);
+        cJSON *before;
+
+        (void)state;
+        arrange(w, &r);
+        before = cJSON_Duplicate(world_get(w, REM_URL), true);
+        run_pass(w);
+        assert_string_equal(phase(w), SCHEMA_REMEDIATION_WAITING);
+        assert_int_equal(informer_feed_event(w->p->maasremediations, KUBE_WATCH_MODIFIED, before),
+                         0);
+        w->res = (struct reconcile_result){ 0 };
+        assert_int_equal(maasremediation_reconcile(w->w, NS, "m1", &w->res), 0);
+        assert_int_equal(w->res.outcome, RECONCILE_REQUEUE_AFTER);
+        assert_int_equal(requests(&w->maas, "POST", "op=power_off", NULL), 1);
+        world_sync(w); /* the watch catches up: Waiting, retryCount 1 */
+        run_pass(w);
+        assert_int_equal(requests(&w->maas, "POST", "op=power_off", NULL), 1);
+        assert_string_equal(phase(w), SCHEMA_REMEDIATION_WAITING);
+        world_finish(w, nothing_more);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_remediation__deleted_while_waiting_ends_succeeded),
+                cmocka_unit_test(test_remediation__a_stale_cache_does_not_cycle_twice),
         };
         int failed = world_run_rows(rows, ARRAY_SIZE(rows), sizeof(rows[0]), run_row);
 

@@ -210,6 +210,46 @@ ok(m["power_state"] == "on", "power_on via form op")
 s, b, _ = call("POST", "machines/%s/" % machines[-1]["system_id"], {"op": "power_on"})
 ok(s == 409 and b == "Can't start node: it hasn't been allocated.", b)
 
+# kubelets (capi-sim's Nodes follow them, docs/remediation.md): a power-on of an off machine
+# boots it in --boot-seconds (1); "hung" lasts until the next power cycle, "dead" for good
+def kubelet_ready_is(sid, want, limit=5.0):
+    end = time.time() + limit
+    while time.time() < end:
+        k = admin("GET", "kubelets").get(sid)
+        if k and k["ready"] == want:
+            return k
+        time.sleep(0.05)
+    raise SystemExit("FAIL: %s's kubelet never ready=%s (last %s)" % (sid, want, k))
+
+def cycle(sid):
+    js(*call("POST", "machines/%s/" % sid, {"op": "power_off"})[:2])
+    ok(admin("GET", "kubelets")[sid]["ready"] is False, "off: not ready")
+    js(*call("POST", "machines/%s/" % sid, {"op": "power_on"})[:2])
+
+def admin_status(method, path, doc):
+    try:
+        admin(method, path, doc)
+        return 200
+    except urllib.error.HTTPError as e:
+        return e.code
+
+kubelet_ready_is(sid, True)
+ok(admin("POST", "kubelets", {sid: "hung"}) == "ok\n", "hang a kubelet")
+ok(admin("GET", "kubelets")[sid] == {"ready": False, "kubelet": "hung"}, "hung: not ready")
+js(*call("POST", "machines/%s/" % sid, {"op": "power_on"})[:2])  # already on: no reboot
+ok(admin("GET", "kubelets")[sid]["kubelet"] == "hung", "a power_on of a machine that is on reboots nothing")
+cycle(sid)
+ok(admin("GET", "kubelets")[sid]["ready"] is False, "booting right after the power-on")
+ok(kubelet_ready_is(sid, True)["kubelet"] == "up", "a power cycle clears the hang")
+ok(admin("POST", "kubelets", {sid: "dead"}) == "ok\n", "kill a kubelet")
+cycle(sid)
+time.sleep(1.5)
+ok(admin("GET", "kubelets")[sid] == {"ready": False, "kubelet": "dead"}, "dead: a power cycle does not help")
+ok(admin("POST", "kubelets", {sid: "up"}) == "ok\n" and kubelet_ready_is(sid, True), "up again")
+ok(admin_status("POST", "kubelets", {sid: "sleepy"}) == 400, "an unknown kubelet state is refused")
+ok(admin_status("POST", "kubelets", {"nope": "hung"}) == 404, "an unknown machine is refused")
+ok(machines[-1]["system_id"] not in admin("GET", "kubelets"), "only Deployed machines have kubelets")
+
 # owner data
 m = js(*call("POST", "machines/%s/" % sid, {"op": "set_owner_data", "cluster": "c1", "k": "v"})[:2])
 ok(m["owner_data"] == {"cluster": "c1", "k": "v"}, "owner_data set")

@@ -169,6 +169,9 @@ MUST_CHECK int capi_mhc_reconcile(struct capi_worker *w,
                                   const char *ns,
                                   const char *name,
                                   struct reconcile_result *res);
+/* How long a Machine's or Node's change waits before it reaches the health checks: 3 s, or
+ * 20 times the last pass when that is longer (a pass stays under 5% of a core). Any thread. */
+uint64_t capi_mhc_coalesce_ms(void);
 MUST_CHECK int capi_machine_reconcile(struct capi_worker *w,
                                       const char *ns,
                                       const char *name,

@@ -207,17 +207,17 @@ static void map_to_mhcs(void *arg, const struct kube_object *obj, add_fn *add, v
 }
 
 /*
- * A Machine's or Node's change reaches the MachineHealthChecks of its namespace 3 s later,
- * at most once in 3 s: each MHC pass parses every target from the cache (~20 us each), so
- * at 10 000 machines one pass per change, or even per second, would make the simulator, not
- * the provider, the bench's bottleneck. A health check's timeouts are minutes in practice;
- * its own next check (the earliest timeout) is still scheduled exactly.
+ * A Machine's or Node's change reaches the MachineHealthChecks of its namespace some seconds
+ * later, at most once in that time (capi_mhc_coalesce_ms: 3 s, longer when passes are long):
+ * each MHC pass parses every target from the cache (~20 us each), so at 10 000 machines one
+ * pass per change, or even per second, would make the simulator, not the provider, the
+ * bench's bottleneck. A health check's timeouts are minutes in practice; its own next check
+ * (the earliest timeout) is still scheduled exactly.
  */
-#define MHC_COALESCE_MS 3000
 
 static void add_later(void *ctl, const char *ns, const char *name)
 {
-        controller_enqueue_after(ctl, ns, name, MHC_COALESCE_MS);
+        controller_enqueue_after(ctl, ns, name, capi_mhc_coalesce_ms());
 }
 
 static void map_to_mhcs_later(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)

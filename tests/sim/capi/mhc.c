@@ -47,6 +47,26 @@
 #define LOGGER     "capi-sim"
 #define MAX_CHECKS 16
 
+#define COALESCE_MIN_MS 3000u
+#define PASS_SHARE      20u /* the wait is this many times the last pass */
+
+static _Atomic uint64_t last_pass_ms;
+
+uint64_t capi_mhc_coalesce_ms(void)
+{
+        uint64_t pass = last_pass_ms * PASS_SHARE;
+
+        return pass > COALESCE_MIN_MS ? pass : COALESCE_MIN_MS;
+}
+
+static uint64_t monotonic_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 struct check {
         const char *type, *status;
         int64_t timeout_s;
@@ -488,6 +508,7 @@ int capi_mhc_reconcile(struct capi_worker *w,
         struct kube_object *mhc = informer_get(w->s->mhcs, ns, name), *cl = NULL;
         struct mhc_ctx c = { .w = w, .ns = ns, .now = (int64_t)time(NULL) };
         struct ext_ref ext;
+        uint64_t started = monotonic_ms();
         const char **reasons = NULL;
         char(*whys)[256] = NULL;
         size_t bad = 0, max;
@@ -532,5 +553,6 @@ out:
         free(whys);
         kube_object_unref(cl);
         kube_object_unref(mhc);
+        last_pass_ms = monotonic_ms() - started;
         return err;
 }

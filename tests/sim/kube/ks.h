@@ -50,11 +50,18 @@ struct kres {
         struct kres *next;
 };
 
-/* Objects of one group/resource, sorted by (namespace, name). */
+/* The sort key of a stored object, its own copy (lookups compare these, not the trees). */
+struct kkey {
+        char *ns; /* "" for cluster-scoped */
+        char *name;
+};
+
+/* Objects of one group/resource, sorted by (namespace, name); keys[i] is objs[i]'s. */
 struct kcoll {
         char *group;
         char *plural;
         cJSON **objs;
+        struct kkey *keys;
         size_t n, cap;
         struct kcoll *next;
         /* broadcast (with ks.mu) on an event of this collection: only its watches wake,

@@ -23,9 +23,13 @@ void store_free(void)
         while (ks.colls) {
                 struct kcoll *n = ks.colls->next;
 
-                for (i = 0; i < ks.colls->n; i++)
+                for (i = 0; i < ks.colls->n; i++) {
                         cJSON_Delete(ks.colls->objs[i]);
+                        free(ks.colls->keys[i].ns);
+                        free(ks.colls->keys[i].name);
+                }
                 free(ks.colls->objs);
+                free(ks.colls->keys);
                 pthread_cond_destroy(&ks.colls->cond);
                 free(ks.colls->group);
                 free(ks.colls->plural);
@@ -50,13 +54,11 @@ struct kcoll *store_coll(const char *group, const char *plural)
         return c;
 }
 
-static int key_cmp(const cJSON *obj, const char *ns, const char *name)
+static int key_cmp(const struct kkey *k, const char *ns, const char *name)
 {
-        const char *ons = ks_obj_str(obj, "metadata", "namespace");
-        const char *oname = ks_obj_str(obj, "metadata", "name");
-        int d = strcmp(ons ? ons : "", ns ? ns : "");
+        int d = strcmp(k->ns, ns ? ns : "");
 
-        return d ? d : strcmp(oname ? oname : "", name ? name : "");
+        return d ? d : strcmp(k->name, name ? name : "");
 }
 
 /* Index of the first object not less than (ns, name). */
@@ -67,7 +69,7 @@ static size_t lower_bound(const struct kcoll *c, const char *ns, const char *nam
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
 
-                if (key_cmp(c->objs[mid], ns, name) < 0)
+                if (key_cmp(&c->keys[mid], ns, name) < 0)
                         lo = mid + 1;
                 else
                         hi = mid;
@@ -79,7 +81,7 @@ cJSON *store_get(struct kcoll *c, const char *ns, const char *name)
 {
         size_t i = lower_bound(c, ns, name);
 
-        if (i < c->n && key_cmp(c->objs[i], ns, name) == 0)
+        if (i < c->n && key_cmp(&c->keys[i], ns, name) == 0)
                 return c->objs[i];
         return NULL;
 }
@@ -90,7 +92,7 @@ void store_put(struct kcoll *c, cJSON *obj)
         const char *name = ks_obj_str(obj, "metadata", "name");
         size_t i = lower_bound(c, ns, name);
 
-        if (i < c->n && key_cmp(c->objs[i], ns, name) == 0) {
+        if (i < c->n && key_cmp(&c->keys[i], ns, name) == 0) {
                 cJSON_Delete(c->objs[i]);
                 c->objs[i] = obj;
                 return;
@@ -98,9 +100,12 @@ void store_put(struct kcoll *c, cJSON *obj)
         if (c->n == c->cap) {
                 c->cap = c->cap ? c->cap * 2 : 16;
                 c->objs = xrealloc(c->objs, c->cap * sizeof(*c->objs));
+                c->keys = xrealloc(c->keys, c->cap * sizeof(*c->keys));
         }
         memmove(&c->objs[i + 1], &c->objs[i], (c->n - i) * sizeof(*c->objs));
+        memmove(&c->keys[i + 1], &c->keys[i], (c->n - i) * sizeof(*c->keys));
         c->objs[i] = obj;
+        c->keys[i] = (struct kkey){ xstrdup(ns ? ns : ""), xstrdup(name ? name : "") };
         c->n++;
 }
 
@@ -110,10 +115,13 @@ void store_remove(struct kcoll *c, const cJSON *obj)
         const char *name = ks_obj_str(obj, "metadata", "name");
         size_t i = lower_bound(c, ns, name);
 
-        if (i >= c->n || key_cmp(c->objs[i], ns, name) != 0)
+        if (i >= c->n || key_cmp(&c->keys[i], ns, name) != 0)
                 return;
         cJSON_Delete(c->objs[i]);
+        free(c->keys[i].ns);
+        free(c->keys[i].name);
         memmove(&c->objs[i], &c->objs[i + 1], (c->n - i - 1) * sizeof(*c->objs));
+        memmove(&c->keys[i], &c->keys[i + 1], (c->n - i - 1) * sizeof(*c->keys));
         c->n--;
 }
 

@@ -208,8 +208,7 @@ static void drop_custom_objects(const cJSON *crd)
 
                 ks_set_rv(o, store_next_rv());
                 store_event(KEV_DELETED, c, o, ks.rv);
-                cJSON_Delete(o);
-                c->n--;
+                store_remove(c, o);
         }
 }
 

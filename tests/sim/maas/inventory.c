@@ -560,6 +560,7 @@ int sim_add_machine_json(struct sim *s, const cJSON *o, char **ret_err)
         s->machines = xrealloc(s->machines, (s->n_machines + 1) * sizeof(*s->machines));
         s->machines[s->n_machines++] = m;
         by_id_insert(s, s->n_machines - 1);
+        s->by_cost_stale = true;
         return 0;
 }
 
@@ -572,6 +573,7 @@ void sim_remove_machine(struct sim *s, struct sim_machine *m)
                 (s->n_machines - i - 1) * sizeof(*s->machines));
         s->n_machines--;
         s->by_id_stale = true;
+        s->by_cost_stale = true;
 }
 
 static void add_defaults(struct sim *s)
@@ -679,6 +681,7 @@ void sim_release(struct sim *s)
                 machine_release_fields(&s->machines[i]);
         free(s->machines);
         free(s->by_id);
+        free(s->by_cost);
         for (size_t i = 0; i < s->n_zones; i++) {
                 free(s->zones[i].name);
                 free(s->zones[i].description);

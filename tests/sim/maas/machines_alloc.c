@@ -208,26 +208,47 @@ static bool candidate(const struct sim *s,
                arch_ok(&a->p, m->architecture);
 }
 
+static double alloc_cost(const struct sim_machine *m)
+{
+        return m->cpu_count + (double)m->memory / 1024.0;
+}
+
+static int by_cost_cmp(const void *a, const void *b, void *machines)
+{
+        const struct sim_machine *m = machines;
+        size_t x = *(const size_t *)a, y = *(const size_t *)b;
+        double cx = alloc_cost(&m[x]), cy = alloc_cost(&m[y]);
+
+        if (cx != cy)
+                return cx < cy ? -1 : 1;
+        return (x > y) - (x < y);
+}
+
+static void by_cost_rebuild(struct sim *s)
+{
+        s->by_cost = xrealloc(s->by_cost, (s->n_machines ? s->n_machines : 1) * sizeof(size_t));
+        for (size_t i = 0; i < s->n_machines; i++)
+                s->by_cost[i] = i;
+        qsort_r(s->by_cost, s->n_machines, sizeof(size_t), by_cost_cmp, s->machines);
+        s->by_cost_stale = false;
+}
+
+/* The cheapest candidate, the lowest index among equals: the first one in cost order, so an
+ * allocate out of 10 000 machines stops at the first fit instead of weighing them all. */
 static struct sim_machine *cheapest(struct sim *s, const struct alloc *a)
 {
-        struct sim_machine *best = NULL;
-        double best_cost = 0;
         ssize_t pool = a->pool ? sim_find_pool(s, a->pool) : -1;
 
+        if (s->by_cost_stale || !s->by_cost)
+                by_cost_rebuild(s);
         for (size_t i = 0; i < s->n_machines; i++) {
-                struct sim_machine *m = &s->machines[i];
-                double cost;
+                struct sim_machine *m = &s->machines[s->by_cost[i]];
 
                 sim_machine_tick(s, m);
-                if (!candidate(s, a, pool, m))
-                        continue;
-                cost = m->cpu_count + (double)m->memory / 1024.0;
-                if (!best || cost < best_cost) {
-                        best = m;
-                        best_cost = cost;
-                }
+                if (candidate(s, a, pool, m))
+                        return m;
         }
-        return best;
+        return NULL;
 }
 
 /* "[('cpu_count', ['64']), ('zone', ['az1'])] (resolved to "cpu_count=64.0 zone=az1")" */

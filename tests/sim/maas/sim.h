@@ -234,6 +234,10 @@ struct sim {
          * after a machine was added or removed (by_id_stale) */
         size_t *by_id;
         bool by_id_stale;
+        /* machines' indices by allocation cost (cpu_count + memory/1024, then index), for
+         * allocate's first fit; rebuilt on first use after an add or remove */
+        size_t *by_cost;
+        bool by_cost_stale;
         struct sim_dns *dns;
         size_t n_dns;
         struct sim_subnet *subnets;

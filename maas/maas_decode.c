@@ -14,6 +14,7 @@
 
 #include "err.h"
 #include "json.h"
+#include "json_scan.h"
 #include "maas_client.h"
 #include "xalloc.h"
 
@@ -199,32 +200,94 @@ int maas_node_list_from_json(const cJSON *arr, struct maas_node_list *ret)
         return 0;
 }
 
-/* json_elem_fn: parses one machine, decodes it, frees its tree. */
+/* The members of a machine that maas_node_from_json reads (a key it reads and this list
+ * lacks fails unit.maas_decode's text-equals-tree test); a list's machine JSON is mostly
+ * what it does not (interfaces with their links, subnets and VLANs, block devices). */
+static const char *const node_keys[] = {
+        "architecture", "system_id",   "hostname",
+        "fqdn",         "zone",        "pool",
+        "status",       "status_name", "power_state",
+        "power_type",   "osystem",     "distro_series",
+        "owner",        "cpu_count",   "memory",
+        "storage",      "swap_size",   "ephemeral_deploy",
+        "owner_data",   "tag_names",   "ip_addresses",
+};
+
+/* What the scan of one machine found: the read members, as a small tree. */
+struct node_pick {
+        const char *text;
+        cJSON *obj; /* owned: the members node_keys names, plus boot_interface {id} */
+        int err;
+};
+
+static void pick_add(struct node_pick *pk,
+                     cJSON *to,
+                     const char *key,
+                     const struct json_scan_member *m)
+{
+        cJSON *v = NULL;
+
+        if (pk->err == 0 &&
+            (pk->err = json_parse(pk->text + m->value_off, m->value_end - m->value_off, &v)) == 0)
+                cJSON_AddItemToObject(to, key, v);
+}
+
+/* json_scan_member_fn: keeps the members maas_node_from_json reads, and boot_interface's id
+ * (the member of a member: handed over before boot_interface itself). */
+static void pick_member(void *ud, const struct json_scan_member *m)
+{
+        struct node_pick *pk = ud;
+
+        if (m->depth == 2) {
+                if (m->parent_key_off != SIZE_MAX &&
+                    json_scan_key_is(pk->text, m->parent_key_off, "boot_interface") &&
+                    json_scan_key_is(pk->text, m->key_off, "id") &&
+                    !cJSON_GetObjectItemCaseSensitive(pk->obj, "boot_interface"))
+                        pick_add(pk, cJSON_AddObjectToObject(pk->obj, "boot_interface"), "id", m);
+                return;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(node_keys); i++)
+                if (json_scan_key_is(pk->text, m->key_off, node_keys[i])) {
+                        pick_add(pk, pk->obj, node_keys[i], m);
+                        return;
+                }
+}
+
+/*
+ * json_elem_fn: one machine of a list. The strict scan checks the whole element and hands
+ * over the spans of its top members; only the members a node keeps are parsed, so a list
+ * of 10 000 machines never builds the trees of their interfaces and disks.
+ */
 static int node_from_elem(void *arg, const char *elem, size_t len)
 {
         struct maas_node_stream *ns = arg;
         struct maas_node_list *l = &ns->nodes;
-        cJSON *tree = NULL;
-        int r = json_parse(elem, len, &tree);
-
+        struct node_pick pk = { .text = elem, .obj = cJSON_CreateObject() };
+        struct json_scan_result res;
+        int r = json_scan_members(
+                elem, len, NULL,
+                &(struct json_scan_members){ .depth = 2, .fn = pick_member, .ud = &pk }, &res);
+        if (r == 0)
+                r = pk.err;
         if (r < 0) {
                 (void)snprintf(ns->message, sizeof(ns->message),
                                "machine %zu of the list is not valid JSON", l->n);
-                return r;
+                goto out;
         }
         if (l->n == ns->cap) {
                 ns->cap = ns->cap ? ns->cap * 2 : 16;
                 l->items = xrealloc(l->items, ns->cap * sizeof(*l->items));
         }
-        r = maas_node_from_json(tree, &l->items[l->n]);
-        cJSON_Delete(tree);
+        r = maas_node_from_json(pk.obj, &l->items[l->n]);
         if (r < 0) {
                 (void)snprintf(ns->message, sizeof(ns->message),
                                "machine %zu of the list is not a machine (no system_id)", l->n);
-                return r;
+                goto out;
         }
         l->n++;
-        return 0;
+out:
+        cJSON_Delete(pk.obj);
+        return r;
 }
 
 void maas_node_stream_init(struct maas_node_stream *ns)

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "buf.h"
 #include "err.h"
 #include "sim.h"
 #include "xalloc.h"
@@ -56,6 +57,17 @@ void sim_reply_json(struct sim_resp *rp, cJSON *doc)
         rp->ctype = "application/json; charset=utf-8";
         rp->body = cJSON_PrintUnformatted(doc);
         cJSON_Delete(doc);
+}
+
+void sim_reply_raw(struct sim_resp *rp, struct buf *array)
+{
+        rp->status = 200;
+        rp->ctype = "application/json; charset=utf-8";
+        if (array->len == 0 && buf_append_str(array, "[") < 0)
+                abort();
+        if (buf_append_str(array, "]") < 0)
+                abort();
+        rp->body = buf_take(array, NULL);
 }
 
 void sim_reply_text(struct sim_resp *rp, unsigned status, const char *fmt, ...)

@@ -486,6 +486,7 @@ static void machine_release_fields(struct sim_machine *m)
 {
         free(m->disk_text);
         free(m->hw_text);
+        free(m->storage_text);
         free(m->system_id);
         free(m->hostname);
         free(m->description);

@@ -157,7 +157,20 @@ static cJSON *hardware_info(const struct sim_machine *m)
         return o;
 }
 
-static void add_identity(struct sim *s, cJSON *o, const struct sim_machine *m)
+/* "storage" as cJSON prints it, printed once: a fraction of a megabyte takes printf's
+ * slowest path (and a read back) in every machine of every list. */
+static cJSON *storage_number(struct sim_machine *m)
+{
+        if (!m->storage_text) {
+                cJSON *n = cJSON_CreateNumber(m->storage);
+
+                m->storage_text = cJSON_PrintUnformatted(n);
+                cJSON_Delete(n);
+        }
+        return cJSON_CreateRaw(m->storage_text);
+}
+
+static void add_identity(struct sim *s, cJSON *o, struct sim_machine *m)
 {
         char *fqdn = xasprintf("%s.%s", m->hostname, s->domains[m->domain].name);
         char *uri = xasprintf(SIM_API_PREFIX "machines/%s/", m->system_id);
@@ -171,7 +184,7 @@ static void add_identity(struct sim *s, cJSON *o, const struct sim_machine *m)
         cJSON_AddNumberToObject(o, "cpu_count", m->cpu_count);
         cJSON_AddNumberToObject(o, "cpu_speed", m->cpu_speed);
         cJSON_AddNumberToObject(o, "memory", (double)m->memory);
-        cJSON_AddNumberToObject(o, "storage", m->storage);
+        cJSON_AddItemToObject(o, "storage", storage_number(m));
         if (m->swap_size >= 0)
                 cJSON_AddNumberToObject(o, "swap_size", (double)m->swap_size);
         else
@@ -235,8 +248,8 @@ static void add_hardware(struct sim *s, cJSON *o, struct sim_machine *m)
         cJSON_AddItemToObject(o, "hardware_info", static_part(&m->hw_text, hardware_info, m));
         for (size_t i = 0; i < m->n_ifaces; i++)
                 cJSON_AddItemToArray(ifs, sim_iface_json(s, m, &m->ifaces[i]));
-        if (m->n_ifaces)
-                cJSON_AddItemToObject(o, "boot_interface", sim_iface_json(s, m, &m->ifaces[0]));
+        if (m->n_ifaces) /* the first of interface_set, copied rather than rendered twice */
+                cJSON_AddItemToObject(o, "boot_interface", cJSON_Duplicate(ifs->child, true));
         else
                 cJSON_AddNullToObject(o, "boot_interface");
         cJSON_AddItemToObject(o, "interface_set", ifs);

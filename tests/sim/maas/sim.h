@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "buf.h"
 #include "compiler.h"
 
 #define SIM_API_PREFIX "/MAAS/api/2.0/"
@@ -138,7 +139,7 @@ struct sim_machine {
         size_t order; /* internal id: list order */
         /* the parts of its JSON that never change, printed once (machine_json.c): the
          * block device (three times in a machine) and hardware_info */
-        char *disk_text, *hw_text;
+        char *disk_text, *hw_text, *storage_text;
         char *system_id;
         char *hostname;
         char *description;
@@ -341,6 +342,9 @@ cJSON *sim_kubelets_json(const struct sim *s);
 MUST_CHECK int sim_kubelets_apply(struct sim *s, const cJSON *doc, char **ret_err);
 
 /* --- responses (http.c) --- */
+/* 200 with the elements appended to array ("[" and "," between them, each element's JSON);
+ * closes it ("]"; "[]" when empty) and takes its bytes. */
+void sim_reply_raw(struct sim_resp *rp, struct buf *array);
 void sim_reply_json(struct sim_resp *rp, cJSON *doc); /* takes doc */
 void sim_reply_text(struct sim_resp *rp, unsigned status, const char *fmt, ...) PRINTF_LIKE(3, 4);
 /* 400 JSON field map {"field": ["message"]}. */

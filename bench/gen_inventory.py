@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Writes a maas-sim inventory of N identical-enough machines (for the scale benchmark and
-the chaos test): pool "capi", zones az1-az3, 4-16 CPUs, the sample's boot resources.
+the chaos test): pool "capi", zones az1-az3 each holding machines of every size (4, 8 and
+16 CPUs), the sample's boot resources.
 
     bench/gen_inventory.py N > inventory.yaml
 """
@@ -21,7 +22,7 @@ for i in range(n):
             f"    cpu_count: {cpu}",
             f"    memory: {cpu * 2048}",
             "    storage: 256000",
-            f"    zone: az{i % 3 + 1}",
+            f"    zone: az{i // 3 % 3 + 1}",  # every size in every zone
             "    pool: capi",
             "    tags: [ssd]",
             "    power_type: ipmi",

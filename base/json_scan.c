@@ -9,9 +9,15 @@
  * chained per hash bucket, newest first. The keys of the innermost object are the newest
  * entries, so a lookup walks its chain only while the entries belong to that object, and
  * closing the object pops its entries off the top, undoing their chain links in reverse.
+ *
+ * Trees (json_scan_tree): accepted text is walked once more without any check, building the
+ * nodes cJSON would (its parse_number's strtod and saturated valueint included), through
+ * cJSON's allocator; a string is copied as it is unless it holds an escape.
  */
 #include "json_scan.h"
 
+#include <limits.h>
+#include <locale.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -54,6 +60,8 @@ struct frame {
         uint32_t key_off;   /* objects: the current member's key; NONE before the first */
         uint32_t value_off; /* objects: where the current member's value starts */
         uint32_t keys_base;
+        uint32_t key_len; /* objects: the current member's key, raw bytes */
+        bool key_escaped;
 };
 
 struct scan {
@@ -775,6 +783,8 @@ static int scan_key(struct scan *sc)
         h = key_hash(sc->s, sc->len, off, sc->pos - 1, escaped);
         sc->stats.members++;
         f->key_off = off;
+        f->key_len = (uint32_t)(sc->pos - 2 - off);
+        f->key_escaped = escaped;
         r = keys_add(sc, off, h);
         if (r == CM_EEXIST) {
                 sc->pos = off;
@@ -804,7 +814,11 @@ static void report_member(struct scan *sc)
                 &(struct json_scan_member){
                         .depth = sc->depth,
                         .key_off = f->key_off,
+                        .key_len = f->key_len,
+                        .key_escaped = f->key_escaped,
                         .parent_key_off = parent && parent->object ? parent->key_off : SIZE_MAX,
+                        .parent_key_len = parent && parent->object ? parent->key_len : 0,
+                        .parent_key_escaped = parent && parent->object && parent->key_escaped,
                         .value_off = f->value_off,
                         .value_end = sc->pos,
                 });
@@ -1002,4 +1016,190 @@ char *json_scan_string_dup(const char *text, size_t off)
 size_t json_scan_tree_bytes(const struct json_scan_stats *st)
 {
         return st->values * ITEM_BYTES + st->string_bytes + st->strings * STRING_OVERHEAD;
+}
+
+/* ---- trees of accepted text ---- */
+
+struct tree {
+        const unsigned char *s;
+        size_t pos, end;
+};
+
+static cJSON *tree_item(int type)
+{
+        cJSON *item = cJSON_malloc(sizeof(*item));
+
+        if (item) {
+                memset(item, 0, sizeof(*item));
+                item->type = type;
+        }
+        return item;
+}
+
+/* The string whose opening quote is at pos, decoded into cJSON's allocator (NULL when it
+ * fails); pos ends past the closing quote. */
+static char *tree_string(struct tree *t)
+{
+        const unsigned char *s = t->s;
+        size_t start = t->pos + 1, end = start, pos = start, n = 0, k;
+        bool escaped = false;
+        unsigned char c[4];
+        char *out;
+
+        for (;;) { /* to the closing quote: an escape is skipped whole, UTF-8 byte by byte */
+                end = plain_run(s, end, t->end);
+                if (s[end] == '"')
+                        break;
+                if (s[end] == '\\') {
+                        escaped = true;
+                        end++;
+                }
+                end++;
+        }
+        t->pos = end + 1;
+        out = cJSON_malloc(end - start + 1); /* escapes only shrink */
+        if (!out)
+                return NULL;
+        if (!escaped) {
+                memcpy(out, s + start, end - start);
+                n = end - start;
+        } else {
+                while ((k = decode_char(s, &pos, c)) != 0) {
+                        memcpy(out + n, c, k);
+                        n += k;
+                }
+        }
+        out[n] = '\0';
+        return out;
+}
+
+/* As cJSON's parse_number: strtod over the number with the locale's decimal point, valueint
+ * saturated. */
+static cJSON *tree_number(struct tree *t)
+{
+        char buf[JSON_SCAN_NUMBER_MAX + 1];
+        size_t n = 0;
+        cJSON *item = tree_item(cJSON_Number);
+        double v;
+
+        if (!item)
+                return NULL;
+        while (t->pos < t->end && n < JSON_SCAN_NUMBER_MAX) {
+                unsigned char ch = t->s[t->pos];
+
+                if (ch == '.')
+                        ch = (unsigned char)localeconv()->decimal_point[0];
+                else if (!is_digit(ch) && ch != '-' && ch != '+' && (ch | 0x20) != 'e')
+                        break;
+                buf[n++] = (char)ch;
+                t->pos++;
+        }
+        buf[n] = '\0';
+        v = strtod(buf, NULL);
+        item->valuedouble = v;
+        if (v >= INT_MAX)
+                item->valueint = INT_MAX;
+        else if (v <= (double)INT_MIN)
+                item->valueint = INT_MIN;
+        else
+                item->valueint = (int)v;
+        return item;
+}
+
+static void tree_ws(struct tree *t)
+{
+        while (t->pos < t->end && is_ws(t->s[t->pos]))
+                t->pos++;
+}
+
+static cJSON *tree_value(struct tree *t);
+
+/* The object or array at pos (its members in order, linked as cJSON links them: the first
+ * child's prev is the last). */
+static cJSON *tree_container(struct tree *t, bool object)
+{
+        cJSON *item = tree_item(object ? cJSON_Object : cJSON_Array);
+        cJSON *last = NULL, *child;
+        char *key = NULL;
+
+        if (!item)
+                return NULL;
+        t->pos++;
+        tree_ws(t);
+        if (t->s[t->pos] == (object ? '}' : ']')) {
+                t->pos++;
+                return item;
+        }
+        for (;;) {
+                if (object) {
+                        key = tree_string(t);
+                        if (!key)
+                                goto fail;
+                        tree_ws(t);
+                        t->pos++; /* ':' */
+                        tree_ws(t);
+                }
+                child = tree_value(t);
+                if (!child)
+                        goto fail;
+                child->string = key;
+                key = NULL;
+                if (last) {
+                        last->next = child;
+                        child->prev = last;
+                } else {
+                        item->child = child;
+                }
+                last = child;
+                tree_ws(t);
+                if (t->s[t->pos++] != ',')
+                        break; /* the closing bracket */
+                tree_ws(t);
+        }
+        item->child->prev = last;
+        return item;
+fail:
+        cJSON_free(key);
+        cJSON_Delete(item);
+        return NULL;
+}
+
+static cJSON *tree_value(struct tree *t)
+{
+        cJSON *item;
+
+        switch (t->s[t->pos]) {
+        case '{':
+        case '[':
+                return tree_container(t, t->s[t->pos] == '{');
+        case '"':
+                item = tree_item(cJSON_String);
+                if (item && !(item->valuestring = tree_string(t))) {
+                        cJSON_free(item);
+                        item = NULL;
+                }
+                return item;
+        case 't':
+                t->pos += 4;
+                item = tree_item(cJSON_True);
+                if (item)
+                        item->valueint = 1;
+                return item;
+        case 'f':
+                t->pos += 5;
+                return tree_item(cJSON_False);
+        case 'n':
+                t->pos += 4;
+                return tree_item(cJSON_NULL);
+        default:
+                return tree_number(t);
+        }
+}
+
+cJSON *json_scan_tree(const char *text, size_t off, size_t end)
+{
+        struct tree t = { .s = (const unsigned char *)text, .pos = off, .end = end };
+
+        tree_ws(&t);
+        return t.pos < end ? tree_value(&t) : NULL;
 }

@@ -1,7 +1,8 @@
 /*
- * admission: AdmissionReview decode and encode. Decoding copies the scalar fields and
- * detaches the object trees from the parsed document, so the request owns exactly what it
- * keeps and the document is freed before the handler runs.
+ * admission: AdmissionReview decode and encode. The review is scanned once (json_scan: strict
+ * JSON, the members' spans); decoding copies the scalar fields out of the text and builds
+ * the trees of object and oldObject from their spans (json_scan_tree, no second parse), so
+ * the request owns exactly what it keeps.
  */
 #include "admission.h"
 
@@ -61,14 +62,27 @@ enum {
         M_ALL,
 };
 
-static const char *const member_names[ADMISSION_MEMBERS] = {
-        "apiVersion", "kind",      "request",  "uid",    "operation", "kind",
-        "name",       "namespace", "userInfo", "dryRun", "object",    "oldObject",
+/* A member's name and its length. */
+struct name {
+        const char *s;
+        size_t n;
+};
+
+#define NAME(lit) lit, sizeof(lit) - 1 /* a struct name's members, of a string literal */
+
+static const struct name member_names[ADMISSION_MEMBERS] = {
+        { NAME("apiVersion") }, { NAME("kind") },   { NAME("request") }, { NAME("uid") },
+        { NAME("operation") },  { NAME("kind") },   { NAME("name") },    { NAME("namespace") },
+        { NAME("userInfo") },   { NAME("dryRun") }, { NAME("object") },  { NAME("oldObject") },
 };
 
 /* Members of request.kind and request.userInfo: the object they are in, their name. */
-static const char *const sub_parents[ADMISSION_SUBMEMBERS] = { "kind", "kind", "userInfo" };
-static const char *const sub_names[ADMISSION_SUBMEMBERS] = { "kind", "group", "username" };
+static const struct name sub_parents[ADMISSION_SUBMEMBERS] = { { NAME("kind") },
+                                                               { NAME("kind") },
+                                                               { NAME("userInfo") } };
+static const struct name sub_names[ADMISSION_SUBMEMBERS] = { { NAME("kind") },
+                                                             { NAME("group") },
+                                                             { NAME("username") } };
 
 struct finder {
         const char *text;
@@ -82,25 +96,32 @@ struct finder {
         } cand[ADMISSION_SUBMEMBERS]; /* the last seen: request's, once its member ends */
 };
 
-/* Is the root member whose key is at key_off "request"? (asked once per member of it) */
-static bool is_request(struct finder *f, size_t key_off)
+/* Whether m's key is name. */
+static bool key_is(const char *text, const struct json_scan_member *m, const struct name *name)
 {
-        if (key_off == f->request_key)
-                return true;
-        if (key_off == f->other_key)
-                return false;
-        if (json_scan_key_is(f->text, key_off, "request")) {
-                f->request_key = key_off;
-                return true;
-        }
-        f->other_key = key_off;
-        return false;
+        return json_scan_key_eq(text, m->key_off, m->key_len, m->key_escaped, name->s, name->n);
 }
 
-/* The key at off may be name: its first byte is name's or starts an escape. */
-static bool may_be(const char *text, size_t off, const char *name)
+/* Whether the key of the member holding m's object is name. */
+static bool parent_is(const char *text, const struct json_scan_member *m, const struct name *name)
 {
-        return text[off + 1] == name[0] || text[off + 1] == '\\';
+        return json_scan_key_eq(text, m->parent_key_off, m->parent_key_len, m->parent_key_escaped,
+                                name->s, name->n);
+}
+
+/* Is the root member holding m's object "request"? (asked once per member of it) */
+static bool is_request(struct finder *f, const struct json_scan_member *m)
+{
+        if (m->parent_key_off == f->request_key)
+                return true;
+        if (m->parent_key_off == f->other_key)
+                return false;
+        if (parent_is(f->text, m, &member_names[M_REQUEST])) {
+                f->request_key = m->parent_key_off;
+                return true;
+        }
+        f->other_key = m->parent_key_off;
+        return false;
 }
 
 /* A member three levels down: a candidate for request.kind's or request.userInfo's, kept
@@ -110,10 +131,7 @@ static void find_sub_member(struct finder *f, const struct json_scan_member *m)
         if (m->parent_key_off == SIZE_MAX)
                 return;
         for (int i = 0; i < ADMISSION_SUBMEMBERS; i++) {
-                if (!may_be(f->text, m->key_off, sub_names[i]) ||
-                    !may_be(f->text, m->parent_key_off, sub_parents[i]) ||
-                    !json_scan_key_is(f->text, m->parent_key_off, sub_parents[i]) ||
-                    !json_scan_key_is(f->text, m->key_off, sub_names[i]))
+                if (!key_is(f->text, m, &sub_names[i]) || !parent_is(f->text, m, &sub_parents[i]))
                         continue;
                 f->cand[i].parent = m->parent_key_off;
                 f->cand[i].off = m->value_off;
@@ -126,7 +144,8 @@ static void find_sub_member(struct finder *f, const struct json_scan_member *m)
 static void settle_sub_members(struct finder *f, int i, size_t key_off)
 {
         for (int j = 0; j < ADMISSION_SUBMEMBERS; j++) {
-                if (strcmp(sub_parents[j], member_names[i]) != 0 || f->cand[j].parent != key_off)
+                if (strcmp(sub_parents[j].s, member_names[i].s) != 0 ||
+                    f->cand[j].parent != key_off)
                         continue;
                 f->scan->sub[j].off = f->cand[j].off;
                 f->scan->sub[j].end = f->cand[j].end;
@@ -143,11 +162,10 @@ static void find_member(void *ud, const struct json_scan_member *m)
                 find_sub_member(f, m);
                 return;
         }
-        if (m->depth == 2 && !is_request(f, m->parent_key_off))
+        if (m->depth == 2 && !is_request(f, m))
                 return;
         for (int i = first; i <= last; i++) {
-                if (!may_be(f->text, m->key_off, member_names[i]) ||
-                    !json_scan_key_is(f->text, m->key_off, member_names[i]))
+                if (!key_is(f->text, m, &member_names[i]))
                         continue;
                 f->scan->member[i].off = m->value_off;
                 f->scan->member[i].end = m->value_end;
@@ -226,7 +244,8 @@ static int get_str(
         return CM_OK;
 }
 
-/* An optional object member, parsed; a non-object is an error. */
+/* An optional object member, as a tree (built from the scanned text, which is not parsed
+ * again); a non-object is an error. */
 static int take_object(const struct value *v, const char *key, cJSON **ret, char **reterr)
 {
         if (unset(v))
@@ -235,9 +254,10 @@ static int take_object(const struct value *v, const char *key, cJSON **ret, char
                 *reterr = xasprintf("request.%s: expected object, got %s", key, type_of(v));
                 return CM_EPARSE;
         }
-        if (json_parse(v->text + v->at.off, v->at.end - v->at.off, ret) < 0) {
-                *reterr = xasprintf("request.%s: not valid JSON", key);
-                return CM_EPARSE;
+        *ret = json_scan_tree(v->text, v->at.off, v->at.end);
+        if (!*ret) {
+                *reterr = xasprintf("request.%s: out of memory", key);
+                return CM_ENOMEM;
         }
         return CM_OK;
 }
@@ -389,6 +409,16 @@ out:
         return r;
 }
 
+/* The first byte of valid JSON text that is not whitespace. */
+static char first_token(const char *body, size_t len)
+{
+        size_t i = 0;
+
+        while (i < len && (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n'))
+                i++;
+        return i < len ? body[i] : '\0';
+}
+
 int admission_request_scan(const char *body, size_t len, struct admission_scan *ret, char **reterr)
 {
         size_t values = ADMISSION_VALUES_MIN + len / ADMISSION_BYTES_PER_VALUE;
@@ -407,7 +437,7 @@ int admission_request_scan(const char *body, size_t len, struct admission_scan *
 
         if (r == 0) {
                 scan.tree_bytes = json_scan_tree_bytes(&res.stats);
-                scan.object = body[strspn(body, " \t\r\n")] == '{'; /* valid JSON: not all space */
+                scan.object = first_token(body, len) == '{';
                 *ret = scan;
                 return CM_OK;
         }

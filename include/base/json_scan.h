@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "compiler.h"
 #include "json.h"
@@ -87,9 +88,13 @@ MUST_CHECK int json_scan(const char *text,
 struct json_scan_member {
         unsigned depth;        /* 1 for the root object's members */
         size_t key_off;        /* the key's opening quote (json_scan_key_is) */
+        size_t key_len;        /* the key's bytes between its quotes, as written */
+        bool key_escaped;      /* the key holds an escape (then compare it decoded) */
         size_t parent_key_off; /* the key of the member this object is the value of;
                                 * SIZE_MAX at the root or for an object in an array */
-        size_t value_off;      /* the value is text[value_off, value_end) */
+        size_t parent_key_len; /* and its bytes and escape, as for the key */
+        bool parent_key_escaped;
+        size_t value_off; /* the value is text[value_off, value_end) */
         size_t value_end;
 };
 
@@ -116,9 +121,32 @@ MUST_CHECK int json_scan_members(const char *text,
  * to name. */
 bool json_scan_key_is(const char *text, size_t key_off, const char *name);
 
+/* json_scan_key_is for a key whose raw length and escape the scan reported (a member's):
+ * without an escape, a length and first-byte compare, then memcmp. name_len is
+ * strlen(name). */
+static inline bool json_scan_key_eq(const char *text,
+                                    size_t key_off,
+                                    size_t key_len,
+                                    bool key_escaped,
+                                    const char *name,
+                                    size_t name_len)
+{
+        if (key_escaped)
+                return json_scan_key_is(text, key_off, name);
+        return key_len == name_len && (!name_len || text[key_off + 1] == name[0]) &&
+               memcmp(text + key_off + 1, name, name_len) == 0;
+}
+
 /* The string whose opening quote is at off (in text json_scan accepted), decoded (malloc'd;
  * it holds no NUL: the scan refused \u0000). */
 char *json_scan_string_dup(const char *text, size_t off);
+
+/* The cJSON tree of text[off, end), a value json_scan accepted, built without checking it
+ * again: node for node what cJSON_ParseWithLength builds from those bytes (types, keys,
+ * strings, numbers as cJSON reads them, order, links). Allocated through cJSON's hooks
+ * (the caller frees it with cJSON_Delete); NULL only when an allocation fails or the span
+ * is all whitespace. */
+cJSON *json_scan_tree(const char *text, size_t off, size_t end);
 
 /* What cJSON would allocate for a document with these stats, in bytes (an upper-bound
  * estimate: one item per value, one copy of every string and key, glibc's chunk overhead). */

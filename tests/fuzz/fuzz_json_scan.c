@@ -4,6 +4,8 @@
  *    UTF-8 whatever the input;
  *  - whatever json_scan accepts, cJSON parses (json_parse), with as many values as the scan
  *    counted and no string shorter than the scan decoded (a NUL would cut it);
+ *  - json_scan_tree builds from accepted text, for the document and for each member's span
+ *    down to depth 3, node for node the tree cJSON builds (cjson_same);
  *  - a document cJSON builds without duplicate keys, NUL or invalid UTF-8, printed back by
  *    cJSON, is accepted by json_scan (the scanner is not stricter than JSON on what it
  *    prints).
@@ -16,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "../support/cjson_same.h"
 #include "../support/utf8_oracle.h"
 #include "json.h"
 #include "json_scan.h"
@@ -36,11 +39,26 @@ static size_t count(const cJSON *item, size_t *bytes)
         return n;
 }
 
+/* A member's span gives the tree cJSON parses from its bytes. */
+static void check_member(void *ud, const struct json_scan_member *m)
+{
+        const char *text = ud;
+        cJSON *ours = json_scan_tree(text, m->value_off, m->value_end);
+        cJSON *ref = NULL;
+
+        if (json_parse(text + m->value_off, m->value_end - m->value_off, &ref) != 0 ||
+            !cjson_same(ours, ref))
+                abort(); /* a member's tree is not cJSON's */
+        cJSON_Delete(ours);
+        cJSON_Delete(ref);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         char *text = malloc(size ? size : 1); /* exact size: ASan catches any read past it */
         struct json_scan_result res;
         cJSON *tree = NULL;
+        cJSON *ours;
         size_t bytes = 0;
         char *printed;
         int r;
@@ -57,6 +75,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         abort(); /* accepted by the scanner, refused by cJSON */
                 if (count(tree, &bytes) != res.stats.values || bytes != res.stats.string_bytes)
                         abort(); /* cJSON built something else than the scan counted */
+                ours = json_scan_tree(text, 0, size);
+                if (!cjson_same(ours, tree))
+                        abort(); /* the scan's tree is not cJSON's */
+                cJSON_Delete(ours);
+                if (json_scan_members(text, size, NULL,
+                                      &(struct json_scan_members){
+                                              .depth = 3, .fn = check_member, .ud = text },
+                                      &res) != 0)
+                        abort(); /* accepted once, refused with members */
                 printed = cJSON_PrintUnformatted(tree);
                 if (printed && json_scan(printed, strlen(printed), NULL, &res) != 0)
                         abort(); /* cJSON's own rendering of an accepted document refused */

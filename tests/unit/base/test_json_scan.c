@@ -2,7 +2,9 @@
  * Unit tests for json_scan.h: every strictness case (duplicate keys at any depth, \u0000,
  * each class of invalid UTF-8, lone surrogates, grammar), the budgets (values, string bytes,
  * depth, open members) and the valid edge cases (escaped surrogate pairs, big numbers, keys
- * equal only once decoded), and that whatever the scanner accepts cJSON parses.
+ * equal only once decoded), and that whatever the scanner accepts cJSON parses; the keys it
+ * reports with their lengths and escapes, and the trees it builds from accepted text being
+ * node for node cJSON's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "../../support/cjson_same.h"
 #include "err.h"
 #include "json.h"
 #include "json_scan.h"
@@ -366,6 +369,19 @@ static void log_member(void *ud, const struct json_scan_member *m)
                        (int)(m->value_end - m->value_off), sm->text + m->value_off);
 }
 
+struct member_list {
+        struct json_scan_member m[4];
+        int n;
+};
+
+static void remember_member(void *ud, const struct json_scan_member *m)
+{
+        struct member_list *seen = ud;
+
+        if (seen->n < 4)
+                seen->m[seen->n++] = *m;
+}
+
 /* Members of the top levels are handed over as their values end, with their spans. */
 static void test_json_scan__members_of_the_top_levels(void **state)
 {
@@ -408,6 +424,115 @@ static void test_json_scan__key_is_compares_decoded_keys(void **state)
         assert_false(json_scan_key_is(text, offs[5], "r"));
 }
 
+/* Members carry their key's raw length and escape, and json_scan_key_eq matches them
+ * decoded. */
+static void test_json_scan__member_keys_compare_by_length_or_decoded(void **state)
+{
+        static const char text[] = "{\"r\\u0065q\":{\"kind\":1,\"\\u006bin\":2},\"kin\":3}";
+        struct member_list seen = { .n = 0 };
+        struct json_scan_result res;
+        const struct json_scan_member *kind, *kin, *top;
+
+        (void)state;
+        assert_int_equal(json_scan_members(text, strlen(text), NULL,
+                                           &(struct json_scan_members){
+                                                   .depth = 2, .fn = remember_member, .ud = &seen },
+                                           &res),
+                         CM_OK);
+        assert_int_equal(seen.n, 4);
+        kind = &seen.m[0];
+        kin = &seen.m[1];
+        top = &seen.m[3];
+        assert_int_equal(kind->key_len, 4);
+        assert_false(kind->key_escaped);
+        assert_int_equal(kind->parent_key_len, 8);
+        assert_true(kind->parent_key_escaped);
+        assert_true(
+                json_scan_key_eq(text, kind->key_off, kind->key_len, kind->key_escaped, "kind", 4));
+        assert_false(json_scan_key_eq(text, kind->key_off, kind->key_len, kind->key_escaped,
+                                      "kinds", 5));
+        assert_false(
+                json_scan_key_eq(text, kind->key_off, kind->key_len, kind->key_escaped, "king", 4));
+        assert_false(
+                json_scan_key_eq(text, kind->key_off, kind->key_len, kind->key_escaped, "", 0));
+        assert_true(json_scan_key_eq(text, kind->parent_key_off, kind->parent_key_len,
+                                     kind->parent_key_escaped, "req", 3));
+        /* \u006bin is "kin": equal only decoded */
+        assert_true(kin->key_escaped);
+        assert_true(json_scan_key_eq(text, kin->key_off, kin->key_len, kin->key_escaped, "kin", 3));
+        assert_false(
+                json_scan_key_eq(text, kin->key_off, kin->key_len, kin->key_escaped, "kind", 4));
+        assert_int_equal(top->parent_key_off, SIZE_MAX);
+        assert_true(json_scan_key_eq(text, top->key_off, top->key_len, top->key_escaped, "kin", 3));
+}
+
+static const char *const tree_docs[] = {
+        "{\"a\":1,\"b\":[true,false,null,\"x\"],\"c\":{},\"d\":[],\"e\":\"\"}",
+        " [ 1 , -0 , 0.5 , 1e3 , -1.25E-2 , 2147483647 , 2147483648 , -2147483648 , "
+        "-2147483649 , 1e400 , -1e400 , 123456789012345678901234567890 , 0.1 , 1E+2 ] ",
+        "\"esc \\\" \\\\ \\/ \\b \\f \\n \\r \\t end\"",
+        "\"\\u00e9\\u4e2d\\ud83d\\ude00 \xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80 \\u0041\"",
+        "{\"k\":{\"k2\":[[[{\"x\":\"y\"}]],[]]},\"n\":{\"m\":{}}}",
+        "{\"\\u006bey\":\"v\",\"k\\\"q\":1,\"\":[\"\\\\\"]}",
+        "\n\t {\"a\" :\t1 , \"b\"\r\n:\n[ ] }\r\n",
+        "true",
+        "false",
+        "null",
+        "-12.5e-3",
+        "\"s\"",
+        "[{\"apiVersion\":\"v1\",\"kind\":\"MaasMachine\",\"spec\":{\"minCPU\":2,"
+        "\"minMemory\":4096,\"tags\":[\"a\",\"b\"],\"x\":null}}]",
+};
+
+/* json_scan_tree builds what cJSON builds, for a whole document and for a member's span. */
+static void test_json_scan__tree_is_cjsons(void **state)
+{
+        (void)state;
+        for (size_t i = 0; i < sizeof(tree_docs) / sizeof(tree_docs[0]); i++) {
+                const char *text = tree_docs[i];
+                size_t len = strlen(text);
+                struct json_scan_result res;
+                cJSON *ours;
+                cJSON *ref = NULL;
+
+                assert_int_equal(json_scan(text, len, NULL, &res), CM_OK);
+                assert_int_equal(json_parse(text, len, &ref), CM_OK);
+                ours = json_scan_tree(text, 0, len);
+                if (!cjson_same(ours, ref))
+                        fail_msg("document %zu: the tree differs from cJSON's", i);
+                cJSON_Delete(ours);
+                cJSON_Delete(ref);
+        }
+}
+
+static void check_member_tree(void *ud, const struct json_scan_member *m)
+{
+        const char *text = ud;
+        cJSON *ours = json_scan_tree(text, m->value_off, m->value_end);
+        cJSON *ref = NULL;
+
+        assert_int_equal(json_parse(text + m->value_off, m->value_end - m->value_off, &ref), CM_OK);
+        assert_true(cjson_same(ours, ref));
+        cJSON_Delete(ours);
+        cJSON_Delete(ref);
+}
+
+static void test_json_scan__tree_of_a_member_is_cjsons(void **state)
+{
+        static const char text[] = "{\"request\":{\"object\":{\"a\":[1,2.5,\"\\u00e9\"],"
+                                   "\"b\":{\"c\":true}},\"n\":-7},\"z\":\"last\"}";
+        struct json_scan_result res;
+
+        (void)state;
+        assert_int_equal(
+                json_scan_members(text, strlen(text), NULL,
+                                  &(struct json_scan_members){ .depth = 3,
+                                                               .fn = check_member_tree,
+                                                               .ud = (void *)(uintptr_t)text },
+                                  &res),
+                CM_OK);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -422,6 +547,9 @@ int main(void)
                 cmocka_unit_test(test_json_scan__messages_stay_valid_utf8),
                 cmocka_unit_test(test_json_scan__members_of_the_top_levels),
                 cmocka_unit_test(test_json_scan__key_is_compares_decoded_keys),
+                cmocka_unit_test(test_json_scan__member_keys_compare_by_length_or_decoded),
+                cmocka_unit_test(test_json_scan__tree_is_cjsons),
+                cmocka_unit_test(test_json_scan__tree_of_a_member_is_cjsons),
         };
 
         return cmocka_run_group_tests_name("json_scan", tests, NULL, NULL);

@@ -1013,6 +1013,19 @@ char *json_scan_string_dup(const char *text, size_t off)
         return out;
 }
 
+char *json_scan_string_value(const char *text, size_t off, size_t end)
+{
+        size_t n = end - off - 2;
+        char *out;
+
+        if (memchr(text + off + 1, '\\', n))
+                return json_scan_string_dup(text, off);
+        out = xmalloc(n + 1);
+        memcpy(out, text + off + 1, n);
+        out[n] = '\0';
+        return out;
+}
+
 size_t json_scan_tree_bytes(const struct json_scan_stats *st)
 {
         return st->values * ITEM_BYTES + st->string_bytes + st->strings * STRING_OVERHEAD;
@@ -1073,8 +1086,26 @@ static char *tree_string(struct tree *t)
         return out;
 }
 
+/* An integer of at most 15 digits at pos (no fraction, no exponent) as a double: exact, so
+ * what strtod gives; false, pos unmoved, for any other number. */
+static bool small_integer(struct tree *t, double *ret)
+{
+        size_t pos = t->pos, digits = 0;
+        bool neg = t->s[pos] == '-';
+        uint64_t u = 0;
+
+        pos += neg;
+        for (; pos < t->end && is_digit(t->s[pos]) && digits <= 15; pos++, digits++)
+                u = u * 10 + (uint64_t)(t->s[pos] - '0');
+        if (digits > 15 || (pos < t->end && (t->s[pos] == '.' || (t->s[pos] | 0x20) == 'e')))
+                return false;
+        *ret = neg ? -(double)u : (double)u; /* "-0" is -0.0, as strtod reads it */
+        t->pos = pos;
+        return true;
+}
+
 /* As cJSON's parse_number: strtod over the number with the locale's decimal point, valueint
- * saturated. */
+ * saturated (a small integer, exact either way, without strtod). */
 static cJSON *tree_number(struct tree *t)
 {
         char buf[JSON_SCAN_NUMBER_MAX + 1];
@@ -1084,6 +1115,8 @@ static cJSON *tree_number(struct tree *t)
 
         if (!item)
                 return NULL;
+        if (small_integer(t, &v))
+                goto out;
         while (t->pos < t->end && n < JSON_SCAN_NUMBER_MAX) {
                 unsigned char ch = t->s[t->pos];
 
@@ -1096,6 +1129,7 @@ static cJSON *tree_number(struct tree *t)
         }
         buf[n] = '\0';
         v = strtod(buf, NULL);
+out:
         item->valuedouble = v;
         if (v >= INT_MAX)
                 item->valueint = INT_MAX;

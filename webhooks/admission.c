@@ -165,7 +165,9 @@ static void find_member(void *ud, const struct json_scan_member *m)
         if (m->depth == 2 && !is_request(f, m))
                 return;
         for (int i = first; i <= last; i++) {
-                if (!key_is(f->text, m, &member_names[i]))
+                /* a plain key of another length is no candidate: one compare */
+                if ((!m->key_escaped && m->key_len != member_names[i].n) ||
+                    !key_is(f->text, m, &member_names[i]))
                         continue;
                 f->scan->member[i].off = m->value_off;
                 f->scan->member[i].end = m->value_end;
@@ -240,7 +242,7 @@ static int get_str(
                 *reterr = xasprintf("%s: expected string, got %s", path, type_of(v));
                 return CM_EPARSE;
         }
-        *ret = json_scan_string_dup(v->text, v->at.off);
+        *ret = json_scan_string_value(v->text, v->at.off, v->at.end);
         return CM_OK;
 }
 
@@ -270,7 +272,7 @@ static int decode_envelope(const struct value *m,
         int r = CM_EPARSE;
 
         if (first_byte(&m[M_KIND]) == '"')
-                kind = json_scan_string_dup(m[M_KIND].text, m[M_KIND].at.off);
+                kind = json_scan_string_value(m[M_KIND].text, m[M_KIND].at.off, m[M_KIND].at.end);
         if (!kind || strcmp(kind, "AdmissionReview") != 0) {
                 *reterr = xstrdup("kind: expected \"AdmissionReview\"");
                 goto out;
@@ -279,7 +281,8 @@ static int decode_envelope(const struct value *m,
                 *reterr = xstrdup("apiVersion: expected admission.k8s.io/v1 or v1beta1");
                 goto out;
         }
-        api = json_scan_string_dup(m[M_API_VERSION].text, m[M_API_VERSION].at.off);
+        api = json_scan_string_value(m[M_API_VERSION].text, m[M_API_VERSION].at.off,
+                                     m[M_API_VERSION].at.end);
         for (size_t i = 0; i < ARRAY_SIZE(api_versions); i++) {
                 if (strcmp(api, api_versions[i]) == 0) {
                         *ret_version = (enum admission_version)i;

@@ -148,6 +148,10 @@ char *json_scan_string_dup(const char *text, size_t off);
  * is all whitespace. */
 cJSON *json_scan_tree(const char *text, size_t off, size_t end);
 
+/* json_scan_string_dup of the string value text[off, end) (its quotes included, a span the
+ * scan reported): without an escape, one copy of its bytes. */
+char *json_scan_string_value(const char *text, size_t off, size_t end);
+
 /* What cJSON would allocate for a document with these stats, in bytes (an upper-bound
  * estimate: one item per value, one copy of every string and key, glibc's chunk overhead). */
 size_t json_scan_tree_bytes(const struct json_scan_stats *st);

@@ -469,7 +469,8 @@ static void test_json_scan__member_keys_compare_by_length_or_decoded(void **stat
 static const char *const tree_docs[] = {
         "{\"a\":1,\"b\":[true,false,null,\"x\"],\"c\":{},\"d\":[],\"e\":\"\"}",
         " [ 1 , -0 , 0.5 , 1e3 , -1.25E-2 , 2147483647 , 2147483648 , -2147483648 , "
-        "-2147483649 , 1e400 , -1e400 , 123456789012345678901234567890 , 0.1 , 1E+2 ] ",
+        "-2147483649 , 1e400 , -1e400 , 123456789012345678901234567890 , 0.1 , 1E+2 , "
+        "999999999999999 , -123456789012345 , 9007199254740993 , 1000000000000000 , 0 ] ",
         "\"esc \\\" \\\\ \\/ \\b \\f \\n \\r \\t end\"",
         "\"\\u00e9\\u4e2d\\ud83d\\ude00 \xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80 \\u0041\"",
         "{\"k\":{\"k2\":[[[{\"x\":\"y\"}]],[]]},\"n\":{\"m\":{}}}",
@@ -533,6 +534,34 @@ static void test_json_scan__tree_of_a_member_is_cjsons(void **state)
                 CM_OK);
 }
 
+static void keep_string_values(void *ud, const struct json_scan_member *m)
+{
+        char **out = ud;
+        const char *text = out[2];
+
+        out[m->key_len == 1 ? 0 : 1] = json_scan_string_value(text, m->value_off, m->value_end);
+}
+
+/* A string value's span decodes as json_scan_string_dup decodes it, escapes or not. */
+static void test_json_scan__string_value_of_a_span(void **state)
+{
+        static const char text[] = "{\"a\":\"plain text\",\"bb\":\"t\\u00e9\\n\\\"x\\\"\"}";
+        char *out[3] = { NULL, NULL, (char *)(uintptr_t)text };
+        struct json_scan_result res;
+
+        (void)state;
+        assert_int_equal(json_scan_members(text, strlen(text), NULL,
+                                           &(struct json_scan_members){ .depth = 1,
+                                                                        .fn = keep_string_values,
+                                                                        .ud = out },
+                                           &res),
+                         CM_OK);
+        assert_string_equal(out[0], "plain text");
+        assert_string_equal(out[1], "t\xc3\xa9\n\"x\"");
+        free(out[0]);
+        free(out[1]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -550,6 +579,7 @@ int main(void)
                 cmocka_unit_test(test_json_scan__member_keys_compare_by_length_or_decoded),
                 cmocka_unit_test(test_json_scan__tree_is_cjsons),
                 cmocka_unit_test(test_json_scan__tree_of_a_member_is_cjsons),
+                cmocka_unit_test(test_json_scan__string_value_of_a_span),
         };
 
         return cmocka_run_group_tests_name("json_scan", tests, NULL, NULL);

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Least privilege, checked against what capmaas really called.
 
-rbac_check.py [--granted-only | --ipam | --remediation] COMPONENTS ACCESS [AGENT]: COMPONENTS is the rendered
-infrastructure-components.yaml; ACCESS is kube-sim's GET /_sim/requests answer, whose
+rbac_check.py [--granted-only | --ipam | --remediation] COMPONENTS ACCESS [AGENT]:
+COMPONENTS is the rendered infrastructure-components.yaml; ACCESS is kube-sim's GET /_sim/requests answer, whose
 "access" tally holds the RBAC attributes of every request ("<agent> <verb> <group>
 <resource[/sub]> <namespace>": n). Every call AGENT (default capmaas) made must be granted
 to the manager's ServiceAccount by the components' Roles and ClusterRoles, and every verb

@@ -13,6 +13,10 @@
 # Also: the webhooks deny other strategies, negative retry limits and timeouts naming the
 # field; the capmaas_remediation* series exist at zero before any remediation and count
 # both; RBAC grants exactly what capmaas called, every remediation verb used.
+#
+# E2E_CAPI_CONTRACT picks the Cluster API release capi-sim plays: v1beta2 (the default,
+# spec.remediation.templateRef) or v1beta1 (CAPI 1.10, spec.remediationTemplate and
+# v1beta1 conditions on the Machine).
 set -uo pipefail
 # shellcheck source=tests/scripts/kube_sim_lib.sh
 . "$(dirname "$0")/kube_sim_lib.sh"
@@ -22,7 +26,8 @@ BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
 STACK_DEPLOY_SECONDS=0.5
 STACK_RELEASE_SECONDS=0.3
 STACK_SIM_KUBELETS=1
-STACK_CAPI_CONTRACT=v1beta2
+E2E_CAPI_CONTRACT=${E2E_CAPI_CONTRACT:-v1beta2}
+STACK_CAPI_CONTRACT=$E2E_CAPI_CONTRACT
 STACK_CAPMAAS_ARGS="--machine-refresh-interval 2s --maas-inventory-interval 1h --leader-elect --leader-election-namespace capmaas-system"
 TIMEOUT_S=15
 trap 'stack_down; ks_cleanup' EXIT
@@ -172,7 +177,12 @@ check "the cluster (1 control plane, 2 workers, a MachineHealthCheck) is applied
   'machinehealthcheck.cluster.x-k8s.io/demo-md-0 created' -- stack_kubectl apply -f "$MANIFEST"
 all_ready() { n_ready_is 3 && cluster_ready; }
 check "3 MaasMachines Ready and the cluster Ready" 0 '' -- wait_until 120 all_ready
-MHC_PATCH='{"spec":{"checks":{"unhealthyNodeConditions":[{"type":"Ready","status":"Unknown","timeoutSeconds":2},{"type":"Ready","status":"False","timeoutSeconds":2}]},"remediation":{"triggerIf":{"unhealthyLessThanOrEqualTo":1},"templateRef":{"apiVersion":"infrastructure.cluster.x-k8s.io/v1beta1","kind":"MaasRemediationTemplate","name":"demo-reboot"}}}}'
+REF='{"apiVersion":"infrastructure.cluster.x-k8s.io/v1beta1","kind":"MaasRemediationTemplate","name":"demo-reboot"}'
+if [ "$E2E_CAPI_CONTRACT" = v1beta2 ]; then
+  MHC_PATCH='{"spec":{"checks":{"unhealthyNodeConditions":[{"type":"Ready","status":"Unknown","timeoutSeconds":2},{"type":"Ready","status":"False","timeoutSeconds":2}]},"remediation":{"triggerIf":{"unhealthyLessThanOrEqualTo":1},"templateRef":'"$REF"'}}}'
+else
+  MHC_PATCH='{"spec":{"unhealthyConditions":[{"type":"Ready","status":"Unknown","timeout":"2s"},{"type":"Ready","status":"False","timeout":"2s"}],"maxUnhealthy":1,"remediationTemplate":'"$REF"'}}'
+fi
 check "the MachineHealthCheck remediates through demo-reboot (timeouts 2 s)" 0 'patched' -- \
   stack_kubectl patch machinehealthcheck demo-md-0 --type merge -p "$MHC_PATCH"
 

@@ -66,13 +66,17 @@ static void track(struct provider *p, const char *ns, const char *name, bool act
         free(key);
 }
 
-/* p->remediation_cycles: the retryCount this remediation's last power cycle wrote, so a
- * pass that reads a cache not yet holding that write does not power cycle again. */
-static void cycles_remember(struct remediation_ctx *c, int64_t count)
+/* p->remediation_cycles: the retryCount this remediation's last power cycle wrote and
+ * whether its outcome was written, so a pass that reads a cache not yet holding those writes
+ * neither power cycles nor ends (and counts) it again. */
+static void cycles_remember(struct remediation_ctx *c, bool ended)
 {
+        struct reconciler_entry *e;
+
         pthread_mutex_lock(&c->p->lock);
-        reconciler_table_put(&c->p->remediation_cycles, c->r.meta.uid ? c->r.meta.uid : "")->a =
-                count;
+        e = reconciler_table_put(&c->p->remediation_cycles, c->r.meta.uid ? c->r.meta.uid : "");
+        e->a = c->r.status.retry_count;
+        e->b = ended;
         pthread_mutex_unlock(&c->p->lock);
 }
 
@@ -91,7 +95,7 @@ static bool cache_behind(struct remediation_ctx *c)
 
         pthread_mutex_lock(&c->p->lock);
         e = reconciler_table_get(&c->p->remediation_cycles, c->r.meta.uid ? c->r.meta.uid : "");
-        behind = e && c->r.status.retry_count < e->a;
+        behind = e && (c->r.status.retry_count < e->a || (e->b && in_progress(c)));
         pthread_mutex_unlock(&c->p->lock);
         return behind;
 }
@@ -106,9 +110,10 @@ static int flush(struct remediation_ctx *c)
         return reconciler_write(c->w, &KUBE_RES_MAASREMEDIATIONS, &c->cur, after, false, NULL);
 }
 
-/* RemediationAllowed False with reason; the event and the refused count only when the
- * reason is new (a pass that finds the same refusal again stays quiet). */
-static void disallow(struct remediation_ctx *c, const char *reason, const char *msg)
+/* RemediationAllowed False with reason; the event (and, for a refusal that ends the
+ * remediation, the refused count) only when the reason is new: a pass that finds the same
+ * refusal again stays quiet. */
+static void disallow(struct remediation_ctx *c, const char *reason, const char *msg, bool ends)
 {
         const struct schema_condition *old =
                 schema_conditions_find(&c->r.status.conditions, REMEDIATION_COND_ALLOWED);
@@ -119,7 +124,8 @@ static void disallow(struct remediation_ctx *c, const char *reason, const char *
         reconciler_cond(&c->conds, REMEDIATION_COND_ALLOWED, SCHEMA_CONDITION_FALSE, reason, "%s",
                         msg);
         reconciler_event(c->p, c->cur, "Warning", reason, "%s; no power call", msg);
-        count_result(c, "refused");
+        if (ends)
+                count_result(c, "refused");
         log_info(LOGGER, "remediation refused", "object=%s/%s reason=%s", c->ns, c->name, reason);
 }
 
@@ -135,8 +141,9 @@ static int refuse(struct remediation_ctx *c, const char *reason, const char *fmt
         va_start(ap, fmt);
         (void)vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        disallow(c, reason, msg);
+        disallow(c, reason, msg, true);
         set_phase(c, SCHEMA_REMEDIATION_FAILED);
+        cycles_remember(c, true);
         return flush(c);
 }
 
@@ -159,6 +166,7 @@ static int succeed(struct remediation_ctx *c)
                          (long long)c->r.status.retry_count,
                          c->r.status.retry_count == 1 ? "" : "s");
         count_result(c, "succeeded");
+        cycles_remember(c, true);
         return flush(c);
 }
 
@@ -182,6 +190,7 @@ static int exhaust(struct remediation_ctx *c)
                         "RetryLimitReached", "%s", msg);
         reconciler_event(c->p, c->cur, "Warning", "RemediationFailed", "%s", msg);
         count_result(c, "failed");
+        cycles_remember(c, true);
         return flush(c);
 }
 
@@ -223,7 +232,7 @@ static int cycle(struct remediation_ctx *c, struct reconcile_result *res)
         c->r.status.last_remediated = xstrdup(ts);
         if (c->p->remediation_power_cycles)
                 metric_counter_inc(c->p->remediation_power_cycles);
-        cycles_remember(c, c->r.status.retry_count);
+        cycles_remember(c, false);
         set_phase(c, SCHEMA_REMEDIATION_WAITING);
         reconciler_cond(&c->conds, REMEDIATION_COND_POWER_CYCLED, SCHEMA_CONDITION_TRUE,
                         "PowerCycled", "power cycle %lld of %lld at %s",
@@ -277,8 +286,8 @@ static int finish(struct remediation_ctx *c)
         bool ready = false;
         int err = 0;
 
-        if (phase_is(c, SCHEMA_REMEDIATION_WAITING) && remediation_node_ready(c, 0, &ready) == 0 &&
-            ready)
+        if (phase_is(c, SCHEMA_REMEDIATION_WAITING) && !cache_behind(c) &&
+            remediation_node_ready(c, 0, &ready) == 0 && ready)
                 err = succeed(c);
         if (err == 0 && schema_strv_remove(&c->r.meta.finalizers, SCHEMA_FINALIZER_REMEDIATION))
                 err = flush(c);
@@ -324,7 +333,7 @@ static int pass(struct remediation_ctx *c, struct reconcile_result *res)
                 char msg[256];
 
                 (void)snprintf(msg, sizeof(msg), "remediation is held: %s", cause);
-                disallow(c, SCHEMA_REASON_PAUSED, msg);
+                disallow(c, SCHEMA_REASON_PAUSED, msg, false);
                 *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, PAUSE_POLL_MS };
                 return flush(c);
         }

@@ -136,8 +136,9 @@ struct provider {
         struct reconciler_table dns_records;
         struct reconciler_table claimed; /* MaasMachine UID → wall s of our IPAddressClaim create */
         struct reconciler_table remediating; /* ns/name of the MaasRemediations in progress */
-        /* MaasRemediation UID → a: the retryCount its last power cycle wrote (a cache that
-         * has not caught up with that write must not cycle again); gone with the finalizer */
+        /* MaasRemediation UID → a: the retryCount its last power cycle wrote, b: 1 once its
+         * outcome (a final phase) was written; a cache that has not caught up with these
+         * writes must not act on them again. Gone with the finalizer. */
         struct reconciler_table remediation_cycles;
 
         pthread_mutex_t fleet_lock;

@@ -60,6 +60,14 @@ for line in sys.stdin:
 print("absent")' "$1"
 }
 metric_is() { [ "$(metric "$1")" = "$2" ]; }
+# "<succeeded> <failed> <refused> <power cycles> <in progress>"
+remediation_metrics() {
+  echo "$(metric 'capmaas_remediations_total{result="succeeded"}')" \
+    "$(metric 'capmaas_remediations_total{result="failed"}')" \
+    "$(metric 'capmaas_remediations_total{result="refused"}')" \
+    "$(metric capmaas_remediation_power_cycles_total)" "$(metric capmaas_remediations_in_progress)"
+}
+remediation_metrics_are() { [ "$(remediation_metrics)" = "$*" ]; }
 # A Ready worker MaasMachine not yet used: "name systemID machine node"
 pick_worker() { # EXCEPT_SYSTEM_ID
   stack_kubectl get machines -o json >"$KS_WORK/machines.json"
@@ -141,12 +149,9 @@ stack_up "$KS_WORK/stack" || {
   exit 1
 }
 check "the stack starts (capi-sim's Nodes follow maas-sim's kubelets)" 0 '' -- true
-check "the remediation series exist at zero before any remediation" 0 '' -- \
-  wait_until 20 eval 'metric_is "capmaas_remediations_total{result=\"succeeded\"}" 0 &&
-    metric_is "capmaas_remediations_total{result=\"failed\"}" 0 &&
-    metric_is "capmaas_remediations_total{result=\"refused\"}" 0 &&
-    metric_is capmaas_remediation_power_cycles_total 0 &&
-    metric_is capmaas_remediations_in_progress 0'
+wait_until 20 remediation_metrics_are 0 0 0 0 0
+check "the remediation series exist at zero before any remediation" 0 '^0 0 0 0 0$' -- \
+  remediation_metrics
 
 # --- admission -----------------------------------------------------------------------------
 template bad-type '{type: Reprovision}' >"$KS_WORK/bad-type.yaml"
@@ -212,9 +217,8 @@ check "hung: exactly one power cycle of $SID in maas-sim's log, no release" 0 '^
 check "hung: events name each step" 0 'PoweringOff.*PoweredOff.*PoweredOn.*RemediationSucceeded' -- \
   event_reasons "$MACHINE"
 check "hung: the Machine $MACHINE stays" 0 '' -- stack_kubectl get machine "$MACHINE" -o name
-check "hung: capmaas_remediations_total{result=\"succeeded\"} 1, one power cycle" 0 '' -- \
-  wait_until 10 eval 'metric_is "capmaas_remediations_total{result=\"succeeded\"}" 1 &&
-    metric_is capmaas_remediation_power_cycles_total 1 && metric_is capmaas_remediations_in_progress 0'
+wait_until 10 remediation_metrics_are 1 0 0 1 0
+check "hung: 1 succeeded, 1 power cycle, none in progress" 0 '^1 0 0 1 0$' -- remediation_metrics
 
 # --- a dead kubelet: 2 power cycles, then the Machine is replaced ---------------------------
 read -r NAME2 SID2 MACHINE2 NODE2 <<<"$(pick_worker "$SID")"
@@ -233,9 +237,8 @@ check "dead: the old MAAS machine $SID2 is back in MAAS" 0 '' -- wait_until 30 h
 check "dead: 3 MaasMachines Ready again, none on $SID2" 0 '' -- \
   wait_until 90 eval 'n_ready_is 3 && ! mm_json | grep -q "\"systemID\": \"$SID2\""'
 check "dead: the MaasRemediation went with its Machine" 0 '' -- wait_until 30 gone maasremediation "$MACHINE2"
-check "dead: capmaas_remediations_total{result=\"failed\"} 1, 3 power cycles in all" 0 '' -- \
-  wait_until 10 eval 'metric_is "capmaas_remediations_total{result=\"failed\"}" 1 &&
-    metric_is capmaas_remediation_power_cycles_total 3 && metric_is capmaas_remediations_in_progress 0'
+wait_until 10 remediation_metrics_are 1 1 0 3 0
+check "dead: 1 failed, 3 power cycles in all, none in progress" 0 '^1 1 0 3 0$' -- remediation_metrics
 
 stack_kubectl get --raw /_sim/requests >"$KS_WORK/access.json"
 check "RBAC grants exactly what capmaas called, every remediation verb used" 0 ' 0 findings$' -- \

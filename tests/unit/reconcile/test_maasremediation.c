@@ -291,11 +291,41 @@ static void test_remediation__a_stale_cache_does_not_cycle_twice(void **state)
         world_finish(w, nothing_more);
 }
 
+/* The same after the outcome: a pass on a cache that still shows Waiting neither hands the
+ * Machine back nor writes the outcome (nor counts it) a second time. */
+static void test_remediation__a_stale_cache_does_not_end_twice(void **state)
+{
+        const struct row r = { .name = "stale end", .retry_limit = 1 };
+        struct provider_settings s = world_settings();
+        struct world *w = world_new(&s);
+        cJSON *waiting;
+        size_t writes_before;
+
+        (void)state;
+        arrange(w, &r);
+        run_pass(w);
+        assert_string_equal(phase(w), SCHEMA_REMEDIATION_WAITING);
+        waiting = cJSON_Duplicate(world_get(w, REM_URL), true);
+        clock_fake_advance(&w->clock, 61000);
+        run_pass(w);
+        assert_string_equal(phase(w), SCHEMA_REMEDIATION_DELETING);
+        writes_before = requests(&w->kube, "PATCH", "maasremediations/m1/status", NULL);
+        assert_int_equal(informer_feed_event(w->p->maasremediations, KUBE_WATCH_MODIFIED, waiting),
+                         0);
+        w->res = (struct reconcile_result){ 0 };
+        assert_int_equal(maasremediation_reconcile(w->w, NS, "m1", &w->res), 0);
+        assert_int_equal(requests(&w->kube, "PATCH", "maasremediations/m1/status", NULL),
+                         writes_before);
+        assert_int_equal(requests(&w->maas, "POST", "op=power_off", NULL), 1);
+        world_finish(w, nothing_more);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_remediation__deleted_while_waiting_ends_succeeded),
                 cmocka_unit_test(test_remediation__a_stale_cache_does_not_cycle_twice),
+                cmocka_unit_test(test_remediation__a_stale_cache_does_not_end_twice),
         };
         int failed = world_run_rows(rows, ARRAY_SIZE(rows), sizeof(rows[0]), run_row);
 

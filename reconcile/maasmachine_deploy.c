@@ -1,16 +1,20 @@
 /*
  * maasmachine_deploy: deploying an allocated MAAS machine: the bootstrap cloud-init from the
  * Machine's data secret, swap off, deploy; on a failed call the machine is released and
- * forgotten, so the next pass allocates anew (upstream-capmaas.md §3.5).
+ * forgotten, so the next pass allocates anew (upstream-capmaas.md §3.5), except for a 409
+ * on a machine already deploying for this MaasMachine, which is followed.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base64.h"
 #include "err.h"
+#include "log.h"
 #include "maasmachine_context.h"
 #include "maasmachine_steps.h"
 #include "xalloc.h"
+
+#define LOGGER MAASMACHINE_LOGGER
 
 static int bootstrap_data(struct maasmachine_ctx *c, char **ret, size_t *ret_len)
 {
@@ -58,6 +62,32 @@ static void rollback(struct maasmachine_ctx *c,
         free(id);
 }
 
+/*
+ * MAAS answered 409: the machine is no longer Allocated. When it is already Deploying or
+ * Deployed for this MaasMachine, an earlier pass's deploy went through and what it wrote
+ * afterwards did not land (a conflict on the status write, a crash), or this pass read a
+ * list from before it: that deploy is the one to follow. Releasing it, as a refusal would,
+ * sends a booting host back to MAAS and allocates another. On true the machine as read is
+ * c->node.
+ */
+static bool deploying_already(struct maasmachine_ctx *c, const char *sid)
+{
+        struct maas_node n = { 0 };
+        struct maas_error me = { 0 };
+        bool owned = false;
+        int err = maas_get_machine(c->w->maas, sid, &n, &me);
+
+        reconciler_maas_count(c->p, "get_machine", err, &me);
+        maas_error_release(&me);
+        if (err || !n.status_name ||
+            (strcmp(n.status_name, "Deploying") != 0 && strcmp(n.status_name, "Deployed") != 0)) {
+                maas_node_release(&n);
+                return false;
+        }
+        maasmachine_take_node(c, &n);
+        return maasmachine_owned(c, &owned) == 0 && owned;
+}
+
 static int deploy_calls(struct maasmachine_ctx *c, const char *sid, const char *ud, size_t ud_len)
 {
         struct maas_deploy_opts o = {
@@ -73,12 +103,16 @@ static int deploy_calls(struct maasmachine_ctx *c, const char *sid, const char *
         err = maas_update_machine(c->w->maas, sid, &(struct maas_update_opts){ .swap_size = 0 },
                                   NULL, &me);
         reconciler_maas_count(c->p, "update_machine", err, &me);
+        if (err == CM_ECONFLICT && deploying_already(c, sid))
+                goto followed;
         if (err) {
                 rollback(c, sid, "Disabling swap", err, &me);
                 goto out;
         }
         err = maas_deploy(c->w->maas, sid, &o, &n, &me);
         reconciler_maas_count(c->p, "deploy", err, &me);
+        if (err == CM_ECONFLICT && deploying_already(c, sid))
+                goto followed;
         if (err) {
                 rollback(c, sid, "Deploy", err, &me);
                 goto out;
@@ -87,6 +121,11 @@ static int deploy_calls(struct maasmachine_ctx *c, const char *sid, const char *
                 c->p, c->cur, "Normal", "MachineDeploying", "Deploying %s on MAAS machine %s (%s)",
                 c->mm.spec.image ? c->mm.spec.image : "", sid, n.hostname ? n.hostname : "");
         maasmachine_take_node(c, &n);
+        goto out;
+followed:
+        log_info(LOGGER, "MAAS machine already deploying for this MaasMachine; following it",
+                 "object=%s/%s system_id=%s status=%s", c->ns, c->name, sid, c->node.status_name);
+        err = 0;
 out:
         maas_node_release(&n);
         maas_error_release(&me);

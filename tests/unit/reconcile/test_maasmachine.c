@@ -321,6 +321,59 @@ static void check_409(struct world *w)
         assert_int_equal(w->res.after_ms, 60000);
 }
 
+/* The list still says Allocated but an earlier pass's deploy went through (its status write
+ * conflicted): MAAS answers the deploy 409, the machine reads Deploying with our stamp, and
+ * that deploy is followed; nothing is released, nothing allocated again. */
+static void arrange_deploy_409_deploying(struct world *w)
+{
+        maas_has(w, "Allocated", "off");
+        maas_route(&w->maas, "GET", "machines/abc123/", 200, "%s",
+                   node_json("abc123", "Deploying", "on"));
+        maas_route(&w->maas, "PUT", "machines/abc123/", 200, "%s",
+                   node_json("abc123", "Deploying", "on"));
+        maas_route(&w->maas, "POST", "machines/abc123/?op=deploy", 409,
+                   "Node cannot be deployed because it is in the Deploying state.");
+        /* the pass's first read is the stale one */
+        maas_route(&w->maas, "GET", "machines/abc123/", 200, "%s",
+                   node_json("abc123", "Allocated", "off"))
+                ->times = 1;
+}
+
+static void check_deploy_409_deploying(struct world *w)
+{
+        long deploy = request_at(&w->maas, 0, "POST", "abc123/?op=deploy");
+
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "POST", "op=deploy", NULL), 1);
+        assert_true(deploy >= 0);
+        assert_true(request_at(&w->maas, (size_t)deploy, "GET", "machines/abc123/") > deploy);
+        assert_int_equal(requests(&w->maas, "POST", "op=release", NULL), 0);
+        assert_int_equal(requests(&w->maas, "POST", "op=allocate", NULL), 0);
+}
+
+/* The same 409 on a machine deploying for someone else is a refusal: released, as before. */
+static void arrange_deploy_409_other(struct world *w)
+{
+        maas_has(w, "Allocated", "off");
+        maas_route(&w->maas, "PUT", "machines/abc123/", 200, "%s",
+                   node_json("abc123", "Deploying", "on"));
+        maas_route(&w->maas, "POST", "machines/abc123/?op=deploy", 409,
+                   "Node cannot be deployed because it is in the Deploying state.");
+        maas_route(&w->maas, "GET", "machines/abc123/", 200, "%s",
+                   node_json_as("abc123", "Deploying", "on", "admin",
+                                "{\"capmaas-cluster\":\"c9\",\"capmaas-namespace\":"
+                                "\"ns9\",\"capmaas-machine\":\"m9\"}"));
+        maas_route(&w->maas, "GET", "machines/abc123/", 200, "%s",
+                   node_json("abc123", "Allocated", "off"))
+                ->times = 1;
+}
+
+static void check_deploy_409_other(struct world *w)
+{
+        assert_int_equal(requests(&w->maas, "POST", "op=deploy", NULL), 1);
+        assert_int_equal(requests(&w->maas, "POST", "op=release", NULL), 1);
+}
+
 /* 503 + Retry-After: MAAS did not act; the allocate is sent again after the wait it asked */
 static void arrange_503(struct world *w)
 {
@@ -855,6 +908,14 @@ static const struct row rows[] = {
           .objects = { .finalizer = true },
           .arrange = arrange_409,
           .check = check_409 },
+        { .name = "deploy_409_already_deploying_is_followed",
+          .objects = { .finalizer = true, .system_id = "abc123" },
+          .arrange = arrange_deploy_409_deploying,
+          .check = check_deploy_409_deploying },
+        { .name = "deploy_409_deploying_for_another_is_released",
+          .objects = { .finalizer = true, .system_id = "abc123" },
+          .arrange = arrange_deploy_409_other,
+          .check = check_deploy_409_other },
         { .name = "allocate_503_retry_after",
           .objects = { .finalizer = true },
           .arrange = arrange_503,

@@ -60,7 +60,11 @@ static cJSON *fetch(const char *url)
                 doc = cJSON_ParseWithLength(b.data, b.len);
         curl_easy_cleanup(h);
         buf_release(&b);
-        return cJSON_IsObject(doc) ? doc : (cJSON_Delete(doc), NULL);
+        if (!cJSON_IsObject(doc)) {
+                cJSON_Delete(doc);
+                doc = NULL;
+        }
+        return doc;
 }
 
 static bool ready_in(const cJSON *doc, const char *sid)

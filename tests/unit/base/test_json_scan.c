@@ -481,8 +481,8 @@ static const char *const tree_docs[] = {
         "null",
         "-12.5e-3",
         "\"s\"",
-        "[{\"apiVersion\":\"v1\",\"kind\":\"MaasMachine\",\"spec\":{\"minCPU\":2,"
-        "\"minMemory\":4096,\"tags\":[\"a\",\"b\"],\"x\":null}}]",
+        ("[{\"apiVersion\":\"v1\",\"kind\":\"MaasMachine\",\"spec\":{\"minCPU\":2,"
+         "\"minMemory\":4096,\"tags\":[\"a\",\"b\"],\"x\":null}}]"),
 };
 
 /* json_scan_tree builds what cJSON builds, for a whole document and for a member's span. */

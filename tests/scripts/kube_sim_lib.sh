@@ -151,7 +151,7 @@ check() {
   shift 4
   out=$("$@" 2>&1)
   rc=$?
-  if [ "$rc" -eq "$want_rc" ] && printf '%s\n' "$out" | grep -Eq -- "$want_re"; then
+  if [ "$rc" -eq "$want_rc" ] && grep -Eq -- "$want_re" <<<"$out"; then
     KS_PASS=$((KS_PASS + 1))
     echo "ok - $desc"
   else

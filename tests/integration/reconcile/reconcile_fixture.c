@@ -326,14 +326,23 @@ int events_with(const char *reason)
         return n;
 }
 
-void wait_event(const char *reason)
+/* The recorder writes events on its own thread: wait for at least n of them. */
+void wait_events(const char *reason, int n)
 {
+        int seen = 0;
+
         for (unsigned t = 0; t < CLUSTERS_WAIT_MS; t += 100) {
-                if (events_with(reason) > 0)
+                seen = events_with(reason);
+                if (seen >= n)
                         return;
                 cl_sleep_ms(100);
         }
-        fail_msg("no %s event", reason);
+        fail_msg("%d %s event(s), wanted at least %d", seen, reason, n);
+}
+
+void wait_event(const char *reason)
+{
+        wait_events(reason, 1);
 }
 
 const char *mm_external_ip(const cJSON *mm)

@@ -89,6 +89,7 @@ int maas_count_requests(const char *needle);
 /* Events in the test namespace with this reason. */
 int events_with(const char *reason);
 void wait_event(const char *reason);
+void wait_events(const char *reason, int n);
 /* The first ExternalIP in a MaasMachine's status.addresses (borrowed), or NULL. */
 const char *mm_external_ip(const cJSON *mm);
 /* The DNS record fqdn exists (and holds ip unless ip is NULL). */

@@ -91,7 +91,7 @@ static void test_cluster__record_follows_control_planes_and_is_deleted(void **st
         cl_wait(&KUBE_RES_MAASMACHINES, "cp0", NULL, NULL);
         cl_wait(&KUBE_RES_MAASCLUSTERS, "c2", NULL, NULL);
         assert_int_equal(n_records(), 0);
-        assert_true(events_with("SuccessfulRelease") >= 1);
+        wait_event("SuccessfulRelease");
         for (unsigned t = 0; t < 5000 && maas_in_use() > 0; t += 50)
                 cl_sleep_ms(50);
         assert_int_equal(maas_in_use(), 0);

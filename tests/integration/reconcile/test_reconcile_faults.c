@@ -74,7 +74,7 @@ static void test_machine__refused_deploy_is_counted_and_retried(void **state)
                                   "\"op\":\"machine.deploy\"}}"));
         free(ready_cluster("c9"));
         sid = ready_machine("c9", "w5", &(struct machine_spec){ .bootstrap = true });
-        assert_true(events_with("MachineDeployFailed") >= 1);
+        wait_event("MachineDeployFailed");
         assert_int_equal(maas_count_requests("\"op\":\"release\""), 1);
         wait_metric("capmaas_maas_deploy_failures_total{reason=\"DeployRefused\"} 1");
         wait_metric("capmaas_machine_replacements_total{reason=\"DeployFailed\"} 0");
@@ -191,7 +191,7 @@ static void test_machine__vanished_machine_is_replaced(void **state)
                                                            "\"systemID\":\"gone00\"" });
         mm = cl_wait(&KUBE_RES_MAASMACHINES, "w6", pred_ready, NULL);
         assert_string_not_equal(json_at_str(mm, "spec.systemID"), "gone00");
-        assert_true(events_with("MachineNotFound") >= 1);
+        wait_event("MachineNotFound");
         cJSON_Delete(mm);
         cl_delete(&KUBE_RES_MAASMACHINES, "w6");
         cl_wait(&KUBE_RES_MAASMACHINES, "w6", NULL, NULL);
@@ -251,8 +251,8 @@ static void test_machine__lost_host_is_terminal_never_replaced(void **state)
         assert_int_equal(maas_count_requests("\"op\":\"allocate\""), 0);
         assert_int_equal(maas_count_requests("\"op\":\"deploy\""), 0);
         assert_int_equal(maas_count_requests("\"op\":\"release\""), 0);
-        assert_true(events_with("MachineNotFound") >= 1);
-        assert_true(events_with("MachineUnexpectedTermination") >= 2);
+        wait_event("MachineNotFound");
+        wait_events("MachineUnexpectedTermination", 2);
         assert_metric("capmaas_maasmachine_host_lost_total{reason=\"Released\"} 1");
         assert_metric("capmaas_maasmachine_host_lost_total{reason=\"NotFound\"} 1");
         assert_metric("capmaas_maasmachine_host_lost_total{reason=\"OtherOwner\"} 1");

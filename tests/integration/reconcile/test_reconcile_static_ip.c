@@ -96,6 +96,7 @@ static void test_static_ip__lands_on_its_address_and_is_unlinked_on_delete(void 
         assert_str(json_at_str(cJSON_GetArrayItem(links, 0), "mode"), "static");
         assert_str(json_at_str(cJSON_GetArrayItem(links, 0), "ip_address"), "10.20.0.200");
         cJSON_Delete(links);
+        wait_event("StaticIPApplied");
         assert_int_equal(events_with("StaticIPApplied"), 1);
         cJSON_Delete(mm);
 

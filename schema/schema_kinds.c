@@ -342,7 +342,7 @@ static void decode_status(struct json_dec *d,
 
 int schema_kind_decode(const struct schema_kind_desc *k,
                        const cJSON *obj,
-                       bool keep_raw,
+                       enum schema_decode_mode mode,
                        void *dst,
                        struct json_errors *reterr)
 {
@@ -357,13 +357,13 @@ int schema_kind_decode(const struct schema_kind_desc *k,
         decode_header(&d, obj);
         decode_embedded(&d, obj, meta_path, &schema_meta_type, base + k->meta_off);
         decode_embedded(&d, obj, k->spec_path, k->spec_type, base + k->spec_off);
-        if (k->status_type)
+        if (k->status_type && mode != SCHEMA_DECODE_SPEC_VIEW)
                 decode_status(&d, obj, k, base + k->status_off);
         if (d.failures) {
                 schema_kind_release(k, dst);
                 return CM_EINVAL;
         }
-        if (!keep_raw)
+        if (mode != SCHEMA_DECODE_FULL)
                 return CM_OK;
         raw = cJSON_Duplicate(obj, true);
         if (!raw)
@@ -519,7 +519,7 @@ _Static_assert(sizeof(struct maas_remediation_template) <= KIND_SIZE_MAX, "templ
 
 static int decode_into(const struct schema_kind_desc *k,
                        const cJSON *obj,
-                       bool keep_raw,
+                       enum schema_decode_mode mode,
                        void *ret,
                        struct json_errors *reterr)
 {
@@ -527,30 +527,30 @@ static int decode_into(const struct schema_kind_desc *k,
         int r;
 
         memset(v, 0, k->size);
-        r = schema_kind_decode(k, obj, keep_raw, v, reterr);
+        r = schema_kind_decode(k, obj, mode, v, reterr);
         if (r == CM_OK)
                 memcpy(ret, v, k->size);
         return r;
 }
 
 /* Defines init, release, decode and encode of one kind. */
-#define KIND_API(prefix, T, desc)                                                 \
-        void prefix##_init(T *v)                                                  \
-        {                                                                         \
-                memset(v, 0, sizeof(*v));                                         \
-        }                                                                         \
-        void prefix##_release(T *v)                                               \
-        {                                                                         \
-                if (v)                                                            \
-                        schema_kind_release(&(desc), v);                          \
-        }                                                                         \
-        int prefix##_decode(const cJSON *obj, T *ret, struct json_errors *reterr) \
-        {                                                                         \
-                return decode_into(&(desc), obj, true, ret, reterr);              \
-        }                                                                         \
-        int prefix##_encode(const T *v, cJSON **ret)                              \
-        {                                                                         \
-                return schema_kind_encode(&(desc), v, ret);                       \
+#define KIND_API(prefix, T, desc)                                                  \
+        void prefix##_init(T *v)                                                   \
+        {                                                                          \
+                memset(v, 0, sizeof(*v));                                          \
+        }                                                                          \
+        void prefix##_release(T *v)                                                \
+        {                                                                          \
+                if (v)                                                             \
+                        schema_kind_release(&(desc), v);                           \
+        }                                                                          \
+        int prefix##_decode(const cJSON *obj, T *ret, struct json_errors *reterr)  \
+        {                                                                          \
+                return decode_into(&(desc), obj, SCHEMA_DECODE_FULL, ret, reterr); \
+        }                                                                          \
+        int prefix##_encode(const T *v, cJSON **ret)                               \
+        {                                                                          \
+                return schema_kind_encode(&(desc), v, ret);                        \
         }
 
 KIND_API(maas_cluster, struct maas_cluster, cluster_kind)
@@ -580,7 +580,15 @@ int schema_decode_view(const struct schema_kind_desc *k,
                        void *ret,
                        struct json_errors *reterr)
 {
-        return decode_into(k, obj, false, ret, reterr);
+        return decode_into(k, obj, SCHEMA_DECODE_VIEW, ret, reterr);
+}
+
+int schema_decode_spec_view(const struct schema_kind_desc *k,
+                            const cJSON *obj,
+                            void *ret,
+                            struct json_errors *reterr)
+{
+        return decode_into(k, obj, SCHEMA_DECODE_SPEC_VIEW, ret, reterr);
 }
 
 void schema_release(const struct schema_kind_desc *k, void *v)

@@ -154,11 +154,17 @@ struct schema_kind_desc {
         bool plain_status;
 };
 
-/* Decodes obj into dst (zeroed by the caller); on error releases dst and returns
- * CM_EINVAL. keep_raw stores a deep copy of obj so encode preserves unknown fields. */
+enum schema_decode_mode {
+        SCHEMA_DECODE_FULL,      /* and a deep copy of obj, so encode keeps unknown fields */
+        SCHEMA_DECODE_VIEW,      /* every known field, no copy */
+        SCHEMA_DECODE_SPEC_VIEW, /* the header, metadata and spec; status is not looked at */
+};
+
+/* Decodes obj into dst (zeroed by the caller) as mode says; on error releases dst and
+ * returns CM_EINVAL. */
 int schema_kind_decode(const struct schema_kind_desc *k,
                        const cJSON *obj,
-                       bool keep_raw,
+                       enum schema_decode_mode mode,
                        void *dst,
                        struct json_errors *reterr);
 int schema_kind_encode(const struct schema_kind_desc *k, const void *src, cJSON **ret);

@@ -222,34 +222,14 @@ out:
         field_errors_release(&fe);
 }
 
-/* obj without its status: a new object whose members are references to obj's (obj must
- * outlive it; deleting it leaves obj alone), or NULL when obj is NULL. */
-static cJSON *without_status(cJSON *obj)
-{
-        cJSON *it;
-        cJSON *view;
-
-        if (!cJSON_IsObject(obj))
-                return NULL;
-        view = cJSON_CreateObject();
-        if (!view)
-                abort();
-        cJSON_ArrayForEach (it, obj) {
-                if (it->string && strcmp(it->string, "status") != 0 &&
-                    !cJSON_AddItemReferenceToObject(view, it->string, it))
-                        abort();
-        }
-        return view;
-}
-
 static void validate_object(const struct kind_ops *ops,
                             const struct admission_request *req,
                             struct maas_inventory *inv,
                             struct admission_response *resp)
 {
         const struct schema_kind_desc *codec = schema_codec_find(ops->kind);
-        cJSON *obj = without_status(req->object);
-        cJSON *old_obj = without_status(req->old_object);
+        const cJSON *obj = req->object;
+        const cJSON *old_obj = cJSON_IsObject(req->old_object) ? req->old_object : NULL;
         union webhook_obj cur;
         union webhook_obj old;
         struct json_errors jerr;
@@ -257,7 +237,7 @@ static void validate_object(const struct kind_ops *ops,
         bool have_old;
 
         json_errors_init(&jerr);
-        if (schema_decode_view(codec, obj, &cur, &jerr) < 0) {
+        if (schema_decode_spec_view(codec, obj, &cur, &jerr) < 0) {
                 field_errors_init(&fe);
                 type_errors(&jerr, &fe);
                 field_errors_deny(&fe, SCHEMA_GROUP, ops->kind, object_name(req), resp);
@@ -265,15 +245,13 @@ static void validate_object(const struct kind_ops *ops,
                 goto out;
         }
         have_old = req->op == ADMISSION_OP_UPDATE && old_obj &&
-                   schema_decode_view(codec, old_obj, &old, NULL) == 0;
+                   schema_decode_spec_view(codec, old_obj, &old, NULL) == 0;
         validate_decoded(ops, codec, req, &cur, have_old ? &old : NULL, inv, resp);
         if (have_old)
                 schema_release(codec, &old);
         schema_release(codec, &cur);
 out:
         json_errors_release(&jerr);
-        cJSON_Delete(old_obj);
-        cJSON_Delete(obj);
 }
 
 void webhook_validate_maas(const char *kind,

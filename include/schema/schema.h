@@ -494,6 +494,13 @@ MUST_CHECK int schema_decode_view(const struct schema_kind_desc *k,
                                   const cJSON *obj,
                                   void *ret,
                                   struct json_errors *reterr);
+/* schema_decode_view of the header, metadata and spec only: status is left zero whatever
+ * obj holds there (admission judges the spec; the API server ignores status on the main
+ * resource). */
+MUST_CHECK int schema_decode_spec_view(const struct schema_kind_desc *k,
+                                       const cJSON *obj,
+                                       void *ret,
+                                       struct json_errors *reterr);
 void schema_release(const struct schema_kind_desc *k, void *v);
 /* The spec of obj (a struct maas_cluster_spec, maas_machine_spec or maas_remediation_spec). */
 const void *schema_spec(const struct schema_kind_desc *k, const void *obj);

@@ -101,6 +101,37 @@ static void test_schema__decode_view_reads_the_same_without_a_copy(void **state)
         cJSON_Delete(in);
 }
 
+/* Admission's decode: metadata and spec as decode_view reads them, status not looked at,
+ * so a status of a shape the schema refuses decodes all the same. */
+static void test_schema__spec_view_ignores_status(void **state)
+{
+        const struct schema_kind_desc *k = schema_codec_find(SCHEMA_KIND_MACHINE);
+        cJSON *in = test_fixture_json("schema/maasmachine.json");
+        struct maas_machine view;
+        struct maas_machine spec_view;
+        struct json_errors e;
+
+        (void)state;
+        json_errors_init(&e);
+        assert_int_equal(schema_decode_view(k, in, &view, &e), CM_OK);
+        assert_int_equal(schema_decode_spec_view(k, in, &spec_view, &e), CM_OK);
+        assert_true(view.status.present);
+        assert_false(spec_view.status.present);
+        assert_null(spec_view.status.hostname);
+        assert_string_equal(spec_view.meta.name, view.meta.name);
+        assert_string_equal(spec_view.spec.image, view.spec.image);
+        schema_release(k, &spec_view);
+        /* status.ready as a string: decode_view refuses it, the spec view does not care */
+        json_set_string(cJSON_GetObjectItemCaseSensitive(in, "status"), "ready", "yes");
+        assert_int_equal(schema_decode_spec_view(k, in, &spec_view, &e), CM_OK);
+        schema_release(k, &spec_view);
+        maas_machine_release(&view);
+        assert_int_equal(schema_decode_view(k, in, &view, &e), CM_EINVAL);
+        assert_true(json_errors_contains(&e, "status.ready: expected boolean, got string"));
+        json_errors_release(&e);
+        cJSON_Delete(in);
+}
+
 static void test_schema__cluster_round_trip_keeps_unknown_fields(void **state)
 {
         cJSON *in = test_fixture_json("schema/maascluster.json");
@@ -747,6 +778,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_schema__machine_round_trip_keeps_unknown_fields),
                 cmocka_unit_test(test_schema__decode_view_reads_the_same_without_a_copy),
+                cmocka_unit_test(test_schema__spec_view_ignores_status),
                 cmocka_unit_test(test_schema__cluster_round_trip_keeps_unknown_fields),
                 cmocka_unit_test(test_schema__machine_template_round_trip),
                 cmocka_unit_test(test_schema__cluster_template_round_trip),

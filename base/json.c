@@ -353,6 +353,7 @@ bool json_errors_contains(const struct json_errors *e, const char *text)
 void json_dec_init(struct json_dec *d, const char *root, struct json_errors *errs)
 {
         json_path_init(&d->path, root);
+        d->leaf = NULL;
         d->errs = errs;
         d->failures = 0;
 }
@@ -360,15 +361,18 @@ void json_dec_init(struct json_dec *d, const char *root, struct json_errors *err
 void json_dec_fail(struct json_dec *d, const char *fmt, ...)
 {
         va_list ap;
+        size_t mark;
 
         if (!d)
                 return;
         d->failures++;
         if (!d->errs)
                 return;
+        mark = d->leaf ? json_path_push_field(&d->path, d->leaf) : d->path.len;
         va_start(ap, fmt);
         json_errors_vadd(d->errs, d->path.buf, fmt, ap);
         va_end(ap);
+        json_path_pop(&d->path, mark);
 }
 
 void json_dec_type_error(struct json_dec *d, const char *want, const cJSON *item)
@@ -439,73 +443,70 @@ int json_as_array(struct json_dec *d, const cJSON *item)
         return CM_OK;
 }
 
-/* Looks obj[key] up; NULL when absent or null. Pushes key onto d's path when found. */
-static const cJSON *json_member(struct json_dec *d, const cJSON *obj, const char *key, size_t *mark)
+/* Looks obj[key] up; NULL when absent or null. When found, key is d's leaf: the errors of
+ * the item's check name it. */
+static const cJSON *json_member(struct json_dec *d, const cJSON *obj, const char *key)
 {
         const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
 
         if (!item || cJSON_IsNull(item))
                 return NULL;
         if (d)
-                *mark = json_path_push_field(&d->path, key);
+                d->leaf = key;
         return item;
 }
 
-static void json_member_done(struct json_dec *d, size_t mark)
+static void json_member_done(struct json_dec *d)
 {
         if (d)
-                json_path_pop(&d->path, mark);
+                d->leaf = NULL;
 }
 
 int json_get_string(struct json_dec *d, const cJSON *obj, const char *key, const char **ret)
 {
-        size_t mark = 0;
-        const cJSON *item = json_member(d, obj, key, &mark);
+        const cJSON *item = json_member(d, obj, key);
         int r;
 
         if (!item)
                 return CM_ENOTFOUND;
         r = json_as_string(d, item, ret);
-        json_member_done(d, mark);
+        json_member_done(d);
         return r;
 }
 
 int json_get_int64(struct json_dec *d, const cJSON *obj, const char *key, int64_t *ret)
 {
-        size_t mark = 0;
-        const cJSON *item = json_member(d, obj, key, &mark);
+        const cJSON *item = json_member(d, obj, key);
         int r;
 
         if (!item)
                 return CM_ENOTFOUND;
         r = json_as_int64(d, item, ret);
-        json_member_done(d, mark);
+        json_member_done(d);
         return r;
 }
 
 int json_get_bool(struct json_dec *d, const cJSON *obj, const char *key, bool *ret)
 {
-        size_t mark = 0;
-        const cJSON *item = json_member(d, obj, key, &mark);
+        const cJSON *item = json_member(d, obj, key);
         int r;
 
         if (!item)
                 return CM_ENOTFOUND;
         r = json_as_bool(d, item, ret);
-        json_member_done(d, mark);
+        json_member_done(d);
         return r;
 }
 
 int json_get_object(struct json_dec *d, const cJSON *obj, const char *key, const cJSON **ret)
 {
-        size_t mark = 0;
-        const cJSON *item = json_member(d, obj, key, &mark);
+        const cJSON *item = json_member(d, obj, key);
         int r;
 
         if (!item)
                 return CM_ENOTFOUND;
         r = json_as_object(d, item);
-        json_member_done(d, mark);
+        json_member_done(d);
         if (r == CM_OK)
                 *ret = item;
         return r;
@@ -513,14 +514,13 @@ int json_get_object(struct json_dec *d, const cJSON *obj, const char *key, const
 
 int json_get_array(struct json_dec *d, const cJSON *obj, const char *key, const cJSON **ret)
 {
-        size_t mark = 0;
-        const cJSON *item = json_member(d, obj, key, &mark);
+        const cJSON *item = json_member(d, obj, key);
         int r;
 
         if (!item)
                 return CM_ENOTFOUND;
         r = json_as_array(d, item);
-        json_member_done(d, mark);
+        json_member_done(d);
         if (r == CM_OK)
                 *ret = item;
         return r;

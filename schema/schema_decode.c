@@ -22,53 +22,52 @@
 
 /* The json_get_*() of json.h on a member already found (NULL = absent): a null member is
  * absent too, and the member's name is on d's path while its value is checked. */
-static bool member_open(struct json_dec *d, const cJSON *item, const char *key, size_t *mark)
+/* A present member is checked with its key as d's leaf (named by errors, not pushed). */
+static bool member_open(struct json_dec *d, const cJSON *item, const char *key)
 {
         if (!item || cJSON_IsNull(item))
                 return false;
-        *mark = d ? json_path_push_field(&d->path, key) : 0;
+        if (d)
+                d->leaf = key;
         return true;
 }
 
-static void member_close(struct json_dec *d, size_t mark)
+static void member_close(struct json_dec *d)
 {
         if (d)
-                json_path_pop(&d->path, mark);
+                d->leaf = NULL;
 }
 
 static int member_string(struct json_dec *d, const cJSON *item, const char *key, const char **ret)
 {
-        size_t mark;
         int r;
 
-        if (!member_open(d, item, key, &mark))
+        if (!member_open(d, item, key))
                 return CM_ENOTFOUND;
         r = json_as_string(d, item, ret);
-        member_close(d, mark);
+        member_close(d);
         return r;
 }
 
 static int member_int64(struct json_dec *d, const cJSON *item, const char *key, int64_t *ret)
 {
-        size_t mark;
         int r;
 
-        if (!member_open(d, item, key, &mark))
+        if (!member_open(d, item, key))
                 return CM_ENOTFOUND;
         r = json_as_int64(d, item, ret);
-        member_close(d, mark);
+        member_close(d);
         return r;
 }
 
 static int member_bool(struct json_dec *d, const cJSON *item, const char *key, bool *ret)
 {
-        size_t mark;
         int r;
 
-        if (!member_open(d, item, key, &mark))
+        if (!member_open(d, item, key))
                 return CM_ENOTFOUND;
         r = json_as_bool(d, item, ret);
-        member_close(d, mark);
+        member_close(d);
         return r;
 }
 
@@ -78,13 +77,12 @@ static int member_container(struct json_dec *d,
                             const char *key,
                             bool want_object)
 {
-        size_t mark;
         int r;
 
-        if (!member_open(d, item, key, &mark))
+        if (!member_open(d, item, key))
                 return CM_ENOTFOUND;
         r = want_object ? json_as_object(d, item) : json_as_array(d, item);
-        member_close(d, mark);
+        member_close(d);
         return r;
 }
 

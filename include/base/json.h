@@ -101,6 +101,8 @@ bool json_errors_contains(const struct json_errors *e, const char *text);
  */
 struct json_dec {
         struct json_path path;
+        const char *leaf;         /* a scalar member being checked: errors name it below
+                                   * path, which it is joined to only then */
         struct json_errors *errs; /* borrowed; may be NULL */
         size_t failures;
 };

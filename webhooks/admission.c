@@ -89,6 +89,9 @@ struct finder {
         struct admission_scan *scan;
         size_t request_key; /* key_off of the root's "request" member, once seen */
         size_t other_key;   /* key_off of the last root member known not to be it */
+        size_t sub_key;     /* key_off of the last member holding depth-3 members */
+        int sub_first;      /* and which sub_names its key allows: [sub_first, sub_end) */
+        int sub_end;
 
         struct {
                 size_t parent; /* key_off of the member whose object holds it */
@@ -124,14 +127,32 @@ static bool is_request(struct finder *f, const struct json_scan_member *m)
         return false;
 }
 
+/* The sub_names a member whose object is held by m's parent may be: decided once per
+ * holding member (its members come one after the other), from its key. */
+static void sub_range(struct finder *f, const struct json_scan_member *m)
+{
+        int i = 0;
+
+        if (m->parent_key_off == f->sub_key)
+                return;
+        f->sub_key = m->parent_key_off;
+        while (i < ADMISSION_SUBMEMBERS && !parent_is(f->text, m, &sub_parents[i]))
+                i++;
+        f->sub_first = i;
+        while (i < ADMISSION_SUBMEMBERS && parent_is(f->text, m, &sub_parents[i]))
+                i++;
+        f->sub_end = i;
+}
+
 /* A member three levels down: a candidate for request.kind's or request.userInfo's, kept
  * until the member holding its object ends (members end before the one holding them). */
 static void find_sub_member(struct finder *f, const struct json_scan_member *m)
 {
         if (m->parent_key_off == SIZE_MAX)
                 return;
-        for (int i = 0; i < ADMISSION_SUBMEMBERS; i++) {
-                if (!key_is(f->text, m, &sub_names[i]) || !parent_is(f->text, m, &sub_parents[i]))
+        sub_range(f, m);
+        for (int i = f->sub_first; i < f->sub_end; i++) {
+                if (!key_is(f->text, m, &sub_names[i]))
                         continue;
                 f->cand[i].parent = m->parent_key_off;
                 f->cand[i].off = m->value_off;
@@ -430,9 +451,11 @@ int admission_request_scan(const char *body, size_t len, struct admission_scan *
                 .max_depth = ADMISSION_DEPTH_MAX,
         };
         struct admission_scan scan = { 0 };
-        struct finder f = {
-                .text = body, .scan = &scan, .request_key = SIZE_MAX, .other_key = SIZE_MAX
-        };
+        struct finder f = { .text = body,
+                            .scan = &scan,
+                            .request_key = SIZE_MAX,
+                            .other_key = SIZE_MAX,
+                            .sub_key = SIZE_MAX };
         struct json_scan_result res;
         int r = json_scan_members(
                 body, len, &lim,
@@ -504,13 +527,15 @@ static void put_json_string(struct buf *b, const char *s)
         const char *run = s;
 
         (void)!buf_append(b, "\"", 1);
-        for (; *s; s++) {
+        for (;; s++) {
                 unsigned char c = (unsigned char)*s;
                 char esc[6] = { '\\', 0, '0', '0', 0, 0 };
                 size_t n = 2;
 
-                if (c >= 0x20 && c != '"' && c != '\\')
-                        continue;
+                while (c >= 0x20 && c != '"' && c != '\\') /* the plain run, byte by byte */
+                        c = (unsigned char)*++s;
+                if (!c)
+                        break;
                 (void)!buf_append(b, run, (size_t)(s - run));
                 run = s + 1;
                 switch (c) {
@@ -546,6 +571,9 @@ static void put_json_string(struct buf *b, const char *s)
         (void)!buf_append(b, "\"", 1);
 }
 
+/* Appends a string literal (its length known at compile time). */
+#define PUT_LIT(b, lit) (void)!buf_append((b), (lit), sizeof(lit) - 1)
+
 /* An allowed review's response, printed directly: the same bytes cJSON would print for the
  * tree admission_response_encode builds, without building it (the common answer). */
 static char *encode_allowed(const struct admission_request *req,
@@ -556,21 +584,21 @@ static char *encode_allowed(const struct admission_request *req,
 
         buf_init(&b, SIZE_MAX / 2); /* no cap of its own: the review was capped */
         (void)!buf_reserve(&b, 128 + strlen(req->uid));
-        (void)!buf_append_str(&b, "{\"apiVersion\":\"");
+        PUT_LIT(&b, "{\"apiVersion\":\"");
         (void)!buf_append_str(&b, api_versions[req->version]);
-        (void)!buf_append_str(&b, "\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+        PUT_LIT(&b, "\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
         put_json_string(&b, req->uid);
-        (void)!buf_append_str(&b, ",\"allowed\":true");
+        PUT_LIT(&b, ",\"allowed\":true");
         if (resp->patch && cJSON_GetArraySize(resp->patch) > 0) {
                 char *text = cJSON_PrintUnformatted(resp->patch);
 
                 patch = base64_encode(text, strlen(text));
                 cJSON_free(text);
-                (void)!buf_append_str(&b, ",\"patchType\":\"JSONPatch\",\"patch\":");
+                PUT_LIT(&b, ",\"patchType\":\"JSONPatch\",\"patch\":");
                 put_json_string(&b, patch);
         }
         if (resp->n_warnings) {
-                (void)!buf_append_str(&b, ",\"warnings\":[");
+                PUT_LIT(&b, ",\"warnings\":[");
                 for (size_t i = 0; i < resp->n_warnings; i++) {
                         if (i)
                                 (void)!buf_append(&b, ",", 1);
@@ -578,7 +606,7 @@ static char *encode_allowed(const struct admission_request *req,
                 }
                 (void)!buf_append(&b, "]", 1);
         }
-        (void)!buf_append_str(&b, "}}");
+        PUT_LIT(&b, "}}");
         free(patch);
         return buf_take(&b, NULL);
 }

@@ -7,8 +7,10 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,11 +44,48 @@ const char *test_env(const char *name)
         return v;
 }
 
+/* The directories test_mkdtemp made, removed with what they hold when the test program
+ * that made them exits (not a forked child of it). */
+#define TEMP_DIRS_MAX 256
+
+static struct {
+        pthread_mutex_t lock;
+        pid_t owner;
+        size_t n;
+        char path[TEMP_DIRS_MAX][32];
+} temp_dirs = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        (void)st;
+        (void)flag;
+        (void)ftw;
+        (void)remove(path); /* best effort: go on with the rest */
+        return 0;
+}
+
+static void temp_dirs_remove(void)
+{
+        if (getpid() != temp_dirs.owner || getenv("CAPMAAS_TEST_KEEP_TMP"))
+                return;
+        for (size_t i = 0; i < temp_dirs.n; i++)
+                (void)nftw(temp_dirs.path[i], remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 void test_mkdtemp(char *out, size_t n)
 {
         (void)snprintf(out, n, "/tmp/capmaas-test-XXXXXX");
         if (!mkdtemp(out))
                 abort();
+        pthread_mutex_lock(&temp_dirs.lock);
+        if (!temp_dirs.owner) {
+                temp_dirs.owner = getpid();
+                (void)atexit(temp_dirs_remove);
+        }
+        if (temp_dirs.n < TEMP_DIRS_MAX && strlen(out) < sizeof(temp_dirs.path[0]))
+                (void)snprintf(temp_dirs.path[temp_dirs.n++], sizeof(temp_dirs.path[0]), "%s",
+                               out);
+        pthread_mutex_unlock(&temp_dirs.lock);
 }
 
 long long test_now_ms(void)

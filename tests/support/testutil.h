@@ -29,7 +29,9 @@ struct capmaas_proc {
 /* Environment: CAPMAAS_BIN, CAPMAAS_TEST_CERTS, CAPMAAS_SOURCE_DIR. Aborts the test when
  * unset. */
 const char *test_env(const char *name);
-/* Makes a fresh temporary directory under /tmp (path copied into out). */
+/* A new directory /tmp/capmaas-test-XXXXXX into out (n >= 25), removed with its contents
+ * when the test program exits (kept when CAPMAAS_TEST_KEEP_TMP is set, to read the logs
+ * of a failed run). Any thread. */
 void test_mkdtemp(char *out, size_t n);
 /* Runs a shell command; returns its exit status. */
 int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -83,8 +83,7 @@ void test_mkdtemp(char *out, size_t n)
                 (void)atexit(temp_dirs_remove);
         }
         if (temp_dirs.n < TEMP_DIRS_MAX && strlen(out) < sizeof(temp_dirs.path[0]))
-                (void)snprintf(temp_dirs.path[temp_dirs.n++], sizeof(temp_dirs.path[0]), "%s",
-                               out);
+                (void)snprintf(temp_dirs.path[temp_dirs.n++], sizeof(temp_dirs.path[0]), "%s", out);
         pthread_mutex_unlock(&temp_dirs.lock);
 }
 

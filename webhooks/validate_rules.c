@@ -16,7 +16,6 @@
 #include "schema.h"
 #include "xalloc.h"
 
-#define ALNUM       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 #define LOWER_ALNUM "abcdefghijklmnopqrstuvwxyz0123456789"
 
 #define DNS1123_MSG                                                                           \
@@ -33,17 +32,32 @@ static const char *const osystems[] = {
 
 #define OSYSTEM_LIST "caringo, centos, custom, esxi, ol, rhel, suse, ubuntu, ubuntu-core, windows"
 
-bool rule_osystem_known(const char *osystem)
+/* Whether the n bytes at osystem name a known operating system. */
+static bool osystem_known(const char *osystem, size_t n)
 {
         for (size_t i = 0; i < ARRAY_SIZE(osystems); i++)
-                if (strcmp(osystem, osystems[i]) == 0)
+                if (strncmp(osystem, osystems[i], n) == 0 && osystems[i][n] == '\0')
                         return true;
         return false;
 }
 
-static bool only(const char *s, const char *set)
+bool rule_osystem_known(const char *osystem)
 {
-        return strspn(s, set) == strlen(s);
+        return osystem_known(osystem, strlen(osystem));
+}
+
+static bool is_alnum(unsigned char c)
+{
+        return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+/* Whether s holds only ASCII letters, digits and bytes of extra (a few punctuation marks). */
+static bool only_alnum_and(const char *s, const char *extra)
+{
+        for (; *s; s++)
+                if (!is_alnum((unsigned char)*s) && !strchr(extra, *s))
+                        return false;
+        return true;
 }
 
 /* The shape problem of an image, or NULL. */
@@ -58,7 +72,7 @@ static const char *image_shape_error(const char *image)
                 return "must not end with '/'";
         if (slash && strchr(slash + 1, '/'))
                 return "must contain at most one '/' (<osystem>/<release> or a bare <release>)";
-        if (!only(image, ALNUM "._-/"))
+        if (!only_alnum_and(image, "._-/"))
                 return "must contain only letters, digits, '.', '-', '_' and one '/'";
         return NULL;
 }
@@ -66,8 +80,10 @@ static const char *image_shape_error(const char *image)
 void rule_image(struct field_errors *fe, const char *field, const char *image)
 {
         const char *shape;
+        const char *slash;
         char *os = NULL;
         char *series = NULL;
+        char *q;
 
         if (!image || !image[0]) {
                 field_required(fe, field);
@@ -83,14 +99,14 @@ void rule_image(struct field_errors *fe, const char *field, const char *image)
                 field_invalid_str(fe, field, image, "%s", shape);
                 return;
         }
+        slash = strchr(image, '/');
+        if (!slash || osystem_known(image, (size_t)(slash - image)))
+                return; /* a bare release is a custom image */
         schema_image_split(image, &os, &series);
-        if (!rule_osystem_known(os)) {
-                char *q = field_quote(os);
-
-                field_invalid_str(fe, field, image, "unknown operating system %s (known: %s)", q,
-                                  OSYSTEM_LIST);
-                free(q);
-        }
+        q = field_quote(os);
+        field_invalid_str(fe, field, image, "unknown operating system %s (known: %s)", q,
+                          OSYSTEM_LIST);
+        free(q);
         free(os);
         free(series);
 }
@@ -123,7 +139,7 @@ void rule_maas_name(struct field_errors *fe, const char *field, const char *s)
         else if (strlen(s) > RULE_MAAS_NAME_MAX)
                 field_errors_add(fe, FIELD_ERR_TOO_LONG, field, NULL,
                                  "may not be more than %d bytes", RULE_MAAS_NAME_MAX);
-        else if (!only(s, ALNUM "-_"))
+        else if (!only_alnum_and(s, "-_"))
                 field_invalid_str(fe, field, s,
                                   "must be a MAAS name: letters, digits, '-' and '_' only");
 }
@@ -169,7 +185,7 @@ void rule_provider_id(struct field_errors *fe, const char *field, const char *s)
         if (!s)
                 return;
         ok = schema_provider_id_parse(s, &zone, &sysid) == 0;
-        ok = ok && only(zone, ALNUM "-_") && only(sysid, ALNUM "-_");
+        ok = ok && only_alnum_and(zone, "-_") && only_alnum_and(sysid, "-_");
         if (!ok)
                 field_invalid_str(fe, field, s,
                                   "must be maas:///<zone>/<system_id> (zone and system_id of "

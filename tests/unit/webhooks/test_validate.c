@@ -146,10 +146,13 @@ static void test_validate__errors_beyond_the_cap_are_counted(void **state)
         field_errors_release(&fe);
 }
 
+#define OSYSTEMS "caringo, centos, custom, esxi, ol, rhel, suse, ubuntu, ubuntu-core, windows"
+
 static void test_validate__image_rules(void **state)
 {
         static const char *const good[] = { "ubuntu/jammy",    "jammy",  "custom/a.b_c-1",
-                                            "windows/win2019", "ol/8.8", "ubuntu-core/22" };
+                                            "windows/win2019", "ol/8.8", "ubuntu-core/22",
+                                            "custom/Z9" };
         static const char *const bad[][2] = {
                 { "", "i: Required value" },
                 { "/x", "i: Invalid value: \"/x\": must not start with '/'" },
@@ -158,6 +161,12 @@ static void test_validate__image_rules(void **state)
                            "(<osystem>/<release> or a bare <release>)" },
                 { "ubuntu/j$", "i: Invalid value: \"ubuntu/j$\": must contain only letters, "
                                "digits, '.', '-', '_' and one '/'" },
+                { "ubuntu-cor/22", "i: Invalid value: \"ubuntu-cor/22\": unknown operating "
+                                   "system \"ubuntu-cor\" (known: " OSYSTEMS ")" },
+                { "ubuntuu/jammy", "i: Invalid value: \"ubuntuu/jammy\": unknown operating "
+                                   "system \"ubuntuu\" (known: " OSYSTEMS ")" },
+                { "Ubuntu/jammy", "i: Invalid value: \"Ubuntu/jammy\": unknown operating "
+                                  "system \"Ubuntu\" (known: " OSYSTEMS ")" },
         };
         struct field_errors fe;
 

@@ -6,6 +6,7 @@
  */
 #include "admission.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -173,11 +174,37 @@ static void settle_sub_members(struct finder *f, int i, size_t key_off)
         }
 }
 
+/* by_len[depth - 1][n]: the members of that depth whose name has n bytes (a bit each). */
+#define NAME_LEN_MAX 16
+
+static uint32_t by_len[2][NAME_LEN_MAX + 1];
+static pthread_once_t by_len_once = PTHREAD_ONCE_INIT;
+
+static void by_len_init(void)
+{
+        for (int i = 0; i < ADMISSION_MEMBERS; i++) {
+                if (member_names[i].n > NAME_LEN_MAX)
+                        abort(); /* a name the table cannot hold: raise NAME_LEN_MAX */
+                by_len[i >= M_UID][member_names[i].n] |= 1u << i;
+        }
+}
+
+/* The members a key may be: those of its depth, or only those of its length when it holds
+ * no escape. */
+static uint32_t candidates(const struct json_scan_member *m)
+{
+        uint32_t all = m->depth == 1 ? (1u << M_UID) - 1
+                                     : ((1u << ADMISSION_MEMBERS) - 1) ^ ((1u << M_UID) - 1);
+
+        if (m->key_escaped)
+                return all;
+        return m->key_len <= NAME_LEN_MAX ? by_len[m->depth - 1][m->key_len] : 0;
+}
+
 static void find_member(void *ud, const struct json_scan_member *m)
 {
         struct finder *f = ud;
-        int first = m->depth == 1 ? M_API_VERSION : M_UID;
-        int last = m->depth == 1 ? M_REQUEST : M_OLD_OBJECT;
+        uint32_t cand;
 
         if (m->depth == 3) {
                 find_sub_member(f, m);
@@ -185,10 +212,10 @@ static void find_member(void *ud, const struct json_scan_member *m)
         }
         if (m->depth == 2 && !is_request(f, m))
                 return;
-        for (int i = first; i <= last; i++) {
-                /* a plain key of another length is no candidate: one compare */
-                if ((!m->key_escaped && m->key_len != member_names[i].n) ||
-                    !key_is(f->text, m, &member_names[i]))
+        for (cand = candidates(m); cand; cand &= cand - 1) {
+                int i = __builtin_ctz(cand);
+
+                if (!key_is(f->text, m, &member_names[i]))
                         continue;
                 f->scan->member[i].off = m->value_off;
                 f->scan->member[i].end = m->value_end;
@@ -457,7 +484,11 @@ int admission_request_scan(const char *body, size_t len, struct admission_scan *
                             .other_key = SIZE_MAX,
                             .sub_key = SIZE_MAX };
         struct json_scan_result res;
-        int r = json_scan_members(
+        int r = pthread_once(&by_len_once, by_len_init);
+
+        if (r != 0)
+                abort();
+        r = json_scan_members(
                 body, len, &lim,
                 &(struct json_scan_members){ .depth = 3, .fn = find_member, .ud = &f }, &res);
 

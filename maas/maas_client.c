@@ -767,6 +767,32 @@ int maas_allocate(struct maas_client *mc,
                 form_add_bool(&c, "not_pod", true);
                 form_add(&c, "not_pod_type", o->not_pod_type);
         }
+        form_add_opt(&c, "arch", o->arch);
+        form_add_opt(&c, "storage", o->storage);
+        return run(mc, &c, dec_machine, ret, err);
+}
+
+int maas_set_storage_layout(struct maas_client *mc,
+                            const char *system_id,
+                            const struct maas_storage_layout *o,
+                            struct maas_node *ret,
+                            struct maas_error *err)
+{
+        struct call c;
+
+        /* the layout replaces the storage configuration as a whole: safe to repeat */
+        if (!machine_call(&c, mc, "POST", system_id, "set_storage_layout", true))
+                return bad_id(err);
+        form_add_opt(&c, "storage_layout", o->layout);
+        form_add_opt(&c, "boot_size", o->boot_size);
+        form_add_opt(&c, "root_size", o->root_size);
+        form_add_opt(&c, "vg_name", o->vg_name);
+        form_add_opt(&c, "lv_name", o->lv_name);
+        form_add_opt(&c, "lv_size", o->lv_size);
+        form_add_opt(&c, "cache_mode", o->cache_mode);
+        form_add_opt(&c, "cache_size", o->cache_size);
+        if (o->cache_no_part)
+                form_add_bool(&c, "cache_no_part", true);
         return run(mc, &c, dec_machine, ret, err);
 }
 

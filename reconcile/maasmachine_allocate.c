@@ -166,6 +166,14 @@ static void describe_constraints(const struct maasmachine_ctx *c, char *out, siz
         for (size_t i = 0; i < s->tags.n && k < len; i++)
                 k += (size_t)snprintf(out + k, len - k, "%s%s",
                                       i ? "," : " tags=", s->tags.items[i]);
+        for (size_t i = 0; i < s->exclude_tags.n && k < len; i++)
+                k += (size_t)snprintf(out + k, len - k, "%s%s",
+                                      i ? "," : " excludeTags=", s->exclude_tags.items[i]);
+        if (s->architecture && k < len)
+                k += (size_t)snprintf(out + k, len - k, " architecture=%s", s->architecture);
+        if (s->has_min_disk_size && s->min_disk_size > 0 && k < len)
+                (void)snprintf(out + k, len - k, " minDiskSize=%lldGB",
+                               (long long)s->min_disk_size);
 }
 
 static int allocate_failed(struct maasmachine_ctx *c,
@@ -203,6 +211,10 @@ int maasmachine_allocate(struct maasmachine_ctx *c, struct reconcile_result *res
 {
         const struct maas_machine_spec *s = &c->mm.spec;
         char *comment = xasprintf("capmaas %s/%s", c->ns, c->name);
+        char *storage = s->has_min_disk_size && s->min_disk_size > 0
+                                ? xasprintf("%lld", (long long)s->min_disk_size)
+                                : NULL;
+        char *pinned = NULL;
         char started[32];
         struct maas_allocate_opts o = {
                 .cpu_count = s->has_min_cpu ? (double)s->min_cpu : 0,
@@ -213,16 +225,34 @@ int maasmachine_allocate(struct maasmachine_ctx *c, struct reconcile_result *res
                 .comment = comment,
                 .tags = (const char *const *)s->tags.items,
                 .n_tags = s->tags.n,
+                .not_tags = (const char *const *)s->exclude_tags.items,
+                .n_not_tags = s->exclude_tags.n,
+                .arch = s->architecture,
+                .storage = storage,
         };
         struct maas_node n = { 0 };
         struct maas_error me = { 0 };
         int err;
 
         *ret_got = false;
+        err = maasmachine_storage_layout(c, &o, res, &pinned);
+        if (err == MAAS_ENOMATCH) {
+                err = allocate_failed(c, err, &me, res);
+                goto out;
+        }
+        if (err || (s->storage_layout && s->storage_layout->type && !pinned))
+                goto out;
+        o.system_id = pinned;
         if (c->mm.meta.uid) /* from now on only a list by its UID can tell what MAAS did */
                 fleet_snapshot_allocating(c->p, c->mm.meta.uid);
         err = maas_allocate(c->w->maas, &o, &n, &me);
         reconciler_maas_count(c->p, "allocate", err, &me);
+        if (err == MAAS_ENOMATCH && pinned) { /* taken since the dry run: pick again */
+                res->outcome = RECONCILE_REQUEUE_AFTER;
+                res->after_ms = 1000;
+                err = 0;
+                goto out;
+        }
         if (err) {
                 err = allocate_failed(c, err, &me, res);
                 goto out;
@@ -241,6 +271,8 @@ int maasmachine_allocate(struct maasmachine_ctx *c, struct reconcile_result *res
 out:
         maas_node_release(&n);
         maas_error_release(&me);
+        free(pinned);
+        free(storage);
         free(comment);
         return err;
 }

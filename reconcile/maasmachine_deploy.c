@@ -95,6 +95,7 @@ static int deploy_calls(struct maasmachine_ctx *c, const char *sid, const char *
                 .user_data = ud,
                 .user_data_len = ud_len,
                 .ephemeral_deploy = c->mm.spec.has_deploy_in_memory && c->mm.spec.deploy_in_memory,
+                .hwe_kernel = c->mm.spec.hwe_kernel,
         };
         struct maas_node n = { 0 };
         struct maas_error me = { 0 };

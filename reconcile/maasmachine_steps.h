@@ -85,6 +85,15 @@ MUST_CHECK int maasmachine_find_node(struct maasmachine_ctx *c);
 MUST_CHECK int maasmachine_allocate(struct maasmachine_ctx *c,
                                     struct reconcile_result *res,
                                     bool *ret_got);
+/* maasmachine_storage.c: with spec.storageLayout, picks the machine an allocate with o would
+ * get (a dry run), applies the layout to it while it is Ready and returns its system_id in
+ * *ret_system_id (malloc'd) for the allocate to ask for. NULL and 0 without a layout, or when
+ * MAAS refused it (MachineDeployed False, a Warning event, a requeue set); MAAS_ENOMATCH when
+ * no machine matches; another error with MachineDeployed False. */
+MUST_CHECK int maasmachine_storage_layout(struct maasmachine_ctx *c,
+                                          const struct maas_allocate_opts *o,
+                                          struct reconcile_result *res,
+                                          char **ret_system_id);
 /* Replaces a failed or timed-out deploy (why: "DeployFailed" | "DeployTimeout"): allocates
  * the replacement, releases the old machine, deploys the new one. */
 MUST_CHECK int maasmachine_replace(struct maasmachine_ctx *c,

@@ -167,6 +167,20 @@ static const struct schema_field pool_ref_fields[] = {
 };
 static const struct schema_type pool_ref_type = TYPE(struct schema_pool_ref, pool_ref_fields, NULL);
 
+static const struct schema_field storage_layout_fields[] = {
+        SF_STR("type", struct schema_storage_layout, type),
+        SF_STR("bootSize", struct schema_storage_layout, boot_size),
+        SF_STR("rootSize", struct schema_storage_layout, root_size),
+        SF_STR("vgName", struct schema_storage_layout, vg_name),
+        SF_STR("lvName", struct schema_storage_layout, lv_name),
+        SF_STR("lvSize", struct schema_storage_layout, lv_size),
+        SF_STR("cacheMode", struct schema_storage_layout, cache_mode),
+        SF_STR("cacheSize", struct schema_storage_layout, cache_size),
+        SF_BOOL("cacheNoPart", struct schema_storage_layout, cache_no_part),
+};
+static const struct schema_type storage_layout_type =
+        TYPE(struct schema_storage_layout, storage_layout_fields, NULL);
+
 static const struct schema_field machine_spec_fields[] = {
         SF_STR("failureDomain", struct maas_machine_spec, failure_domain),
         SF_STR("systemID", struct maas_machine_spec, system_id),
@@ -185,6 +199,10 @@ static const struct schema_field machine_spec_fields[] = {
                 struct maas_machine_spec,
                 addresses_from_pools,
                 &pool_ref_type),
+        SF_STR("hweKernel", struct maas_machine_spec, hwe_kernel),
+        SF_STR("architecture", struct maas_machine_spec, architecture),
+        SF_STRV("excludeTags", struct maas_machine_spec, exclude_tags),
+        SF_OBJ("storageLayout", struct maas_machine_spec, storage_layout, &storage_layout_type),
 };
 static const struct schema_type machine_spec_type =
         TYPE(struct maas_machine_spec, machine_spec_fields, NULL);

@@ -80,9 +80,26 @@ pool_refs = {"type": "array",
              }, required=["apiGroup", "kind", "name"]),
              "maxItems": 8}
 
+SIZE = "^([0-9]+(\\.[0-9]*)?%|[0-9]+[KkMmGgTtPpEe]?)$"
+storage_layout = obj({
+    "type": s("MAAS storage layout: flat, lvm, bcache or blank.", enum=["flat", "lvm", "bcache", "blank"]),
+    "bootSize": s("Size of the boot partition (MAAS boot_size): bytes with an optional K/M/G/T/P/E suffix (powers of 1000), or a percentage of the boot disk.", pattern=SIZE),
+    "rootSize": s("Size of the root partition (MAAS root_size), as bootSize.", pattern=SIZE),
+    "vgName": s("lvm only: name of the volume group (MAAS vg_name; vgroot when absent).", minLength=1),
+    "lvName": s("lvm only: name of the logical volume (MAAS lv_name; lvroot when absent).", minLength=1),
+    "lvSize": s("lvm only: size of the logical volume (MAAS lv_size), as bootSize.", pattern=SIZE),
+    "cacheMode": s("bcache only: cache mode (MAAS cache_mode; writethrough when absent).", enum=["writeback", "writethrough", "writearound"]),
+    "cacheSize": s("bcache only: size of the cache partition (MAAS cache_size), as bootSize.", pattern=SIZE),
+    "cacheNoPart": b("bcache only: use the whole cache device, without a partition (MAAS cache_no_part)."),
+}, "Storage layout applied in MAAS (set_storage_layout) before the machine is allocated. Immutable. docs/deploy-options.md.", ["type"])
+
 machine_spec = obj({
     "addressesFromPools": pool_refs,
-    "deployInMemory": b("Deploy the OS into memory (MAAS ephemeral_deploy).", default=False),
+    "architecture": s("Architecture to allocate (MAAS arch), e.g. amd64 or amd64/generic. Immutable.", minLength=1),
+    "excludeTags": {"type": "array", "description": "MAAS tags the machine must not carry (MAAS not_tags). Immutable.", "items": {"type": "string"}, "maxItems": 64},
+    "hweKernel": s("Kernel to deploy (MAAS hwe_kernel), e.g. ga-22.04 or hwe-22.04. Immutable.", minLength=1),
+    "storageLayout": storage_layout,
+    "deployInMemory": b("Deploy the OS into memory (MAAS ephemeral_deploy). Immutable.", default=False),
     "failureDomain": s("MAAS zone to allocate from; overwritten with the zone the machine landed in."),
     "image": s("<osystem>/<release> (e.g. ubuntu/jammy) or a bare release, which MAAS treats as custom. Immutable.", minLength=1),
     "lxd": obj({
@@ -96,7 +113,7 @@ machine_spec = obj({
         }, "VM settings."),
     }, "LXD VM placement."),
     "minCPU": i("Minimum CPU count (MAAS cpu_count). Immutable.", minimum=0),
-    "minDiskSize": i("Minimum root disk size in GB.", minimum=0),
+    "minDiskSize": i("Minimum size of the root disk in GB (MAAS allocate storage). Immutable.", minimum=0),
     "minMemory": i("Minimum memory in MiB (MAAS mem). Immutable.", minimum=0),
     "parent": s("System ID of the parent host (LXD VMs)."),
     "providerID": s("maas:///<zone>/<system_id>, written by the controller."),

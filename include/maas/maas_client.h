@@ -316,6 +316,8 @@ struct maas_allocate_opts {
         size_t n_not_tags;
         bool dry_run;
         const char *not_pod_type; /* sends not_pod=true&not_pod_type=X when set */
+        const char *arch;         /* "amd64" or "amd64/generic"; NULL = any */
+        const char *storage;      /* MAAS's storage constraint ("label:size(tags),..."; GB) */
 };
 
 /* POST machines/?op=allocate. MAAS_ENOMATCH when nothing matches. ret may be NULL. */
@@ -348,6 +350,25 @@ MUST_CHECK int maas_deploy(struct maas_client *mc,
                            const struct maas_deploy_opts *o,
                            struct maas_node *ret,
                            struct maas_error *err);
+
+/* POST machines/<sid>/?op=set_storage_layout: layout (flat, lvm, bcache, blank, ...) and its
+ * options, each NULL = MAAS's default (sizes as MAAS reads them: "24G", "50%"). MAAS takes it
+ * only from an administrator (403) and only on a Ready machine (409 "Cannot change the
+ * storage layout on a machine that is not Ready."); 400 names a bad option. It replaces the
+ * whole storage configuration, so repeating it is harmless (retried as idempotent). */
+struct maas_storage_layout {
+        const char *layout;
+        const char *boot_size, *root_size;
+        const char *vg_name, *lv_name, *lv_size; /* lvm */
+        const char *cache_mode, *cache_size;     /* bcache */
+        bool cache_no_part;                      /* bcache; sent only when true */
+};
+
+MUST_CHECK int maas_set_storage_layout(struct maas_client *mc,
+                                       const char *system_id,
+                                       const struct maas_storage_layout *o,
+                                       struct maas_node *ret,
+                                       struct maas_error *err);
 
 struct maas_release_opts {
         bool erase, quick_erase, force;

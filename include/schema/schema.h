@@ -311,6 +311,22 @@ struct schema_pool_refs {
         bool present;
 };
 
+/* spec.storageLayout: the MAAS storage layout applied to the machine before it is allocated
+ * (set_storage_layout; docs/deploy-options.md). type is flat, lvm, bcache or blank; the
+ * sizes are MAAS's (bytes with an optional K/M/G/T/P/E suffix, or a percentage of the boot
+ * disk); vg_name, lv_name, lv_size are lvm's, the cache_* bcache's. NULL = MAAS's default. */
+struct schema_storage_layout {
+        char *type;
+        char *boot_size;
+        char *root_size;
+        char *vg_name;
+        char *lv_name;
+        char *lv_size;
+        char *cache_mode;
+        char *cache_size;
+        bool cache_no_part, has_cache_no_part;
+};
+
 struct maas_machine_spec {
         char *failure_domain;
         char *system_id;
@@ -329,6 +345,11 @@ struct maas_machine_spec {
         struct maas_machine_lxd *lxd;
         struct schema_static_ip *static_ip;
         struct schema_pool_refs addresses_from_pools;
+        /* deploy and allocation options (docs/deploy-options.md) */
+        char *hwe_kernel;                /* deploy hwe_kernel */
+        char *architecture;              /* allocate arch */
+        struct schema_strv exclude_tags; /* allocate not_tags */
+        struct schema_storage_layout *storage_layout;
 };
 
 struct schema_address {

@@ -312,6 +312,48 @@ log = admin("GET", "requests")
 ok(any(r["op"] == "deploy" and r["status"] == 200 for r in log["requests"]), "request log")
 admin("POST", "reset-log")
 ok(admin("GET", "requests")["count"] == 0, "reset-log")
+# deploy and allocation options (docs/deploy-options.md): allocate's storage, arch, not_tags;
+# set_storage_layout only on Ready machines, by an administrator; deploy's hwe_kernel
+ready = [x for x in js(*call("GET", "machines/")[:2]) if x["status_name"] == "Ready"]
+big = [x for x in ready if x["storage"] > 300000]
+s, b, _ = call("POST", "machines/", {"op": "allocate", "storage": "300", "dry_run": "true"})
+ok(s == 200 and json.loads(b)["storage"] > 300000, "storage=300 picks a disk of 300 GB or more: " + b)
+s, b, _ = call("POST", "machines/", {"op": "allocate", "storage": "9000"})
+ok(s == 409 and "storage" in b, "no disk of 9 TB: %d %s" % (s, b))
+s, b, _ = call("POST", "machines/", {"op": "allocate", "storage": "big disk"})
+ok(s == 400 and json.loads(b) == {"storage": ['Malformed storage constraint, "big disk".']}, b)
+s, b, _ = call("POST", "machines/", {"op": "allocate", "arch": "arm64"})
+ok(s == 409, "no arm64 machine: %d %s" % (s, b))
+s, b, _ = call("POST", "machines/", {"op": "allocate", "not_tags": "ssd", "dry_run": "true"})
+ok(s == 200 and "ssd" not in json.loads(b)["tag_names"], "not_tags: " + b)
+rid = big[0]["system_id"]
+s, b, _ = call("POST", "machines/%s/" % rid, {"op": "set_storage_layout", "storage_layout": "zfs"})
+ok(s == 400 and "'zfs' is not a valid storage_layout." in json.loads(b)["storage_layout"][0], b)
+s, b, _ = call("POST", "machines/%s/" % rid, {"op": "set_storage_layout", "storage_layout": "lvm",
+                                               "root_size": "lots"})
+ok(s == 400 and json.loads(b) == {"root_size": ["Enter a valid value."]}, b)
+s, b, _ = call("POST", "machines/%s/" % rid, {"op": "set_storage_layout", "storage_layout": "lvm"},
+               user=("ck2", "tk2", "secret2"))
+ok(s == 403, "set_storage_layout is for administrators: %d %s" % (s, b))
+js(*call("POST", "machines/%s/" % rid, {"op": "set_storage_layout", "storage_layout": "lvm",
+                                        "root_size": "40G", "vg_name": "vg0"})[:2])
+st = [x for x in admin("GET", "state")["machines"] if x["system_id"] == rid][0]
+ok(st["storage_layout"] == "storage_layout=lvm root_size=40G vg_name=vg0", repr(st))
+js(*call("POST", "machines/", {"op": "allocate", "system_id": rid})[:2])
+s, b, _ = call("POST", "machines/%s/" % rid, {"op": "set_storage_layout", "storage_layout": "flat"})
+ok(s == 409 and b == "Cannot change the storage layout on a machine that is not Ready.", b)
+s, b, _ = call("POST", "machines/%s/" % rid, {"op": "deploy", "distro_series": "ubuntu/jammy",
+                                               "hwe_kernel": "hwe-99.04"})
+ok(s == 400 and json.loads(b) == {"hwe_kernel": [
+    "hwe-99.04 is not available for ubuntu/jammy on %s." % big[0]["architecture"]]}, b)
+m = js(*call("POST", "machines/%s/" % rid, {"op": "deploy", "distro_series": "ubuntu/jammy",
+                                            "hwe_kernel": "ga-22.04"})[:2])
+ok(m["hwe_kernel"] == "ga-22.04", "deployed with its kernel: %r" % m["hwe_kernel"])
+log = admin("GET", "requests")["requests"]
+ok(any(e.get("params") == "op=deploy&distro_series=ubuntu/jammy&hwe_kernel=ga-22.04" or
+       "hwe_kernel=ga-22.04" in e.get("params", "") for e in log), "the request log shows parameters")
+js(*call("POST", "machines/%s/" % rid, {"op": "release"})[:2])
+
 print("python checks passed")
 PY
 echo "conformance: all checks passed"

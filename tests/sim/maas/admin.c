@@ -105,6 +105,21 @@ static void count_rate(struct sim *s)
                 s->peak_rps = s->rate_count;
 }
 
+/* The form as "k=v&k=v" into out (cut at len); user_data (cloud-init with its tokens, and
+ * large) is left out. */
+static void log_params(char *out, size_t len, const struct sim_params *p)
+{
+        size_t k = 0;
+
+        out[0] = '\0';
+        for (size_t i = 0; i < p->n && k < len; i++) {
+                if (strcmp(p->keys[i], "user_data") == 0)
+                        continue;
+                k += (size_t)snprintf(out + k, len - k, "%s%s=%s", k ? "&" : "", p->keys[i],
+                                      p->vals[i]);
+        }
+}
+
 void sim_log_request(struct sim *s, const struct sim_req *rq, unsigned status)
 {
         const char *agent = sim_params_get(&rq->form, "agent_name");
@@ -120,6 +135,7 @@ void sim_log_request(struct sim *s, const struct sim_req *rq, unsigned status)
         snprintf(e->op, sizeof(e->op), "%s", rq->op ? rq->op : "");
         snprintf(e->user, sizeof(e->user), "%s", rq->user ? rq->user : "");
         snprintf(e->agent_name, sizeof(e->agent_name), "%s", agent ? agent : "");
+        log_params(e->params, sizeof(e->params), &rq->form);
         e->status = status;
         s->log_count++;
         if (strcmp(rq->method, "GET") == 0)
@@ -317,6 +333,12 @@ static cJSON *state_json(struct sim *s)
                 cJSON_AddStringToObject(o, "osystem", m->osystem);
                 cJSON_AddStringToObject(o, "distro_series", m->distro_series);
                 cJSON_AddBoolToObject(o, "ephemeral_deploy", m->ephemeral);
+                cJSON_AddItemToObject(o, "hwe_kernel",
+                                      m->hwe_kernel ? cJSON_CreateString(m->hwe_kernel)
+                                                    : cJSON_CreateNull());
+                cJSON_AddItemToObject(o, "storage_layout",
+                                      m->storage_layout ? cJSON_CreateString(m->storage_layout)
+                                                        : cJSON_CreateNull());
                 cJSON_AddItemToObject(o, "user_data",
                                       m->user_data ? cJSON_CreateString(m->user_data)
                                                    : cJSON_CreateNull());
@@ -363,6 +385,8 @@ static cJSON *requests_json(const struct sim *s)
                         cJSON_AddStringToObject(o, "user", e->user);
                 if (e->agent_name[0])
                         cJSON_AddStringToObject(o, "agent_name", e->agent_name);
+                if (e->params[0])
+                        cJSON_AddStringToObject(o, "params", e->params);
                 cJSON_AddItemToArray(arr, o);
         }
         return doc;

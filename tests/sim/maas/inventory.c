@@ -495,6 +495,7 @@ static void machine_release_fields(struct sim_machine *m)
         free(m->osystem);
         free(m->distro_series);
         free(m->hwe_kernel);
+        free(m->storage_layout);
         free(m->user_data);
         free(m->agent_name);
         free(m->comment);

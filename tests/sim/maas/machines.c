@@ -636,6 +636,7 @@ const struct sim_op sim_ops_machine[] = {
         { "PUT", NULL, machine_update },
         { "DELETE", NULL, machine_delete },
         { "POST", "deploy", sim_machine_deploy },
+        { "POST", "set_storage_layout", sim_machine_set_storage_layout },
         { "POST", "release", machine_release },
         { "POST", "power_on", machine_power_on },
         { "POST", "power_off", machine_power_off },

@@ -33,7 +33,7 @@ static const struct {
         { "pool", A_CONSTRAINT },
         { "not_in_pool", A_CONSTRAINT },
         { "cpu_speed", A_IGNORED },
-        { "storage", A_IGNORED },
+        { "storage", A_CONSTRAINT },
         { "interfaces", A_IGNORED },
         { "subnets", A_IGNORED },
         { "not_subnets", A_IGNORED },
@@ -65,6 +65,9 @@ struct alloc {
         struct sim_strv tags, not_tags;
         const char *zone, *pool, *system_id, *name;
         bool dry_run;
+        bool has_storage, storage_tags; /* the storage constraint (storage.c) */
+        double root_gb;
+        size_t n_storage;
 };
 
 static int key_kind(const char *k)
@@ -119,7 +122,7 @@ static bool alloc_parse(struct sim *s,
                         struct alloc *a,
                         struct sim_resp *rp)
 {
-        const char *dry;
+        const char *dry, *storage;
 
         for (size_t i = 0; i < rq->query.n; i++)
                 if (strcmp(rq->query.keys[i], "op") != 0)
@@ -135,6 +138,15 @@ static bool alloc_parse(struct sim *s,
         a->name = sim_params_get(&a->p, "name");
         sim_split_tags(&a->p, "tags", &a->tags);
         sim_split_tags(&a->p, "not_tags", &a->not_tags);
+        storage = sim_params_get(&a->p, "storage");
+        if (storage && *storage) {
+                a->has_storage = true;
+                if (!sim_storage_parse(storage, &a->root_gb, &a->n_storage, &a->storage_tags)) {
+                        sim_reply_field_error(rp, "storage",
+                                              "Malformed storage constraint, \"%s\".", storage);
+                        return false;
+                }
+        }
         dry = sim_params_get(&a->p, "dry_run");
         if (dry && sim_parse_bool(dry, &a->dry_run) < 0) {
                 sim_reply_field_error(rp, "dry_run", "Must be a boolean: %s", dry);
@@ -205,7 +217,8 @@ static bool candidate(const struct sim *s,
                none_of(&a->p, "not_in_zone", s->zones[m->zone].name) &&
                none_of(&a->p, "not_in_pool", s->pools[m->pool].name) &&
                (!a->system_id || strcmp(a->system_id, m->system_id) == 0) && name_ok(s, a, m) &&
-               arch_ok(&a->p, m->architecture);
+               arch_ok(&a->p, m->architecture) &&
+               (!a->has_storage || sim_storage_fits(m, a->root_gb, a->n_storage, a->storage_tags));
 }
 
 static double alloc_cost(const struct sim_machine *m)
@@ -481,7 +494,9 @@ void sim_machine_deploy(struct sim *s, const struct sim_req *rq, struct sim_resp
                 return;
         }
         sim_machine_tick(s, m);
-        if (!deploy_parse(s, &rq->form, &o, rp) || deploy_state(m, rq->user, rp) < 0)
+        if (!deploy_parse(s, &rq->form, &o, rp) ||
+            !sim_kernel_ok(s, m, o.os, o.rel, sim_params_get(&rq->form, "hwe_kernel"), rp) ||
+            deploy_state(m, rq->user, rp) < 0)
                 goto out;
         apply_deploy(s, m, &rq->form, &o);
         doc = sim_machine_json(s, m);

@@ -154,6 +154,7 @@ struct sim_machine {
         char *osystem;
         char *distro_series;
         char *hwe_kernel;
+        char *storage_layout; /* "storage_layout=lvm root_size=24G", NULL = MAAS's default */
         char *user_data;
         char *agent_name;
         char *comment;
@@ -193,6 +194,7 @@ struct sim_log_entry {
         char op[40];
         char user[32];       /* the authenticated user, "" when none */
         char agent_name[64]; /* the request's agent_name parameter (allocate), "" when none */
+        char params[512];    /* the form as "k=v&k=v", user_data left out; cut at the size */
         unsigned status;
 };
 
@@ -365,6 +367,19 @@ cJSON *sim_machine_json(struct sim *s, struct sim_machine *m);
 /* machines_alloc.c */
 void sim_machines_allocate(struct sim *s, const struct sim_req *rq, struct sim_resp *rp);
 void sim_machine_deploy(struct sim *s, const struct sim_req *rq, struct sim_resp *rp);
+/* storage.c */
+void sim_machine_set_storage_layout(struct sim *s, const struct sim_req *rq, struct sim_resp *rp);
+/* MAAS's storage constraint: false when malformed; the first (root) size in GB, how many
+ * constraints, whether any names disk tags. */
+bool sim_storage_parse(const char *v, double *ret_root_gb, size_t *ret_n, bool *ret_tags);
+bool sim_storage_fits(const struct sim_machine *m, double root_gb, size_t n, bool tags);
+/* The deploy's hwe_kernel is available for os/rel on m's architecture; else fills rp (400). */
+bool sim_kernel_ok(const struct sim *s,
+                   const struct sim_machine *m,
+                   const char *os,
+                   const char *rel,
+                   const char *kernel,
+                   struct sim_resp *rp);
 /* Collects the values of key, each split on commas and whitespace (machines.c). */
 void sim_split_tags(const struct sim_params *p, const char *key, struct sim_strv *out);
 bool sim_check_tags(const struct sim *s,

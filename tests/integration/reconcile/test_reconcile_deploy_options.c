@@ -1,0 +1,124 @@
+/*
+ * The MaasMachine reconciler with the deploy and allocation options (issue #21 item 2,
+ * docs/deploy-options.md): each option reaches MAAS as its parameter, as maas-sim's request
+ * log shows it (allocate arch, storage, not_tags; set_storage_layout on the picked machine
+ * while it is Ready, before the allocate that asks for it by system_id; deploy hwe_kernel
+ * and ephemeral_deploy), and MAAS's refusal of a kernel it lacks is the machine's condition.
+ * (reconcile_fixture.h: kube-sims, maas-sim and the provider over real loopback TLS/HTTP;
+ * the test plays the CAPI core controllers.)
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "json.h"
+#include "reconcile_fixture.h"
+#include "testutil.h"
+#include "xalloc.h"
+
+#define ALL_OPTIONS                                                                      \
+        "\"hweKernel\":\"ga-22.04\",\"deployInMemory\":true,\"architecture\":\"amd64\"," \
+        "\"minDiskSize\":300,\"excludeTags\":[\"gpu\"],"                                 \
+        "\"storageLayout\":{\"type\":\"lvm\",\"rootSize\":\"40G\",\"vgName\":\"vg0\"}"
+
+/* The index of the first request in the log at or after from with this op and system ID
+ * in its path (NULL = any), whose params contain every needle; -1 when none. */
+static int find_request(
+        const cJSON *reqs, int from, const char *op, const char *sid, const char *const *needles)
+{
+        for (int i = from; i < cJSON_GetArraySize(reqs); i++) {
+                const cJSON *e = cJSON_GetArrayItem(reqs, i);
+                const char *params = OR(json_at_str(e, "params"), "");
+                bool ok = strcmp(OR(json_at_str(e, "op"), ""), op) == 0 &&
+                          (!sid || strstr(OR(json_at_str(e, "path"), ""), sid));
+
+                for (size_t k = 0; ok && needles[k]; k++)
+                        ok = strstr(params, needles[k]) != NULL;
+                if (ok)
+                        return i;
+        }
+        return -1;
+}
+
+static void test_deploy_options__each_reaches_maas_as_its_parameter(void **state)
+{
+        static const char *const alloc[] = { "arch=amd64", "storage=300", "not_tags=gpu", NULL };
+        static const char *const dry[] = { "arch=amd64", "storage=300", "not_tags=gpu",
+                                           "dry_run=true", NULL };
+        static const char *const layout[] = { "storage_layout=lvm", "root_size=40G", "vg_name=vg0",
+                                              NULL };
+        static const char *const deploy[] = { "hwe_kernel=ga-22.04", "ephemeral_deploy=true",
+                                              NULL };
+        char *sid, pinned[64];
+        cJSON *log, *m;
+        const cJSON *reqs;
+        int d, l, a;
+
+        (void)state;
+        free(ready_cluster("o1"));
+        sid = ready_machine("o1", "w0",
+                            &(struct machine_spec){ .bootstrap = true, .extra_spec = ALL_OPTIONS });
+        log = maassim_call(&RF.sim, "GET", "requests", NULL);
+        reqs = json_at(log, "requests");
+        d = find_request(reqs, 0, "allocate", NULL, dry);
+        assert_true(d >= 0); /* the pick: a dry run with every constraint */
+        l = find_request(reqs, d, "set_storage_layout", sid, layout);
+        assert_true(l > d); /* on the picked machine, while it is Ready */
+        snprintf(pinned, sizeof(pinned), "system_id=%s", sid);
+        a = find_request(reqs, l, "allocate", NULL,
+                         (const char *const[]){ alloc[0], alloc[1], alloc[2], pinned, NULL });
+        assert_true(a > l); /* then allocated by its system ID */
+        assert_true(find_request(reqs, a, "deploy", sid, deploy) > a);
+        cJSON_Delete(log);
+
+        m = maassim_machine(&RF.sim, sid);
+        assert_str(json_at_str(m, "storage_layout"),
+                   "storage_layout=lvm root_size=40G vg_name=vg0");
+        assert_str(json_at_str(m, "hwe_kernel"), "ga-22.04");
+        assert_true(cJSON_IsTrue(json_at(m, "ephemeral_deploy")));
+        cJSON_Delete(m);
+        free(sid);
+}
+
+static bool kernel_refused(const cJSON *o, const void *arg)
+{
+        const char *msg = json_at_str(cl_condition(o, "MachineDeployed"), "message");
+
+        (void)arg;
+        return msg && strstr(msg, "hwe-99.04 is not available for ubuntu/jammy");
+}
+
+static void test_deploy_options__a_kernel_maas_lacks_is_the_condition(void **state)
+{
+        cJSON *mm;
+
+        (void)state;
+        free(ready_cluster("o2"));
+        make_machine("o2", "w0",
+                     &(struct machine_spec){ .bootstrap = true,
+                                             .extra_spec = "\"hweKernel\":\"hwe-99.04\"" });
+        mm = cl_wait(&KUBE_RES_MAASMACHINES, "w0", kernel_refused, NULL);
+        assert_true(cl_cond_is(mm, "MachineDeployed", "False", "MachineDeployFailed"));
+        assert_true(maas_count_requests("hwe_kernel=hwe-99.04") >= 1);
+        cJSON_Delete(mm);
+        wait_event("MachineDeployFailed");
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(
+                        test_deploy_options__each_reaches_maas_as_its_parameter, rf_setup,
+                        rf_teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_deploy_options__a_kernel_maas_lacks_is_the_condition, rf_setup,
+                        rf_teardown),
+        };
+
+        return cmocka_run_group_tests(tests, rf_group_setup, rf_group_teardown);
+}

@@ -90,6 +90,18 @@ void validate_machine_spec(const struct maas_machine_spec *s,
                            const char *path,
                            struct field_errors *fe,
                            struct admission_response *warn);
+/* validate_deploy_options.c: hweKernel, architecture, excludeTags and storageLayout at path
+ * (docs/deploy-options.md); the fields capmaas does not act on (parent off an LXD VM),
+ * denied; on a MaasMachine UPDATE, the deploy and allocation options are immutable. */
+void validate_deploy_options(const struct maas_machine_spec *s,
+                             const char *path,
+                             struct field_errors *fe);
+void validate_machine_unused(const struct maas_machine_spec *s,
+                             const char *path,
+                             struct field_errors *fe);
+void deploy_options_update(const struct maas_machine_spec *old,
+                           const struct maas_machine_spec *cur,
+                           struct field_errors *fe);
 /* MaasCluster spec rules at path. */
 void validate_cluster_spec(const struct maas_cluster_spec *s,
                            const char *path,

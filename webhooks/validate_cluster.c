@@ -54,6 +54,22 @@ static void validate_lxd_config(const struct maas_lxd_config *c,
         }
 }
 
+/* lxdConfig.enabled asks capmaas to turn the cluster's machines into LXD VM hosts: out of
+ * scope (issue #21), so it is refused rather than ignored. With enabled false or absent the
+ * other lxdConfig fields ask nothing. */
+static void deny_lxd_hosts(const struct maas_lxd_config *c,
+                           const char *path,
+                           struct field_errors *fe)
+{
+        struct json_path p;
+
+        if (c && c->has_enabled && c->enabled)
+                field_errors_add(fe, FIELD_ERR_FORBIDDEN, at(&p, path, "lxdConfig.enabled"), NULL,
+                                 "not supported: turning a cluster's machines into LXD VM hosts is "
+                                 "out of scope for capmaas; register VM hosts in MAAS and set "
+                                 "lxd.enabled on the MaasMachines to compose VMs on them");
+}
+
 void validate_cluster_spec(const struct maas_cluster_spec *s,
                            const char *path,
                            struct field_errors *fe)
@@ -66,6 +82,7 @@ void validate_cluster_spec(const struct maas_cluster_spec *s,
         rule_maas_names(fe, at(&p, path, "failureDomains"), &s->failure_domains);
         if (s->lxd_config)
                 validate_lxd_config(s->lxd_config, path, fe);
+        deny_lxd_hosts(s->lxd_config, path, fe);
         if (s->dns_record_addresses)
                 validate_dns_record_addresses(s->dns_record_addresses, path, fe);
 }

@@ -52,6 +52,8 @@ void validate_machine_spec(const struct maas_machine_spec *s,
                            s->lxd->vm_config->has_disk_size, s->lxd->vm_config->disk_size,
                            &vm_disk_size);
         validate_machine_addresses(s, path, fe, warn);
+        validate_deploy_options(s, path, fe);
+        validate_machine_unused(s, path, fe);
         if (warn && s->has_min_cpu && s->has_min_memory && s->min_cpu == 0 && s->min_memory == 0)
                 admission_response_warn(warn,
                                         "%s.minCPU and %s.minMemory are both 0: any machine "
@@ -114,6 +116,7 @@ void machine_update(const cJSON *old_json,
 {
         machine_provider_id_update(old_json, old, cur, fe);
         machine_addresses_update(&old->machine.spec, &cur->machine.spec, fe);
+        deploy_options_update(&old->machine.spec, &cur->machine.spec, fe);
 }
 
 /* ---- the spec_ops of MaasMachine and MaasMachineTemplate ---- */

@@ -618,3 +618,12 @@ MUST_CHECK int schema_provider_id_parse(const char *provider_id,
 /* The reference's lenient rule: if s matches ^[^:]+://.*[^/]$, the text after the last '/';
  * else NULL. Returns a pointer into s. */
 const char *schema_provider_id_system_id(const char *s);
+
+/* ---- field listing (tests/unit/webhooks/test_field_coverage.c) ---- */
+
+/* Calls fn once for every member the schema knows in the spec of kind (SCHEMA_KIND_*), depth
+ * first in table order, with its path relative to the spec: "storageLayout",
+ * "storageLayout.type", list elements as "[]" ("addressesFromPools[].name"). Members an
+ * older version wrote and the current shape drops (SF_DROP) are left out. Returns how many
+ * members it reported, or -1 for an unknown kind. */
+long schema_spec_fields(const char *kind, void (*fn)(void *ud, const char *path), void *ud);

@@ -327,13 +327,19 @@ static const struct wcase reference_cases[] = {
           NULL, NULL },
         { "machine: mutable fields may change", "maasmachine", false, "UPDATE",
           MM(W4 ",'tags':['gpu'],'resourcePool':'pool-b','failureDomain':'zone-b',"
-                "'providerID':'maas:///zone-b/abc123','deployInMemory':true"),
+                "'providerID':'maas:///zone-b/abc123'"),
           MM(W4 ",'tags':['ssd'],'resourcePool':'pool-a','failureDomain':'zone-a'"), NULL, true, 0,
           NULL, NULL, NULL },
+        /* capmaas: the deploy options are applied once, in MAAS (docs/deploy-options.md) */
+        { "machine: deployInMemory is immutable", "maasmachine", false, "UPDATE",
+          MM(W4 ",'deployInMemory':true"), MM(W4 ",'deployInMemory':false"), NULL, false, 422,
+          INVALID_MM "spec.deployInMemory: Invalid value: field is immutable: MAAS applied it "
+                     "when the machine was allocated or deployed",
+          NULL, NULL },
         { "machine: no-op update", "maasmachine", false, "UPDATE", MM(W4), MM(W4), NULL, true, 0,
           NULL, NULL, NULL },
         { "cluster: failureDomains and lxdConfig may change", "maascluster", false, "UPDATE",
-          MC("'dnsDomain':'maas.sc','failureDomains':['az1','az2'],'lxdConfig':{'enabled':true}"),
+          MC("'dnsDomain':'maas.sc','failureDomains':['az1','az2'],'lxdConfig':{'enabled':false}"),
           MC("'dnsDomain':'maas.sc','failureDomains':['az1']"), NULL, true, 0, NULL, NULL, NULL },
         MM_CREATE("machine create without required fields",
                   "'tags':[]",

@@ -427,6 +427,8 @@ static int boot_resource_decode(const cJSON *e, void *ret)
                 .type = jdup(e, "type", ""),
                 .name = jdup(e, "name", NULL),
                 .architecture = jdup(e, "architecture", ""),
+                .subarches = jdup(e, "subarches", ""),
+                .base_image = jdup(e, "base_image", NULL),
         };
         return 0;
 }
@@ -438,6 +440,8 @@ static void boot_resource_release(void *elem)
         free(b->type);
         free(b->name);
         free(b->architecture);
+        free(b->subarches);
+        free(b->base_image);
 }
 
 int maas_boot_resource_list_from_json(const cJSON *arr, struct maas_boot_resource_list *ret)

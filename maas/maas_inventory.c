@@ -102,6 +102,24 @@ static void names_from_list(struct maas_inv_names *out, const struct maas_named_
         names_sort(out);
 }
 
+static void boots_from_images(struct maas_inventory_snapshot *s,
+                              const struct maas_boot_resource_list *l)
+{
+        s->boots = xcalloc(l->n ? l->n : 1, sizeof(*s->boots));
+        for (size_t i = 0; i < l->n; i++) {
+                const struct maas_boot_resource *b = &l->items[i];
+
+                if (!b->name)
+                        continue;
+                s->boots[s->n_boots++] = (struct maas_inv_boot){
+                        .name = xstrdup(b->name),
+                        .architecture = xstrdup(b->architecture ? b->architecture : ""),
+                        .subarches = xstrdup(b->subarches ? b->subarches : ""),
+                        .base_image = b->base_image ? xstrdup(b->base_image) : NULL,
+                };
+        }
+}
+
 static void names_from_images(struct maas_inv_names *out, const struct maas_boot_resource_list *l)
 {
         out->v = xcalloc(l->n ? l->n : 1, sizeof(*out->v));
@@ -133,6 +151,7 @@ static void machine_from_node(const struct maas_inventory_snapshot *s,
         m->cpu_count = nd->cpu_count;
         m->memory_mib = nd->memory_mib;
         m->architecture = xstrdup(nd->architecture ? nd->architecture : "");
+        m->storage_mb = nd->storage_mb;
         m->zone = (int32_t)maas_inv_find(s, MAAS_INV_ZONE, nd->zone);
         if (m->zone >= 0)
                 s->zone_machines[m->zone]++;
@@ -161,6 +180,7 @@ struct maas_inventory_snapshot *maas_inventory_snapshot_build(const struct maas_
         names_from_list(&s->names[MAAS_INV_TAG], &l->tags);
         names_from_list(&s->names[MAAS_INV_DOMAIN], &l->domains);
         names_from_images(&s->names[MAAS_INV_IMAGE], &l->images);
+        boots_from_images(s, &l->images);
         s->zone_machines = xcalloc(s->names[MAAS_INV_ZONE].n ? s->names[MAAS_INV_ZONE].n : 1,
                                    sizeof(*s->zone_machines));
         s->machines = xcalloc(machines->n ? machines->n : 1, sizeof(*s->machines));
@@ -184,6 +204,13 @@ static void snapshot_free(struct maas_inventory_snapshot *s)
                 free(s->machines[i].tags);
         }
         free(s->machines);
+        for (size_t i = 0; i < s->n_boots; i++) {
+                free(s->boots[i].name);
+                free(s->boots[i].architecture);
+                free(s->boots[i].subarches);
+                free(s->boots[i].base_image);
+        }
+        free(s->boots);
         free(s->zone_machines);
         maas_inv_net_free(s);
         free(s);

@@ -185,6 +185,9 @@ void defaults_cluster_spec(const cJSON *spec, const char *pointer, cJSON *patch)
  * those could satisfy minCPU / minMemory (unless systemID pins one); a warning when the
  * machines that fit are all in use. */
 void maas_check_machine_spec(const struct maas_machine_spec *sp, struct maas_check *c);
+/* validate_maas_options.c: excludeTags, architecture, hweKernel and minDiskSize against the
+ * inventory (docs/deploy-options.md); false when a name is not in it. */
+bool maas_check_deploy_options(const struct maas_machine_spec *sp, struct maas_check *c);
 /* MAAS checks of a MaasCluster spec: dnsDomain is a MAAS domain, every failureDomains
  * entry a MAAS zone. */
 void maas_check_cluster_spec(const struct maas_cluster_spec *sp, struct maas_check *c);

@@ -259,6 +259,7 @@ void maas_check_machine_spec(const struct maas_machine_spec *sp, struct maas_che
                 ok &= need_name(s, MAAS_INV_IMAGE, (struct name_at){ path, "image", -1 }, sp->image,
                                 fe);
         ok &= maas_check_static_ip(sp, c);
+        ok &= maas_check_deploy_options(sp, c);
         if (!ok) {
                 c->miss = true;
         } else if (!sp->system_id) {
@@ -446,7 +447,10 @@ bool maas_machine_spec_same(const struct maas_machine_spec *a, const struct maas
                str_same(a->system_id, b->system_id) && strv_same(&a->tags, &b->tags) &&
                a->has_min_cpu == b->has_min_cpu && a->min_cpu == b->min_cpu &&
                a->has_min_memory == b->has_min_memory && a->min_memory == b->min_memory &&
-               maas_static_ip_same(a, b);
+               maas_static_ip_same(a, b) && str_same(a->hwe_kernel, b->hwe_kernel) &&
+               str_same(a->architecture, b->architecture) &&
+               strv_same(&a->exclude_tags, &b->exclude_tags) &&
+               a->has_min_disk_size == b->has_min_disk_size && a->min_disk_size == b->min_disk_size;
 }
 
 bool maas_cluster_spec_same(const struct maas_cluster_spec *a, const struct maas_cluster_spec *b)

@@ -158,6 +158,8 @@ struct maas_boot_resource {
         char *type; /* "Synced" | "Uploaded" */
         char *name; /* "ubuntu/jammy", "u-2204-0-k-1264-0" */
         char *architecture;
+        char *subarches;  /* "generic,hwe-22.04,ga-22.04" (the kernels); "" when absent */
+        char *base_image; /* an uploaded image's OS ("ubuntu/jammy"); NULL when absent */
 };
 
 struct maas_boot_resource_list {

@@ -56,6 +56,7 @@ struct maas_inv_machine {
         int cpu_count;
         int64_t memory_mib;
         char *architecture; /* as MAAS names it, "amd64/generic"; "" when unknown */
+        double storage_mb;  /* MAAS's storage: all its disks, MB (10^6 bytes) */
         int32_t zone, pool;
         uint64_t tag_mask; /* bit i set = carries tag i, for the first 64 tags */
         uint32_t *tags;
@@ -81,6 +82,15 @@ struct maas_inv_ip {
         size_t machine;
 };
 
+/* A boot resource as GET boot-resources/ listed it: what admission checks an architecture and
+ * a kernel against (docs/deploy-options.md). */
+struct maas_inv_boot {
+        char *name;         /* "ubuntu/jammy", "u-2204-0-k-1264-0" */
+        char *architecture; /* "amd64/ga-22.04" */
+        char *subarches;    /* "generic,hwe-22.04,ga-22.04"; "" */
+        char *base_image;   /* an uploaded image's OS, or NULL */
+};
+
 struct maas_inventory_snapshot {
         _Atomic unsigned refs;
         uint64_t taken_ms; /* clock now_ms() when the refresh finished */
@@ -95,6 +105,8 @@ struct maas_inventory_snapshot {
         size_t n_subnets;
         struct maas_inv_ip *ips;
         size_t n_ips;
+        struct maas_inv_boot *boots; /* MAAS's order */
+        size_t n_boots;
 };
 
 /* Why the MAAS checks cannot run now (the label of ..._checks_skipped_total). */

@@ -404,6 +404,29 @@ static const struct mcase denials[] = {
           BAD_MM "spec.staticIP.cidr: Invalid value: \"10.40.0.0/24\": no such subnet in "
                  "MAAS " SUBNETS,
           NULL },
+        /* the deploy and allocation options (docs/deploy-options.md) */
+        { "an excluded tag MAAS does not have", MMT(JAMMY ",'excludeTags':['gpu','nvme']"), NULL,
+          BAD_MMT TTS "excludeTags[1]: Invalid value: \"nvme\": no such tag in MAAS", NULL },
+        { "an architecture no boot resource has", MMT(JAMMY ",'architecture':'arm64'"), NULL,
+          BAD_MMT TTS "architecture: Invalid value: \"arm64\": no boot resource in MAAS for this "
+                      "architecture (known: amd64)",
+          NULL },
+        { "a kernel the release lacks", MMT(JAMMY ",'hweKernel':'hwe-24.04'"), NULL,
+          BAD_MMT TTS "hweKernel: Invalid value: \"hwe-24.04\": no such kernel for ubuntu/jammy in "
+                      "MAAS's boot resources (known: hwe-p, hwe-q, hwe-r, hwe-s, hwe-t, hwe-u, "
+                      "hwe-v, hwe-w, ga-16.04, ga-18.04, ...)",
+          NULL },
+        { "a custom image: the kernels of its base image",
+          MMT("'image':'u-2204-0-k-1264-0','minCPU':2,'minMemory':4096,'hweKernel':'ga-24.04'"),
+          NULL,
+          BAD_MMT TTS "hweKernel: Invalid value: \"ga-24.04\": no such kernel for ubuntu/jammy in "
+                      "MAAS's boot resources (known: hwe-p, hwe-q, hwe-r, hwe-s, hwe-t, hwe-u, "
+                      "hwe-v, hwe-w, ga-16.04, ga-18.04, ...)",
+          NULL },
+        { "a disk larger than any machine has", MMT(JAMMY ",'minDiskSize':600"), NULL,
+          BAD_MMT TTS "minDiskSize: Invalid value: 600: no machine in MAAS has a disk that large "
+                      "(the most storage is 512 GB)",
+          NULL },
         { "MaasCluster: unknown DNS domain and zone",
           MC("'dnsDomain':'example.com','failureDomains':['az1','az7']"), NULL,
           BAD_MC "[spec.dnsDomain: Invalid value: \"example.com\": no such DNS domain in MAAS "
@@ -446,6 +469,13 @@ static const struct mcase allowed[] = {
           "will not deploy with it until that machine releases it" },
         { "MaasMachine: staticIP held by its own machine: no warning",
           MM(JAMMY ",'systemID':'ipheld','staticIP':{'ip':'10.30.0.50','cidr':'10.30.0.0/24'}"),
+          NULL, NULL, NULL },
+        { "deploy options MAAS can satisfy",
+          MMT(JAMMY ",'hweKernel':'ga-22.04','architecture':'amd64/generic','excludeTags':['gpu'],"
+                    "'minDiskSize':500,'storageLayout':{'type':'lvm','rootSize':'40G'}"),
+          NULL, NULL, NULL },
+        { "a custom image deploys with its base image's kernels",
+          MMT("'image':'u-2204-0-k-1264-0','minCPU':2,'minMemory':4096,'hweKernel':'ga-22.04'"),
           NULL, NULL, NULL },
         { "MaasCluster with the MAAS domain and zones",
           MC("'dnsDomain':'maas','failureDomains':['az1','az2','az3']"), NULL, NULL, NULL },

@@ -60,6 +60,31 @@ check "... the pool name" 1 \
   K apply -f "$M/bad.yaml"
 check "the bad machine was not stored" 1 'not found' -- K get maasmachine bad
 
+# deploy and allocation options (docs/deploy-options.md): values the CRD schema takes but
+# MAAS would refuse or ignore
+{
+  ks_manifest MaasMachine opts
+  cat <<'Y'
+spec:
+  image: ubuntu/jammy
+  minCPU: 2
+  minMemory: 4096
+  hweKernel: generic
+  storageLayout:
+    type: flat
+    vgName: vg0
+Y
+} >"$M/opts.yaml"
+check "kubectl prints a kernel MAAS would ignore" 1 \
+  '\* spec.hweKernel: Invalid value: "generic": must be a MAAS kernel name with a ga or hwe part' -- \
+  K apply -f "$M/opts.yaml"
+check "... and an option of another layout" 1 \
+  '\* spec.storageLayout.vgName: Forbidden: only with type lvm: the flat layout does not take it' -- \
+  K apply -f "$M/opts.yaml"
+check "deploy options are immutable" 1 \
+  'spec.deployInMemory: Invalid value: field is immutable' -- \
+  K patch maasmachine good --type=merge -p '{"spec":{"deployInMemory":true}}'
+
 check "W6: the reference's image message" 1 \
   'denied the request: maas machine image change is not allowed, old=ubuntu/jammy, new=ubuntu/noble' -- \
   K patch maasmachine good --type=merge -p '{"spec":{"image":"ubuntu/noble"}}'
@@ -100,6 +125,9 @@ check "controlPlaneEndpoint.port defaulted to 6443" 0 "^6443$" -- \
 check "W3: the reference's DNS domain message" 1 \
   'denied the request: changing cluster DNS Domain not allowed' -- \
   K patch maascluster demo --type=merge -p '{"spec":{"dnsDomain":"maas.maas"}}'
+check "LXD VM hosts are refused as out of scope" 1 \
+  'spec.lxdConfig.enabled: Forbidden: not supported: turning a cluster.s machines into LXD VM hosts is out of scope' -- \
+  K patch maascluster demo --type=merge -p '{"spec":{"lxdConfig":{"enabled":true}}}'
 
 ks_capmaas_stop
 ks_finish

@@ -26,8 +26,10 @@ static long walk(const struct schema_type *t,
                 if (f->kind == SK_OBJECT && f->type) {
                         n += walk(f->type, path, fn, ud);
                 } else if (f->kind == SK_LIST && f->type) {
-                        (void)strncat(path, "[]", sizeof(path) - strlen(path) - 1);
-                        n += walk(f->type, path, fn, ud);
+                        char elem[260];
+
+                        (void)snprintf(elem, sizeof(elem), "%s[]", path);
+                        n += walk(f->type, elem, fn, ud);
                 }
         }
         return n;

@@ -36,22 +36,30 @@ static bool only(const char *s, const char *set)
         return true;
 }
 
+/* Some '-'-separated part of k is "ga" or "hwe" (what MAAS's get_working_kernel asks). */
+static bool ga_or_hwe_part(const char *k)
+{
+        for (const char *p = k; *p;) {
+                size_t n = strcspn(p, "-");
+
+                if ((n == 2 && strncmp(p, "ga", 2) == 0) || (n == 3 && strncmp(p, "hwe", 3) == 0))
+                        return true;
+                p += n;
+                if (*p)
+                        p++;
+        }
+        return false;
+}
+
 /* MAAS kernel names: ga-22.04, hwe-22.04, hwe-22.04-lowlatency, hwe-t; lower case. */
 static bool kernel_name(const char *k)
 {
-        char *dup, *save = NULL;
-        bool part = false;
-
         if (!*k || strlen(k) > NAME_MAX_LEN || !only(k, "-.") || k[0] == '-')
                 return false;
         for (const char *p = k; *p; p++)
                 if (isupper((unsigned char)*p))
                         return false;
-        dup = xstrdup(k);
-        for (char *t = strtok_r(dup, "-", &save); t; t = strtok_r(NULL, "-", &save))
-                part = part || strcmp(t, "ga") == 0 || strcmp(t, "hwe") == 0;
-        free(dup);
-        return part;
+        return ga_or_hwe_part(k);
 }
 
 /* amd64, arm64, amd64/generic, arm64/xgene-uboot */

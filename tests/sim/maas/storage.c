@@ -256,15 +256,19 @@ bool sim_storage_fits(const struct sim_machine *m, double root_gb, size_t n, boo
 
 /* --- the deploy hwe_kernel check ------------------------------------------------------------ */
 
+/* MAAS's validate_kernel_str: some '-'-separated part is "hwe" or "ga". */
 static bool kernel_str(const char *k)
 {
-        char *dup = xstrdup(k), *save = NULL;
-        bool ok = false;
+        for (const char *p = k; *p;) {
+                size_t n = strcspn(p, "-");
 
-        for (char *t = strtok_r(dup, "-", &save); t; t = strtok_r(NULL, "-", &save))
-                ok = ok || strcmp(t, "hwe") == 0 || strcmp(t, "ga") == 0;
-        free(dup);
-        return ok;
+                if ((n == 2 && strncmp(p, "ga", 2) == 0) || (n == 3 && strncmp(p, "hwe", 3) == 0))
+                        return true;
+                p += n;
+                if (*p)
+                        p++;
+        }
+        return false;
 }
 
 static bool in_list(const char *list, const char *k)

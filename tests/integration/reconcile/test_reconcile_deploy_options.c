@@ -85,6 +85,50 @@ static void test_deploy_options__each_reaches_maas_as_its_parameter(void **state
         free(sid);
 }
 
+static int count_ops(const cJSON *reqs, const char *op, const char *sid)
+{
+        int n = 0;
+
+        for (int i = 0; (i = find_request(reqs, i, op, sid, (const char *const[]){ NULL })) >= 0;
+             i++)
+                n++;
+        return n;
+}
+
+/* A pass that ends between the layout and the allocate (the allocate answered 500, as a
+ * process killed there leaves it: MAAS did nothing) leaves a Ready machine with the layout;
+ * the next pass picks it again, applies the layout again and allocates it: one machine, its
+ * layout as asked, nothing else touched. */
+static void test_deploy_options__a_pass_lost_after_the_layout_applies_it_again(void **state)
+{
+        char *sid;
+        cJSON *log, *st, *m;
+        const cJSON *e;
+        int in_use = 0;
+
+        (void)state;
+        free(ready_cluster("o3"));
+        maassim_faults(&RF.sim, "{\"fail_next\":{\"count\":1,\"status\":500,"
+                                "\"op\":\"machines.allocate\",\"after\":1}}");
+        sid = ready_machine("o3", "w0",
+                            &(struct machine_spec){ .bootstrap = true,
+                                                    .extra_spec =
+                                                            "\"storageLayout\":{\"type\":\"flat\","
+                                                            "\"rootSize\":\"50%\"}" });
+        log = maassim_call(&RF.sim, "GET", "requests", NULL);
+        assert_int_equal(count_ops(json_at(log, "requests"), "set_storage_layout", sid), 2);
+        cJSON_Delete(log);
+        m = maassim_machine(&RF.sim, sid);
+        assert_str(json_at_str(m, "storage_layout"), "storage_layout=flat root_size=50%");
+        cJSON_Delete(m);
+        st = maassim_call(&RF.sim, "GET", "state", NULL);
+        cJSON_ArrayForEach (e, json_at(st, "machines"))
+                in_use += strcmp(OR(json_at_str(e, "status_name"), ""), "Ready") != 0;
+        assert_int_equal(in_use, 1); /* no second machine for it */
+        cJSON_Delete(st);
+        free(sid);
+}
+
 static bool kernel_refused(const cJSON *o, const void *arg)
 {
         const char *msg = json_at_str(cl_condition(o, "MachineDeployed"), "message");
@@ -118,6 +162,9 @@ int main(void)
                 cmocka_unit_test_setup_teardown(
                         test_deploy_options__a_kernel_maas_lacks_is_the_condition, rf_setup,
                         rf_teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_deploy_options__a_pass_lost_after_the_layout_applies_it_again,
+                        rf_setup, rf_teardown),
         };
 
         return cmocka_run_group_tests(tests, rf_group_setup, rf_group_teardown);

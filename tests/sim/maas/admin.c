@@ -9,10 +9,11 @@
  *   {"clear": true, "error_rate": {"machines.allocate": 0.5, "*": 0.1}, "error_status": 500,
  *    "latency_ms": 50, "unavailable": {"count": 3, "retry_after": 1, "op": "machine.read",
  *    "status": 503 (the default) or 429},
- *    "fail_next": {"count": 1, "status": 500, "op": "machine.deploy"},
+ *    "fail_next": {"count": 1, "status": 500, "op": "machine.deploy", "after": 0},
  *    "fail_deploy": ["sysid"], "bmc_unknown": ["sysid"], "power_off": ["sysid"],
  *    "release": ["sysid"], "delete": ["sysid"], "allocate_to": {"sysid": "user2"},
  *    "commission": ["sysid"], "mark_broken": ["sysid"]}
+ * fail_next fails the next count requests matching op once `after` more have passed.
  * power_off and the five after it are an operator's actions behind the provider's back, done
  * at once: power off; release (Ready, no owner, owner data and agent_name wiped, as MAAS's
  * release); delete the machine (its API then answers 404); release and allocate to another
@@ -79,6 +80,10 @@ unsigned sim_fault_pick(struct sim *s, const char *opkey, unsigned *ret_retry_af
                 return f->unavailable_status;
         }
         if (f->fail_next && op_matches(f->fail_op, opkey)) {
+                if (f->fail_after) {
+                        f->fail_after--;
+                        return 0;
+                }
                 f->fail_next--;
                 return f->fail_status;
         }
@@ -266,6 +271,7 @@ int sim_faults_apply(struct sim *s, const cJSON *doc, char **ret_err)
         }
         if (cJSON_IsObject(n)) {
                 f->fail_next = jint(n, "count", 1);
+                f->fail_after = jint(n, "after", 0);
                 f->fail_status = jint(n, "status", 500);
                 free(f->fail_op);
                 f->fail_op = jop(n);

@@ -213,6 +213,7 @@ struct sim_faults {
         unsigned retry_after;
         char *unavailable_op; /* NULL = any */
         unsigned fail_next;   /* next N matching requests get fail_status */
+        unsigned fail_after;  /* ... once this many more matching ones have passed */
         unsigned fail_status;
         char *fail_op; /* NULL = any */
         struct sim_strv fail_deploy;

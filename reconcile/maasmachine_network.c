@@ -17,6 +17,7 @@
  * finalizer until then): the STATIC link holding the address is unlinked and AUTO linked
  * again.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,9 +153,13 @@ static const char *message_of(int err, const struct maas_error *me)
 
 /* --- backoff ------------------------------------------------------------------------------- */
 
+/* The backoff in the annotation, or the one this process last wrote when that is later: a
+ * pass woken before the cache holds our write (an event queued during the failing pass)
+ * must not allocate again at once. */
 static void retry_state(const struct maasmachine_ctx *c, unsigned *ret_failures, int64_t *ret_at)
 {
         const char *v = schema_strmap_get(&c->mm.meta.annotations, ANNOTATION_RETRY);
+        const struct reconciler_entry *e;
         unsigned failures = 0;
         long long at = 0;
 
@@ -162,8 +167,33 @@ static void retry_state(const struct maasmachine_ctx *c, unsigned *ret_failures,
                 failures = 0;
                 at = 0;
         }
+        pthread_mutex_lock(&c->p->lock);
+        e = c->mm.meta.uid ? reconciler_table_get(&c->p->static_ip_retry, c->mm.meta.uid) : NULL;
+        if (e && e->b > at) {
+                failures = (unsigned)e->a;
+                at = e->b;
+        }
+        pthread_mutex_unlock(&c->p->lock);
         *ret_failures = failures;
         *ret_at = at;
+}
+
+/* Remembers the backoff written (at 0: the address is applied, nothing to hold). */
+static void retry_remember(struct maasmachine_ctx *c, unsigned failures, int64_t at)
+{
+        struct reconciler_entry *e;
+
+        if (!c->mm.meta.uid)
+                return;
+        pthread_mutex_lock(&c->p->lock);
+        if (at) {
+                e = reconciler_table_put(&c->p->static_ip_retry, c->mm.meta.uid);
+                e->a = failures;
+                e->b = at;
+        } else {
+                reconciler_table_del(&c->p->static_ip_retry, c->mm.meta.uid);
+        }
+        pthread_mutex_unlock(&c->p->lock);
 }
 
 bool maasmachine_static_ip_backoff(struct maasmachine_ctx *c, struct reconcile_result *res)
@@ -192,6 +222,7 @@ static unsigned note_failure(struct maasmachine_ctx *c)
                 delay = RETRY_MAX_S;
         (void)snprintf(v, sizeof(v), "%u %lld", failures, (long long)c->now + delay);
         maasmachine_set_annotation(c, ANNOTATION_RETRY, v);
+        retry_remember(c, failures, (int64_t)c->now + delay);
         return delay;
 }
 
@@ -415,6 +446,7 @@ int maasmachine_network_apply(struct maasmachine_ctx *c, struct reconcile_result
                 goto out;
         }
         maasmachine_set_annotation(c, ANNOTATION_RETRY, NULL);
+        retry_remember(c, 0, 0);
         k = schema_conditions_find(&c->mm.status.conditions, SCHEMA_COND_STATIC_IP_APPLIED);
         if (!k || strcmp(k->status, SCHEMA_CONDITION_TRUE) != 0) /* once per link */
                 reconciler_event(c->p, c->cur, "Normal", SCHEMA_REASON_STATIC_IP_APPLIED,

@@ -712,6 +712,7 @@ struct provider *provider_free(struct provider *p)
         fleet_snapshot_release(&p->deleting);
         fleet_snapshot_index_release(p);
         reconciler_table_release(&p->allocate_tried);
+        reconciler_table_release(&p->static_ip_retry);
         reconciler_table_release(&p->unplaced_none);
         reconciler_dns_forget_all(p);
         reconciler_table_release(&p->released);

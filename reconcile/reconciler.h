@@ -135,6 +135,9 @@ struct provider {
          * we last wrote it, a = clock_now_ms then (reconciler_dns_*) */
         struct reconciler_table dns_records;
         struct reconciler_table claimed; /* MaasMachine UID → wall s of our IPAddressClaim create */
+        /* MaasMachine UID → a: failures, b: wall s not before which a refused static address
+         * is tried again, as last written to its static-ip-retry annotation */
+        struct reconciler_table static_ip_retry;
         struct reconciler_table remediating; /* ns/name of the MaasRemediations in progress */
         /* MaasRemediation UID → a: the retryCount its last power cycle wrote, b: 1 once its
          * outcome (a final phase) was written; a cache that has not caught up with these

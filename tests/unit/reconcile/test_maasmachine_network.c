@@ -54,6 +54,7 @@ struct row {
         long long retry_in_s; /* its time, relative to WALL_S */
         long link_status;     /* link_subnet's answer: 200, or the refusal */
         const char *link_body;
+        bool stale_pass; /* a second pass before the informer has the first one's writes */
         void (*check)(struct world *w);
 };
 
@@ -191,6 +192,16 @@ static void check_backoff_holds_allocation(struct world *w)
         assert_int_equal(w->res.after_ms, 25000);
 }
 
+/* The pass that an event queued during the refusal wakes, on the cache from before it:
+ * no second allocation before the backoff, though its object shows none. */
+static void check_stale_pass_holds_the_backoff(struct world *w)
+{
+        assert_int_equal(requests(&w->maas, "POST", "op=allocate", NULL), 1);
+        assert_int_equal(requests(&w->maas, "POST", "op=release", NULL), 1);
+        assert_int_equal(w->res.outcome, RECONCILE_REQUEUE_AFTER);
+        assert_int_equal(w->res.after_ms, 10000);
+}
+
 static void check_forbidden_names_the_rule(struct world *w)
 {
         assert_refused(w, "10.0.0.50 on the boot interface: MAAS refused (403): only a MAAS "
@@ -238,6 +249,12 @@ static const struct row rows[] = {
           .retry_in_s = 25,
           .link_status = 200,
           .check = check_backoff_holds_allocation },
+        { .name = "stale_cache_pass_holds_the_backoff",
+          .spec = SPEC,
+          .link_status = 404,
+          .link_body = "IP address is already in use.",
+          .stale_pass = true,
+          .check = check_stale_pass_holds_the_backoff },
         { .name = "forbidden_names_the_administrator_rule",
           .spec = SPEC,
           .link_status = 403,
@@ -259,6 +276,10 @@ static void run_row(void **state)
         arrange_maas(w, r);
         w->res = (struct reconcile_result){ .outcome = RECONCILE_DONE };
         w->rc = maasmachine_reconcile(w->w, NS, "m1", &w->res);
+        if (r->stale_pass) {
+                w->res = (struct reconcile_result){ .outcome = RECONCILE_DONE };
+                (void)!maasmachine_reconcile(w->w, NS, "m1", &w->res);
+        }
         world_sync(w);
         world_finish(w, r->check);
 }

@@ -88,6 +88,13 @@ static const struct schema_field dns_record_addresses_fields[] = {
 static const struct schema_type dns_record_addresses_type =
         TYPE(struct schema_dns_record_addresses, dns_record_addresses_fields, NULL);
 
+static const struct schema_field identity_ref_fields[] = {
+        SF_STR("kind", struct schema_identity_ref, kind),
+        SF_STR("name", struct schema_identity_ref, name),
+};
+static const struct schema_type identity_ref_type =
+        TYPE(struct schema_identity_ref, identity_ref_fields, NULL);
+
 static const struct schema_field cluster_spec_fields[] = {
         SF_STR("dnsDomain", struct maas_cluster_spec, dns_domain),
         SF_OBJ("controlPlaneEndpoint",
@@ -100,6 +107,7 @@ static const struct schema_field cluster_spec_fields[] = {
                struct maas_cluster_spec,
                dns_record_addresses,
                &dns_record_addresses_type),
+        SF_OBJ("identityRef", struct maas_cluster_spec, identity_ref, &identity_ref_type),
 };
 static const struct schema_type cluster_spec_type =
         TYPE(struct maas_cluster_spec, cluster_spec_fields, NULL);

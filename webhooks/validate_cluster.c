@@ -70,6 +70,25 @@ static void deny_lxd_hosts(const struct maas_lxd_config *c,
                                  "lxd.enabled on the MaasMachines to compose VMs on them");
 }
 
+/* identityRef: a Secret of the cluster's namespace, named as Kubernetes names Secrets. */
+static void validate_identity_ref(const struct schema_identity_ref *r,
+                                  const char *path,
+                                  struct field_errors *fe)
+{
+        struct json_path p;
+        char *q;
+
+        if (!r->kind || !r->kind[0]) {
+                field_required(fe, at(&p, path, "identityRef.kind"));
+        } else if (strcmp(r->kind, "Secret") != 0) {
+                q = field_quote(r->kind);
+                field_errors_add(fe, FIELD_ERR_NOT_SUPPORTED, at(&p, path, "identityRef.kind"), q,
+                                 "supported values: \"Secret\"");
+                free(q);
+        }
+        rule_dns_domain(fe, at(&p, path, "identityRef.name"), r->name);
+}
+
 void validate_cluster_spec(const struct maas_cluster_spec *s,
                            const char *path,
                            struct field_errors *fe)
@@ -85,6 +104,8 @@ void validate_cluster_spec(const struct maas_cluster_spec *s,
         deny_lxd_hosts(s->lxd_config, path, fe);
         if (s->dns_record_addresses)
                 validate_dns_record_addresses(s->dns_record_addresses, path, fe);
+        if (s->identity_ref)
+                validate_identity_ref(s->identity_ref, path, fe);
 }
 
 /* ---- the spec_ops of MaasCluster and MaasClusterTemplate (no reference counterpart for
@@ -105,8 +126,18 @@ static char *cluster_immutable(const void *old, const void *cur, const char *wha
         const char *a = o->dns_domain ? o->dns_domain : "";
         const char *b = c->dns_domain ? c->dns_domain : "";
 
+        const char *ia = o->identity_ref && o->identity_ref->name ? o->identity_ref->name : "";
+        const char *ib = c->identity_ref && c->identity_ref->name ? c->identity_ref->name : "";
+
         (void)what;
-        return strcmp(a, b) != 0 ? xstrdup("changing cluster DNS Domain not allowed") : NULL;
+        if (strcmp(a, b) != 0)
+                return xstrdup("changing cluster DNS Domain not allowed");
+        /* the cluster's machines live in the MAAS the Secret names: a new Secret could name
+         * another region, where they would be lost */
+        if (strcmp(ia, ib) != 0)
+                return xstrdup("changing spec.identityRef not allowed: the cluster's machines "
+                               "belong to the MAAS it names; rotate the Secret's apiKey instead");
+        return NULL;
 }
 
 static void cluster_maas(const void *spec, struct maas_check *c)

@@ -151,6 +151,10 @@ cluster_spec = obj({
         "cidr": s("Only control-plane addresses inside this CIDR go into the record.", minLength=1),
         "interface": s("Only addresses MAAS has on the interface of this name."),
     }, "Which control-plane addresses the API-server DNS record holds; absent: each control plane's first ExternalIP.", ["cidr"]),
+    "identityRef": obj({
+        "kind": s("Kind of the referent; only Secret.", enum=["Secret"]),
+        "name": s("Name of the Secret in the cluster's namespace (data keys endpoint, apiKey, optional caBundle).", minLength=1, maxLength=253),
+    }, "The MAAS credentials of this cluster's machines; absent: the controller's MAAS_ENDPOINT and MAAS_API_KEY.", ["kind", "name"]),
     "failureDomains": {"type": "array", "description": "MAAS zones usable as failure domains.", "items": {"type": "string"}, "maxItems": 64},
     "lxdConfig": obj({
         "enabled": b("Register the cluster's machines as LXD VM hosts.", default=False),

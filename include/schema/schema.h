@@ -218,12 +218,20 @@ struct schema_dns_record_addresses {
         char *interface;
 };
 
+/* spec.identityRef: the Secret (in the cluster's namespace) holding the MAAS endpoint, apiKey
+ * and optional caBundle this cluster's machines use (docs/credentials.md). kind: "Secret". */
+struct schema_identity_ref {
+        char *kind;
+        char *name;
+};
+
 struct maas_cluster_spec {
         char *dns_domain;
         struct schema_api_endpoint *control_plane_endpoint;
         struct schema_strv failure_domains;
         struct maas_lxd_config *lxd_config;
         struct schema_dns_record_addresses *dns_record_addresses;
+        struct schema_identity_ref *identity_ref; /* NULL = the process-wide MAAS */
 };
 
 /* status.failureDomains entry (v1beta2 list form). */

@@ -110,6 +110,9 @@ static const struct row rows[] = {
         { CLUSTER, "dnsRecordAddresses", "reconcile/maascluster_addresses.c", NULL },
         { CLUSTER, "dnsRecordAddresses.cidr", "reconcile/maascluster_addresses.c", NULL },
         { CLUSTER, "dnsRecordAddresses.interface", "reconcile/maascluster_addresses.c", NULL },
+        { CLUSTER, "identityRef", "reconcile/maas_identity.c: the cluster's own MAAS", NULL },
+        { CLUSTER, "identityRef.kind", "webhooks/validate_cluster.c: Secret only", NULL },
+        { CLUSTER, "identityRef.name", "reconcile/maas_identity.c: the Secret read", NULL },
 
         /* MaasRemediation and MaasRemediationTemplate */
         { REMEDIATION, "strategy", "reconcile/maasremediation.c", NULL },

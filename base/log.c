@@ -1,12 +1,18 @@
 /*
  * log: record formatting and redaction. A record is assembled in a stack buffer (longer
  * records are truncated with a marker) and written with one write(2). Configuration is
- * set from main before threads start and is read-only afterwards, so no lock is needed.
+ * set from main before threads start and is read-only afterwards, so no lock is needed;
+ * secrets may be registered from any thread at any time (a MAAS key read from a Secret):
+ * a slot is written under secrets_lock before the count that publishes it (release), and a
+ * record reads the count (acquire) and the slots below it without a lock. A registered
+ * secret is never freed while threads run.
  */
 #include "log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +23,7 @@
 #include "xalloc.h"
 
 #define LOG_LINE_MAX 8192
-#define LOG_SECRETS  16
+#define LOG_SECRETS  1024
 #define KV_SEP       '\x1f' /* between pairs, after formatting */
 #define KV_EQ        '\x1e' /* between key and value, after formatting */
 
@@ -25,7 +31,8 @@ _Atomic int log_max_level = LOG_INFO;
 static enum log_format log_format = LOG_FORMAT_JSON;
 static int log_fd = 2;
 static char *secrets[LOG_SECRETS];
-static size_t n_secrets;
+static _Atomic size_t n_secrets;
+static pthread_mutex_t secrets_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *const level_names[LOG_LEVEL_COUNT] = {
         [LOG_ERROR] = "error", [LOG_WARN] = "warn",   [LOG_INFO] = "info",
@@ -56,20 +63,41 @@ void log_setup(enum log_format format, int verbosity, int fd)
         atomic_store(&log_max_level, level);
 }
 
-void log_add_secret(const char *secret)
+bool log_add_secret(const char *secret)
 {
-        if (!secret || strlen(secret) < 4 || n_secrets == LOG_SECRETS)
-                return;
-        secrets[n_secrets++] = xstrdup(secret);
+        size_t n;
+        bool ok = true;
+
+        if (!secret || strlen(secret) < 4)
+                return true;
+        pthread_mutex_lock(&secrets_lock);
+        n = atomic_load_explicit(&n_secrets, memory_order_relaxed);
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(secrets[i], secret) == 0)
+                        goto out;
+        if (n == LOG_SECRETS) {
+                ok = false;
+                goto out;
+        }
+        secrets[n] = xstrdup(secret);
+        atomic_store_explicit(&n_secrets, n + 1, memory_order_release);
+out:
+        pthread_mutex_unlock(&secrets_lock);
+        return ok;
 }
 
 void log_clear_secrets(void)
 {
-        for (size_t i = 0; i < n_secrets; i++) {
+        size_t n;
+
+        pthread_mutex_lock(&secrets_lock);
+        n = atomic_load_explicit(&n_secrets, memory_order_relaxed);
+        atomic_store_explicit(&n_secrets, 0, memory_order_release);
+        for (size_t i = 0; i < n; i++) {
                 free(secrets[i]);
                 secrets[i] = NULL;
         }
-        n_secrets = 0;
+        pthread_mutex_unlock(&secrets_lock);
 }
 
 int log_format_parse(const char *s, enum log_format *ret)
@@ -159,7 +187,9 @@ static void redact(char *s)
 {
         static const char marker[] = "[REDACTED]";
 
-        for (size_t i = 0; i < n_secrets; i++) {
+        size_t n = atomic_load_explicit(&n_secrets, memory_order_acquire);
+
+        for (size_t i = 0; i < n; i++) {
                 size_t sl = strlen(secrets[i]);
                 char *p;
 

@@ -39,6 +39,8 @@ struct maas_client {
         struct token_bucket *budget; /* borrowed; NULL = unlimited */
         void (*sleep_ms)(void *ud, uint64_t ms);
         void *sleep_ud;
+        void (*observe)(void *ud, int err);
+        void *observe_ud;
         uint64_t rng;
 };
 
@@ -110,6 +112,8 @@ int maas_client_new(const struct maas_client_opts *o, struct maas_client **ret)
         mc->max_retry_after_ms = o->max_retry_after_ms ? o->max_retry_after_ms : 10000;
         mc->timeout_ms = o->timeout_ms;
         mc->budget = o->budget;
+        mc->observe = o->observe;
+        mc->observe_ud = o->observe_ud;
         mc->sleep_ms = o->sleep_ms ? o->sleep_ms : default_sleep;
         mc->sleep_ud = o->sleep_ud;
         if (getrandom(&mc->rng, sizeof(mc->rng), 0) != (ssize_t)sizeof(mc->rng))
@@ -220,6 +224,22 @@ static int classify(const struct call *c,
                 err->message = xstrndup(resp->body, resp->body_len < MESSAGE_MAX ? resp->body_len
                                                                                  : MESSAGE_MAX);
         return code;
+}
+
+/* Blanks every part of the key in s (MAAS's 401 text echoes the token key: "Invalid access
+ * token: ..."), so an error message can go into a condition or an event as it is. */
+static void scrub_key(const struct maas_client *mc, char *s)
+{
+        const char *parts[] = { mc->creds.consumer_key, mc->creds.token_key,
+                                mc->creds.token_secret };
+
+        for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
+                size_t n = parts[i] ? strlen(parts[i]) : 0;
+                char *hit;
+
+                while (n && (hit = strstr(s, parts[i])))
+                        memset(hit, '*', n);
+        }
 }
 
 static void transport_error(const struct maas_client *mc, struct maas_error *err)
@@ -396,6 +416,10 @@ static int maas_do_into(struct maas_client *mc,
                 transport_error(mc, err);
         else if (resp.status < 200 || resp.status > 299)
                 r = classify(c, &resp, err);
+        if (err && err->message)
+                scrub_key(mc, err->message);
+        if (mc->observe)
+                mc->observe(mc->observe_ud, r);
         if (r == 0) {
                 *ret = resp;
                 return 0;

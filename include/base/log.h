@@ -40,10 +40,12 @@ extern _Atomic int log_max_level;
 /* Sets format, verbosity (klog's -v: 0 = info, 1..3 = debug, >= 4 = trace) and the output
  * descriptor (2 for stderr). Call from main before threads start; tests may call again. */
 void log_setup(enum log_format format, int verbosity, int fd);
-/* Registers a secret string (copied) never to be written. Strings shorter than 4 bytes are
- * ignored. At most 16 secrets; main thread, before threads start. */
-void log_add_secret(const char *secret);
-/* Forgets every registered secret (tests). */
+/* Registers a secret string (copied) never to be written; registering one again is a no-op.
+ * Strings shorter than 4 bytes are ignored. Any thread, at any time (a key read from a
+ * Secret while the controllers run). At most 1024 secrets: false when the table is full
+ * (the string is then NOT redacted), true otherwise. */
+bool log_add_secret(const char *secret);
+/* Forgets every registered secret (tests; no other thread may log meanwhile). */
 void log_clear_secrets(void);
 /* Parses "json" or "text"; CM_EINVAL otherwise. */
 MUST_CHECK int log_format_parse(const char *s, enum log_format *ret);

@@ -30,7 +30,8 @@
  * bucket is empty; a Retry-After answer holds the whole bucket for that long, so no client
  * of the process calls MAAS before it has passed.
  *
- * The client never logs; it never puts the API key in an error message.
+ * The client never logs; it never puts the API key in an error message (any part of it that
+ * MAAS echoes, as its 401 text does the token key, is blanked with '*').
  */
 
 #include <stdbool.h>
@@ -101,6 +102,11 @@ struct maas_client_opts {
         /* Sleeps between attempts; NULL = nanosleep. Tests record the delays here. */
         void (*sleep_ms)(void *ud, uint64_t ms);
         void *sleep_ud;
+        /* Told the outcome of every request (0 or the call's error, after retries), on the
+         * client's thread; NULL = nobody. The per-cluster credentials (reconcile/
+         * maas_identity.h) learn this way that MAAS refused a key or cannot be reached. */
+        void (*observe)(void *ud, int err);
+        void *observe_ud;
 };
 
 struct maas_client;

@@ -23,12 +23,14 @@
  * GET /_sim/kubelets and POST /_sim/kubelets {"<system_id>": "hung" | "dead" | "up"}: the
  * kubelet of a Deployed machine (kubelet.c; capi-sim's Nodes follow it); a power cycle
  * (off, then on) clears "hung" after --boot-seconds.
+ * POST /_sim/keys {"add": "CK:TK:TS"[, "user": "user2"]} or {"revoke": "CK"}: MAAS's key
+ * rotation (a new key accepted, an old one refused with 401 from then on).
  * POST /_sim/subnets adds subnets ({cidr, name, gateway_ip, dns_servers, vid}, as the
  * inventory's). GET /_sim/requests lists the request log: method, path, op, status, and the
- * authenticated user and the agent_name parameter when there are. Op keys are "<resource>.<op or
- * read|create|update|delete>", e.g. "machines.allocate", "machine.deploy", "machine.read",
- * "dnsresource.update"; a bare op name ("deploy") matches the part after the dot; "*" or no op
- * matches every request.
+ * authenticated user, the agent_name parameter and the id= parameters when there are. Op keys are
+ * "<resource>.<op or read|create|update|delete>", e.g. "machines.allocate", "machine.deploy",
+ * "machine.read", "dnsresource.update"; a bare op name ("deploy") matches the part after the dot;
+ * "*" or no op matches every request.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +38,7 @@
 #include <time.h>
 
 #include "err.h"
+#include "json.h"
 #include "sim.h"
 #include "xalloc.h"
 
@@ -125,6 +128,24 @@ static void log_params(char *out, size_t len, const struct sim_params *p)
         }
 }
 
+/* The id= parameters that fit whole into e->ids, comma-joined. */
+static void log_ids(struct sim_log_entry *e, const struct sim_params *q)
+{
+        size_t n = 0;
+
+        e->ids[0] = '\0';
+        for (size_t i = 0; i < q->n; i++) {
+                size_t l = strlen(q->vals[i] ? q->vals[i] : "");
+
+                if (strcmp(q->keys[i], "id") != 0 || !q->vals[i] || n + l + 2 > sizeof(e->ids))
+                        continue;
+                if (n)
+                        e->ids[n++] = ',';
+                memcpy(e->ids + n, q->vals[i], l + 1);
+                n += l;
+        }
+}
+
 void sim_log_request(struct sim *s, const struct sim_req *rq, unsigned status)
 {
         const char *agent = sim_params_get(&rq->form, "agent_name");
@@ -141,6 +162,7 @@ void sim_log_request(struct sim *s, const struct sim_req *rq, unsigned status)
         snprintf(e->user, sizeof(e->user), "%s", rq->user ? rq->user : "");
         snprintf(e->agent_name, sizeof(e->agent_name), "%s", agent ? agent : "");
         log_params(e->params, sizeof(e->params), &rq->form);
+        log_ids(e, &rq->query);
         e->status = status;
         s->log_count++;
         if (strcmp(rq->method, "GET") == 0)
@@ -393,6 +415,8 @@ static cJSON *requests_json(const struct sim *s)
                         cJSON_AddStringToObject(o, "agent_name", e->agent_name);
                 if (e->params[0])
                         cJSON_AddStringToObject(o, "params", e->params);
+                if (e->ids[0])
+                        cJSON_AddStringToObject(o, "ids", e->ids);
                 cJSON_AddItemToArray(arr, o);
         }
         return doc;
@@ -419,6 +443,58 @@ static int add_items(struct sim *s, const cJSON *doc, add_fn *fn, char **ret_err
         return 0;
 }
 
+/* POST /_sim/keys {"add": "CK:TK:TS", "user": "admin"} accepts one more API key (of user
+ * admin unless another of the sim's users is named); {"revoke": "CK"} refuses the key of
+ * that consumer key from now on (401). A key rotation in MAAS: add the new key, move the
+ * clients over, revoke the old one. Lock held. */
+static int keys_apply(struct sim *s, const cJSON *doc, char **ret_err)
+{
+        static const char *const users[] = { "admin", "user2", "user3", "user4" };
+        const char *add = json_find_str(doc, "add", NULL);
+        const char *revoke = json_find_str(doc, "revoke", NULL);
+        const char *user = json_find_str(doc, "user", NULL);
+        const char *a, *b;
+        struct sim_key *k;
+
+        if (revoke) {
+                for (size_t i = 0; i < s->n_keys; i++) {
+                        if (strcmp(s->keys[i].consumer, revoke) != 0)
+                                continue;
+                        free(s->keys[i].consumer);
+                        free(s->keys[i].token);
+                        free(s->keys[i].secret);
+                        s->keys[i] = s->keys[--s->n_keys];
+                        return 0;
+                }
+                *ret_err = xasprintf("no key of consumer %s", revoke);
+                return CM_ENOTFOUND;
+        }
+        a = add ? strchr(add, ':') : NULL;
+        b = a ? strchr(a + 1, ':') : NULL;
+        if (!add || !a || !b || a == add || b == a + 1 || !b[1] || strchr(b + 1, ':')) {
+                *ret_err = xstrdup("add: CK:TK:TS is required (or revoke: CK)");
+                return CM_EINVAL;
+        }
+        if (s->n_keys == SIM_MAX_KEYS) {
+                *ret_err = xstrdup("too many keys");
+                return CM_EINVAL;
+        }
+        k = &s->keys[s->n_keys];
+        k->user = NULL;
+        for (size_t i = 0; i < sizeof(users) / sizeof(users[0]); i++)
+                if (strcmp(user ? user : "admin", users[i]) == 0)
+                        k->user = users[i];
+        if (!k->user) {
+                *ret_err = xstrdup("user: admin, user2, user3 or user4");
+                return CM_EINVAL;
+        }
+        k->consumer = xstrndup(add, (size_t)(a - add));
+        k->token = xstrndup(a + 1, (size_t)(b - a - 1));
+        k->secret = xstrdup(b + 1);
+        s->n_keys++;
+        return 0;
+}
+
 /* POST endpoints taking a JSON body; lock held. */
 static int admin_post(struct sim *s, const char *path, const cJSON *doc, char **ret_err)
 {
@@ -432,6 +508,8 @@ static int admin_post(struct sim *s, const char *path, const cJSON *doc, char **
                 return add_items(s, doc, sim_add_subnet_json, ret_err);
         if (strcmp(path, "/_sim/kubelets") == 0)
                 return sim_kubelets_apply(s, doc, ret_err);
+        if (strcmp(path, "/_sim/keys") == 0)
+                return keys_apply(s, doc, ret_err);
         *ret_err = xasprintf("unknown admin endpoint %s", path);
         return CM_ENOTFOUND;
 }

@@ -400,8 +400,17 @@ void sim_handle(struct sim *s, struct sim_req *rq, const char *auth, struct sim_
                 rq->op = nonempty(sim_params_get(&rq->form, "op"));
         if (!rq->op)
                 rq->op = path_op;
-        if (rt->anonymous || oauth_verify(s, auth, &rq->user, rp) == 0)
+        if (rt->anonymous) {
                 dispatch(s, rt, rq, rp);
+        } else {
+                int v;
+
+                pthread_mutex_lock(&s->lock); /* the keys change through /_sim/keys */
+                v = oauth_verify(s, auth, &rq->user, rp);
+                pthread_mutex_unlock(&s->lock);
+                if (v == 0)
+                        dispatch(s, rt, rq, rp);
+        }
 out:
         sim_log_request(s, rq, rp->status);
         free(path_op);

@@ -195,6 +195,7 @@ struct sim_log_entry {
         char user[32];       /* the authenticated user, "" when none */
         char agent_name[64]; /* the request's agent_name parameter (allocate), "" when none */
         char params[512];    /* the form as "k=v&k=v", user_data left out; cut at the size */
+        char ids[128];       /* its id= parameters (a filtered list), whole ones comma-joined */
         unsigned status;
 };
 

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "compiler.h"
 #include "err.h"
+#include "maas_identity.h"
 #include "metrics.h"
 #include "reconciler.h"
 #include "worker.h"
@@ -90,7 +91,8 @@ enum fleet_kind { FLEET_DEPLOYED, FLEET_INFLIGHT, FLEET_UNPLACED, FLEET_DELETING
 
 struct fleet_ids {
         enum fleet_kind kind;
-        int64_t youngest; /* the latest deploy-started among them (epoch seconds) */
+        const char *ident; /* the MAAS listed: its identity's key, NULL = the process-wide one */
+        int64_t youngest;  /* the latest deploy-started among them (epoch seconds) */
         char **ids;
         size_t n, cap;
         char **covered; /* in-flight: the ids the Deployed list holds (sorted); unplaced:
@@ -102,6 +104,7 @@ static int cmp_str(const void *a, const void *b);
 
 /* What the lists need of one MaasMachine (p->fleet_index), from its latest event. */
 struct fleet_rec {
+        char *cluster;    /* "ns/<cluster-name label>": whose MAAS it lives in; NULL = none */
         char *uid;        /* NULL when it has none */
         char *sid;        /* spec.systemID or NULL */
         char *state;      /* status.machineState or NULL */
@@ -116,8 +119,11 @@ static struct fleet_rec *rec_of(const struct kube_object *obj)
         const char *t = json_find_str(o, "metadata", "annotations",
                                       RECONCILER_ANNOTATION_DEPLOY_STARTED, NULL);
         const char *fr = json_find_str(o, "status", "failureReason", NULL);
+        const char *cl =
+                json_find_str(o, "metadata", "labels", "cluster.x-k8s.io/cluster-name", NULL);
         struct fleet_rec *r = xcalloc(1, sizeof(*r));
 
+        r->cluster = cl ? xasprintf("%s/%s", kube_object_namespace(obj), cl) : NULL;
         r->uid = dup_or_null(kube_object_uid(obj));
         r->sid = dup_or_null(json_find_str(o, "spec", "systemID", NULL));
         r->state = dup_or_null(json_find_str(o, "status", "machineState", NULL));
@@ -134,6 +140,7 @@ static void rec_free(struct fleet_rec *r)
 {
         if (!r)
                 return;
+        free(r->cluster);
         free(r->uid);
         free(r->sid);
         free(r->state);
@@ -342,12 +349,19 @@ static void fleet_id_of(struct fleet_ids *f, const struct fleet_rec *r)
         f->ids[f->n++] = xstrdup(id);
 }
 
-/* The ids of the list's kind, from the index (no object parsed). */
+/* The ids of the list's kind, from the index (no object parsed): only the MaasMachines of
+ * the clusters whose MAAS is listed (every one while no cluster names an identity). */
 static void collect_ids(struct provider *p, struct fleet_ids *f)
 {
+        bool all = !maas_ident_any(p->idents);
+
         pthread_mutex_lock(&p->fleet_index_lock);
-        for (size_t i = 0; i < p->fleet_index.n; i++)
-                fleet_id_of(f, p->fleet_index.items[i].ptr);
+        for (size_t i = 0; i < p->fleet_index.n; i++) {
+                const struct fleet_rec *r = p->fleet_index.items[i].ptr;
+
+                if (all || maas_ident_cluster_is(p->idents, r->cluster, f->ident))
+                        fleet_id_of(f, r);
+        }
         pthread_mutex_unlock(&p->fleet_index_lock);
 }
 
@@ -414,15 +428,16 @@ static int fleet_fetch(struct reconciler_worker *w, enum fleet_kind kind, struct
         struct provider *p = w->p;
         struct maas_node_list all = { 0 };
         struct maas_error me = { 0 };
-        struct fleet_ids f = { .kind = kind };
+        struct fleet_ids f = { .kind = kind, .ident = w->ident ? w->ident->key : NULL };
         int err = 0;
 
         if (kind == FLEET_INFLIGHT) {
                 pthread_mutex_lock(&p->fleet_lock);
-                f.n_covered = p->fleet.n_asked; /* listed, or taken from an in-flight list */
+                f.n_covered =
+                        w->fleets->fleet.n_asked; /* listed, or taken from an in-flight list */
                 f.covered = f.n_covered ? xcalloc(f.n_covered, sizeof(char *)) : NULL;
                 for (size_t i = 0; i < f.n_covered; i++)
-                        f.covered[i] = xstrdup(p->fleet.asked[i]);
+                        f.covered[i] = xstrdup(w->fleets->fleet.asked[i]);
                 pthread_mutex_unlock(&p->fleet_lock);
         } else if (kind == FLEET_UNPLACED) {
                 /* a MaasMachine is asked for once: a rollout of 10 000 is 100 calls in all,
@@ -476,19 +491,19 @@ static int fleet_fetch(struct reconciler_worker *w, enum fleet_kind kind, struct
         return 0;
 }
 
-static struct reconciler_fleet *fleet_of(struct provider *p, enum fleet_kind kind)
+static struct reconciler_fleet *fleet_of(struct reconciler_fleets *fs, enum fleet_kind kind)
 {
         switch (kind) {
         case FLEET_INFLIGHT:
-                return &p->inflight;
+                return &fs->inflight;
         case FLEET_UNPLACED:
-                return &p->unplaced;
+                return &fs->unplaced;
         case FLEET_DELETING:
-                return &p->deleting;
+                return &fs->deleting;
         case FLEET_DEPLOYED:
                 break;
         }
-        return &p->fleet;
+        return &fs->fleet;
 }
 
 static uint64_t every_of(const struct provider *p,
@@ -501,20 +516,20 @@ static uint64_t every_of(const struct provider *p,
 }
 
 /* The list is due (never fetched, or an interval old). Lock held. */
-static bool fleet_due(const struct provider *p, enum fleet_kind kind, uint64_t now)
+static bool fleet_due(const struct reconciler_worker *w, enum fleet_kind kind, uint64_t now)
 {
-        const struct reconciler_fleet *f = fleet_of((struct provider *)(uintptr_t)p, kind);
+        const struct reconciler_fleet *f = fleet_of(w->fleets, kind);
 
-        return !f->fetched_ms || now - f->fetched_ms >= every_of(p, f, kind);
+        return !f->fetched_ms || now - f->fetched_ms >= every_of(w->p, f, kind);
 }
 
 /* Whether this caller should fetch the next list: the list is due and nobody else is
  * fetching it. Lock held. */
-static bool fleet_claim(struct provider *p, enum fleet_kind kind, uint64_t now)
+static bool fleet_claim(struct reconciler_worker *w, enum fleet_kind kind, uint64_t now)
 {
-        struct reconciler_fleet *f = fleet_of(p, kind);
+        struct reconciler_fleet *f = fleet_of(w->fleets, kind);
 
-        if (f->refreshing || !fleet_due(p, kind, now))
+        if (f->refreshing || !fleet_due(w, kind, now))
                 return false;
         f->refreshing = true;
         return true;
@@ -586,7 +601,7 @@ static void fleet_take_deployed(struct reconciler_fleet *dst, const struct maas_
 static void fleet_refresh(struct reconciler_worker *w, enum fleet_kind kind)
 {
         struct provider *p = w->p;
-        struct reconciler_fleet *f = fleet_of(p, kind);
+        struct reconciler_fleet *f = fleet_of(w->fleets, kind);
         struct fleet_result r = { 0 };
         int err = fleet_fetch(w, kind, &r);
 
@@ -600,7 +615,7 @@ static void fleet_refresh(struct reconciler_worker *w, enum fleet_kind kind)
                 f->every_ms = r.every_ms;
                 f->valid = true;
                 if (kind == FLEET_INFLIGHT)
-                        fleet_take_deployed(&p->fleet, &f->nodes);
+                        fleet_take_deployed(&w->fleets->fleet, &f->nodes);
         }
         /* after a failure too: the next attempt waits an interval, lookups fall back to a
          * GET per machine meanwhile only if no list was ever fetched */
@@ -610,10 +625,11 @@ static void fleet_refresh(struct reconciler_worker *w, enum fleet_kind kind)
         pthread_mutex_unlock(&p->fleet_lock);
 }
 
-static uint64_t next_ms(struct provider *p, enum fleet_kind kind)
+static uint64_t next_ms(struct reconciler_worker *w, enum fleet_kind kind)
 {
+        struct provider *p = w->p;
         uint64_t now = clock_now_ms(p->clock), every, at;
-        const struct reconciler_fleet *f = fleet_of(p, kind);
+        const struct reconciler_fleet *f = fleet_of(w->fleets, kind);
 
         pthread_mutex_lock(&p->fleet_lock);
         every = every_of(p, f, kind);
@@ -624,19 +640,19 @@ static uint64_t next_ms(struct provider *p, enum fleet_kind kind)
         return at - now < FLEET_MIN_WAIT_MS ? FLEET_MIN_WAIT_MS : at - now;
 }
 
-uint64_t fleet_snapshot_next_ms(struct provider *p)
+uint64_t fleet_snapshot_next_ms(struct reconciler_worker *w)
 {
-        return next_ms(p, FLEET_DEPLOYED);
+        return next_ms(w, FLEET_DEPLOYED);
 }
 
-uint64_t fleet_snapshot_inflight_next_ms(struct provider *p)
+uint64_t fleet_snapshot_inflight_next_ms(struct reconciler_worker *w)
 {
-        return next_ms(p, FLEET_INFLIGHT);
+        return next_ms(w, FLEET_INFLIGHT);
 }
 
-uint64_t fleet_snapshot_unplaced_next_ms(struct provider *p)
+uint64_t fleet_snapshot_unplaced_next_ms(struct reconciler_worker *w)
 {
-        return next_ms(p, FLEET_UNPLACED);
+        return next_ms(w, FLEET_UNPLACED);
 }
 
 /* Refreshes the list when due, or waits for a due list another worker is fetching, so
@@ -648,8 +664,8 @@ static void fleet_fresh(struct reconciler_worker *w, enum fleet_kind kind)
         bool fetch;
 
         pthread_mutex_lock(&p->fleet_lock);
-        fetch = fleet_claim(p, kind, now);
-        while (!fetch && fleet_of(p, kind)->refreshing && fleet_due(p, kind, now))
+        fetch = fleet_claim(w, kind, now);
+        while (!fetch && fleet_of(w->fleets, kind)->refreshing && fleet_due(w, kind, now))
                 pthread_cond_wait(&p->fleet_cond, &p->fleet_lock);
         pthread_mutex_unlock(&p->fleet_lock);
         if (fetch)
@@ -689,13 +705,13 @@ int fleet_snapshot_lookup(struct reconciler_worker *w, const char *system_id, st
 
         fleet_fresh(w, FLEET_DEPLOYED);
         pthread_mutex_lock(&p->fleet_lock);
-        hit = fleet_find(&p->fleet, system_id, ret);
+        hit = fleet_find(&w->fleets->fleet, system_id, ret);
         /* Just Deployed, after the last Deployed list: the in-flight list saw it, and is
          * answer enough while it is no older than the Deployed list may be. */
         now = clock_now_ms(p->clock);
-        if (!hit && p->inflight.fetched_ms &&
-            now - p->inflight.fetched_ms < p->settings.machine_refresh_ms)
-                hit = fleet_find(&p->inflight, system_id, ret);
+        if (!hit && w->fleets->inflight.fetched_ms &&
+            now - w->fleets->inflight.fetched_ms < p->settings.machine_refresh_ms)
+                hit = fleet_find(&w->fleets->inflight, system_id, ret);
         pthread_mutex_unlock(&p->fleet_lock);
         return hit ? 0 : CM_ENOTFOUND;
 }
@@ -709,7 +725,7 @@ static int lookup_listed(struct reconciler_worker *w,
                          bool *ret_later)
 {
         struct provider *p = w->p;
-        const struct reconciler_fleet *f = fleet_of(p, kind);
+        const struct reconciler_fleet *f = fleet_of(w->fleets, kind);
         bool hit, asked;
 
         *ret_later = false;
@@ -740,9 +756,9 @@ int fleet_snapshot_lookup_deleting(struct reconciler_worker *w,
         return lookup_listed(w, FLEET_DELETING, system_id, ret, ret_later);
 }
 
-uint64_t fleet_snapshot_deleting_next_ms(struct provider *p)
+uint64_t fleet_snapshot_deleting_next_ms(struct reconciler_worker *w)
 {
-        return next_ms(p, FLEET_DELETING);
+        return next_ms(w, FLEET_DELETING);
 }
 
 /* A machine the unplaced list found, stamped as another MaasMachine's than ns/name. */
@@ -767,7 +783,7 @@ int fleet_snapshot_none_stamped(struct reconciler_worker *w,
                                 bool *ret_later)
 {
         struct provider *p = w->p;
-        struct reconciler_fleet *f = &p->unplaced;
+        struct reconciler_fleet *f = &w->fleets->unplaced;
         struct reconciler_entry *tried;
         bool none, known;
 

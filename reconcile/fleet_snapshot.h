@@ -31,9 +31,9 @@ MUST_CHECK int fleet_snapshot_lookup(struct reconciler_worker *w,
                                      struct maas_node *ret);
 /* Milliseconds until the list next falls due (the interval when it never was fetched or is
  * due now; at least 100). */
-uint64_t fleet_snapshot_next_ms(struct provider *p);
+uint64_t fleet_snapshot_next_ms(struct reconciler_worker *w);
 /* The same as ms until the in-flight list next falls due. */
-uint64_t fleet_snapshot_inflight_next_ms(struct provider *p);
+uint64_t fleet_snapshot_inflight_next_ms(struct reconciler_worker *w);
 
 /* Whether a cached MaasMachine is in flight: it names a machine capmaas allocated
  * (deploy-started), is not ready, deleting or terminal, and its status says Allocated or
@@ -58,7 +58,7 @@ MUST_CHECK int fleet_snapshot_lookup_deleting(struct reconciler_worker *w,
                                               struct maas_node *ret,
                                               bool *ret_later);
 /* Milliseconds until the deleting list next falls due. */
-uint64_t fleet_snapshot_deleting_next_ms(struct provider *p);
+uint64_t fleet_snapshot_deleting_next_ms(struct reconciler_worker *w);
 
 /* For MaasMachine ns/name with no machine yet (uid: its UID): *ret_none is true when the
  * unplaced list (every such MaasMachine's UID as agent_name=, 100 a call, every 0.5 s; a UID
@@ -76,7 +76,7 @@ MUST_CHECK int fleet_snapshot_none_stamped(struct reconciler_worker *w,
                                            bool *ret_none,
                                            bool *ret_later);
 /* Milliseconds until the unplaced list next falls due. */
-uint64_t fleet_snapshot_unplaced_next_ms(struct provider *p);
+uint64_t fleet_snapshot_unplaced_next_ms(struct reconciler_worker *w);
 /* Records that an allocate for uid is about to be sent (p->allocate_tried). */
 void fleet_snapshot_allocating(struct provider *p, const char *uid);
 

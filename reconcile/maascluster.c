@@ -104,7 +104,8 @@ static void failure_domains(struct maascluster_ctx *c)
         size_t n;
 
         c->mc.status.present = true;
-        if (spec->n || !c->p->inventory) {
+        /* the inventory is the process-wide MAAS's: another MAAS's zones are only the spec's */
+        if (spec->n || !c->p->inventory || c->w->ident) {
                 failure_domains_set(&c->mc.status.failure_domains, (const char *const *)spec->items,
                                     spec->n);
                 return;
@@ -671,6 +672,11 @@ static int pass(struct maascluster_ctx *c, struct reconcile_result *res)
         if (reconciler_pause_condition(&c->conds, c->cluster ? kube_object_json(c->cluster) : NULL,
                                        kube_object_json(c->obj)))
                 return flush(c, false);
+        /* spec.identityRef: the DNS record lives in the cluster's own MAAS */
+        if (!reconciler_maas_pick(c->w, c->ns, c->cluster_name,
+                                  c->mc.spec.identity_ref ? c->mc.spec.identity_ref->name : NULL,
+                                  &c->conds, kube_object_json(c->obj), res))
+                return flush(c, false);
         if (c->mc.meta.deletion_timestamp)
                 return reconcile_delete(c, res);
         if (!c->cluster) {
@@ -718,6 +724,7 @@ int maascluster_reconcile(void *wctx,
                 log_info(LOGGER, "reconcile failed", "object=%s/%s error=%s", ns, name,
                          maas_strerror(err));
 out:
+        reconciler_worker_use_default(w);
         kube_object_unref(c.obj);
         kube_object_unref(c.cluster);
         maas_cluster_release(&c.mc);

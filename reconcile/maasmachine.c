@@ -124,7 +124,7 @@ static int state_deployed(struct maasmachine_ctx *c, struct reconcile_result *re
         reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_TRUE,
                         SCHEMA_REASON_MACHINE_DEPLOYED, NULL);
         /* next just after the fleet list falls due: drift is seen within an interval */
-        maasmachine_requeue(res, fleet_snapshot_next_ms(c->p));
+        maasmachine_requeue(res, fleet_snapshot_next_ms(c->w));
         if (c->control_plane) {
                 err = dns_attachment(c, res);
                 if (err)
@@ -154,7 +154,7 @@ static int state_deploying(struct maasmachine_ctx *c, struct reconcile_result *r
         reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
                         SCHEMA_REASON_MACHINE_DEPLOYING, "MAAS machine %s is deploying",
                         c->node.system_id);
-        maasmachine_requeue(res, fleet_snapshot_inflight_next_ms(c->p));
+        maasmachine_requeue(res, fleet_snapshot_inflight_next_ms(c->w));
         return 0;
 }
 
@@ -314,11 +314,11 @@ static int reconcile_normal(struct maasmachine_ctx *c, struct reconcile_result *
                 return err;
         }
         if (c->list_later) { /* nothing read: the next in-flight list answers */
-                maasmachine_requeue(res, fleet_snapshot_inflight_next_ms(c->p));
+                maasmachine_requeue(res, fleet_snapshot_inflight_next_ms(c->w));
                 return 0;
         }
         if (c->unplaced_later) { /* the next unplaced list says whether one is stamped */
-                maasmachine_requeue(res, fleet_snapshot_unplaced_next_ms(c->p));
+                maasmachine_requeue(res, fleet_snapshot_unplaced_next_ms(c->w));
                 return 0;
         }
         if (!c->have_node && names_machine(c)) /* gone after provisioning (find_node) */
@@ -350,6 +350,16 @@ static void lookup_owners(struct maasmachine_ctx *c)
                            (c->machine && capi_is_control_plane(kube_object_json(c->machine)));
 }
 
+/* The CAPI Cluster's name: the MaasMachine's cluster-name label (what the fleet index
+ * reads), else the Cluster found through the Machine. Borrowed. */
+static const char *cluster_name(const struct maasmachine_ctx *c)
+{
+        const char *l = json_find_str(kube_object_json(c->obj), "metadata", "labels",
+                                      "cluster.x-k8s.io/cluster-name", NULL);
+
+        return l ? l : c->cluster ? kube_object_name(c->cluster) : NULL;
+}
+
 static int pass(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
         int err, ferr;
@@ -358,6 +368,11 @@ static int pass(struct maasmachine_ctx *c, struct reconcile_result *res)
         /* Pause first: a paused delete (clusterctl move pauses, then deletes) does nothing. */
         if (reconciler_pause_condition(&c->conds, c->cluster ? kube_object_json(c->cluster) : NULL,
                                        kube_object_json(c->obj)))
+                return maasmachine_flush(c, false);
+        /* The cluster's MAAS (spec.identityRef), for every step, deleting ones too: a
+         * machine is only ever looked for and released in the MAAS that holds it. */
+        if (!reconciler_maas_pick(c->w, c->ns, cluster_name(c), NULL, &c->conds,
+                                  kube_object_json(c->obj), res))
                 return maasmachine_flush(c, false);
         if (c->mm.meta.deletion_timestamp)
                 return maasmachine_delete_pass(c, res);
@@ -416,6 +431,7 @@ int maasmachine_reconcile(void *wctx,
                 log_info(LOGGER, "reconcile failed", "object=%s/%s error=%s", ns, name,
                          cm_strerror(err));
 out:
+        reconciler_worker_use_default(w);
         maasmachine_ctx_release(&c);
         return err;
 }

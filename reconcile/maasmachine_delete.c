@@ -205,7 +205,7 @@ int maasmachine_delete_pass(struct maasmachine_ctx *c, struct reconcile_result *
                 return err;
         if (c->list_later) { /* the next deleting list, within a second, answers */
                 res->outcome = RECONCILE_REQUEUE_AFTER;
-                res->after_ms = fleet_snapshot_deleting_next_ms(c->p);
+                res->after_ms = fleet_snapshot_deleting_next_ms(c->w);
                 return 0;
         }
         err = wait_dns_detach(c, res, &wait);

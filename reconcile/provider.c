@@ -12,6 +12,7 @@
 #include "fleet_snapshot.h"
 #include "kube_events.h"
 #include "log.h"
+#include "maas_identity.h"
 #include "maascluster.h"
 #include "maasmachine.h"
 #include "maasmachinetemplate.h"
@@ -336,7 +337,15 @@ int provider_new(const struct provider_opts *o, struct provider **ret)
         pthread_mutex_init(&p->fleet_lock, NULL);
         pthread_mutex_init(&p->fleet_index_lock, NULL);
         pthread_cond_init(&p->fleet_cond, NULL);
-        err = register_metrics(p);
+        err = maas_ident_pool_new(
+                &(struct maas_ident_pool_opts){ .qps = o->settings.maas_api_qps,
+                                                .burst = o->settings.maas_api_burst,
+                                                .clock = o->clock,
+                                                .timeout_ms =
+                                                        (uint32_t)o->settings.maas_timeout_ms },
+                &p->idents);
+        if (err == 0)
+                err = register_metrics(p);
         if (err) {
                 provider_free(p);
                 return err;
@@ -482,6 +491,28 @@ static int discover(struct provider *p)
         }
 }
 
+/* The MaasCluster informer's handlers (its thread): which Secret each cluster names. */
+static void ident_put(void *arg, const struct kube_object *obj)
+{
+        struct provider *p = arg;
+
+        maas_ident_cluster_put(p->idents, obj);
+}
+
+static void ident_update(void *arg, const struct kube_object *old, const struct kube_object *cur)
+{
+        (void)old;
+        ident_put(arg, cur);
+}
+
+static void ident_delete(void *arg, const struct kube_object *last)
+{
+        struct provider *p = arg;
+
+        maas_ident_cluster_del(p->idents, last);
+        (void)maas_ident_forget_unused(p->idents); /* no cluster names it: its clients go */
+}
+
 int provider_new_informers(struct provider *p)
 {
         int err;
@@ -493,6 +524,12 @@ int provider_new_informers(struct provider *p)
                 err = fleet_snapshot_index_watch(p);
         if (err == 0)
                 err = new_informer(p, &KUBE_RES_MAASCLUSTERS, &p->maasclusters);
+        if (err == 0)
+                err = informer_add_handler(p->maasclusters,
+                                           &(struct informer_handler){ .on_add = ident_put,
+                                                                       .on_update = ident_update,
+                                                                       .on_delete = ident_delete,
+                                                                       .arg = p });
         if (err == 0)
                 err = new_informer(p, &p->capi.machines, &p->machines);
         if (err == 0)
@@ -706,11 +743,12 @@ struct provider *provider_free(struct provider *p)
         reconciler_table_release(&p->power_off_reads);
         reconciler_table_release(&p->node_done);
         reconciler_table_release(&p->api_probe);
-        fleet_snapshot_release(&p->fleet);
-        fleet_snapshot_release(&p->inflight);
-        fleet_snapshot_release(&p->unplaced);
-        fleet_snapshot_release(&p->deleting);
+        fleet_snapshot_release(&p->fleets.fleet);
+        fleet_snapshot_release(&p->fleets.inflight);
+        fleet_snapshot_release(&p->fleets.unplaced);
+        fleet_snapshot_release(&p->fleets.deleting);
         fleet_snapshot_index_release(p);
+        p->idents = maas_ident_pool_free(p->idents);
         reconciler_table_release(&p->allocate_tried);
         reconciler_table_release(&p->static_ip_retry);
         reconciler_table_release(&p->unplaced_none);

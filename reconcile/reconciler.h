@@ -80,6 +80,17 @@ struct reconciler_fleet {
         bool refreshing; /* a worker is fetching the next list (without the lock) */
 };
 
+/* The four MAAS lists of one MAAS (fleet_snapshot.h): the process-wide one's in struct
+ * provider, a per-cluster identity's in struct maas_ident (maas_identity.h). */
+struct reconciler_fleets {
+        struct reconciler_fleet fleet;    /* Deployed machines */
+        struct reconciler_fleet inflight; /* Allocated and Deploying machines */
+        struct reconciler_fleet unplaced; /* machines stamped for MaasMachines without one */
+        struct reconciler_fleet deleting; /* the machines of deleting MaasMachines */
+};
+
+struct maas_ident_pool;
+
 struct provider {
         struct provider_settings settings;
         const struct kube_config *kube;
@@ -91,6 +102,8 @@ struct provider {
         const char *maas_ca_file;
         bool maas_insecure;
         struct maas_inventory *inventory; /* borrowed; NULL = none */
+        /* per-cluster MAAS credentials (spec.identityRef; maas_identity.h), owned */
+        struct maas_ident_pool *idents;
 
         struct capi_api capi;      /* the Cluster API version served (provider_discover) */
         struct capi_ipam_api ipam; /* the IPAM contract's version, "" when not served */
@@ -145,11 +158,9 @@ struct provider {
         struct reconciler_table remediation_cycles;
 
         pthread_mutex_t fleet_lock;
-        pthread_cond_t fleet_cond;        /* a refresh finished (with fleet_lock) */
-        struct reconciler_fleet fleet;    /* Deployed machines (fleet_snapshot.h) */
-        struct reconciler_fleet inflight; /* Allocated and Deploying machines */
-        struct reconciler_fleet unplaced; /* machines stamped for MaasMachines without one */
-        struct reconciler_fleet deleting; /* the machines of deleting MaasMachines */
+        pthread_cond_t fleet_cond; /* a refresh finished (with fleet_lock) */
+        /* the process-wide MAAS's lists (fleet_snapshot.h); an identity has its own */
+        struct reconciler_fleets fleets;
         /* What the lists need of each MaasMachine, kept by the informer's events (ns/name →
          * ptr: struct fleet_rec, fleet_snapshot.c), so a list reads 10 000 small records
          * instead of parsing 10 000 cached objects. Guarded by fleet_index_lock. */
@@ -289,3 +300,23 @@ void reconciler_workload_drop(struct reconciler_worker *w, const char *ns, const
 struct workload_conn;
 /* Frees a kept client (worker.c, at the worker's end). */
 void reconciler_workload_conn_release(struct workload_conn *c);
+
+/* --- the MAAS of a pass (spec.identityRef; maas_identity.h, docs/credentials.md) --- */
+/* The condition a cluster naming an identity gets on its MaasCluster and MaasMachines. */
+#define RECONCILER_COND_MAAS_AVAILABLE "MAASAvailable"
+/*
+ * Points w at the MAAS this pass must use: secret (the MaasCluster's spec.identityRef.name),
+ * else the Secret the cluster ns/cluster names (the pool's cluster table), else nothing: the
+ * process-wide MAAS, and true with nothing written. With an identity: true and the
+ * MAASAvailable condition True; or, when it cannot be used (no Secret, malformed, 401,
+ * unreachable), false after setting MAASAvailable False with the reason and a message without
+ * the key, a Warning event about obj, and res to come back after the failure's backoff: the
+ * pass then writes its status and ends. reconciler_worker_use_default ends what this began.
+ */
+bool reconciler_maas_pick(struct reconciler_worker *w,
+                          const char *ns,
+                          const char *cluster,
+                          const char *secret,
+                          const struct reconciler_conditions *conds,
+                          const cJSON *obj,
+                          struct reconcile_result *res);

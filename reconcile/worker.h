@@ -22,6 +22,17 @@
 
 struct provider;
 
+/* MAAS clients a worker keeps for per-cluster identities (maas_identity.h), one per identity
+ * it recently served: the TLS connection to that MAAS is kept across passes. */
+#define IDENT_CONNS 4
+
+struct ident_conn {
+        struct maas_ident *id; /* a reference; NULL = free slot */
+        struct http_transport *transport;
+        struct maas_client *client;
+        uint64_t used; /* the worker's use counter at the last use (LRU) */
+};
+
 /* Workload API clients a worker keeps (one per cluster it recently served). */
 #define WORKLOAD_CONNS 4
 
@@ -39,7 +50,16 @@ struct reconciler_worker {
         struct kube_client *kube;
         struct http_transport *maas_transport; /* owned when own_maas_transport */
         bool own_maas_transport;
+        /* The MAAS of the current pass: maas_default, or the client of the pass's identity
+         * (reconciler_maas_pick); every step calls MAAS through it. */
         struct maas_client *maas;
+        struct maas_client *maas_default; /* the process-wide MAAS (owned) */
+        struct maas_ident *ident;         /* the pass's identity (a reference), NULL = default */
+        struct reconciler_fleets *fleets; /* the current MAAS's lists: &p->fleets or ident's */
+        struct ident_conn idconn[IDENT_CONNS];
+        uint64_t ident_uses;
+        void (*sleep_ms)(void *ud, uint64_t ms); /* the MAAS clients' retry sleep */
+        void *sleep_ud;
         struct http_transport *workload_transport; /* borrowed; NULL = libcurl */
         /* Kept so one TLS connection serves many passes (reconciler_workload_client). */
         struct workload_conn workload[WORKLOAD_CONNS];
@@ -63,3 +83,11 @@ MUST_CHECK int reconciler_worker_new(struct provider *p,
                                      struct reconciler_worker **ret);
 /* Accepts NULL; returns NULL. */
 struct reconciler_worker *reconciler_worker_free(struct reconciler_worker *w);
+
+/* Makes id (the pass's reference, taken) the worker's current MAAS: w->maas becomes this
+ * worker's kept client of it (built on first use; clients of retired identities are dropped
+ * first), w->fleets its lists. Errors as http_transport_curl_new and maas_client_new (the
+ * reference is then dropped and the default stays). */
+MUST_CHECK int reconciler_worker_use_ident(struct reconciler_worker *w, struct maas_ident *id);
+/* Back to the process-wide MAAS; drops the pass's identity reference. Safe when current. */
+void reconciler_worker_use_default(struct reconciler_worker *w);

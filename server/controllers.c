@@ -64,6 +64,8 @@ static struct provider_settings provider_settings_of(const struct config *cfg)
                 .deploy_timeout_ms = cfg->deploy_timeout_ms,
                 .machine_refresh_ms = cfg->machine_refresh_ms,
                 .maas_timeout_ms = cfg->maas_timeout_ms,
+                .maas_api_qps = cfg->maas_api_qps,
+                .maas_api_burst = cfg->maas_api_burst,
                 .release_erase = cfg->release_erase != RELEASE_ERASE_NONE,
                 .release_quick_erase = cfg->release_erase == RELEASE_ERASE_QUICK,
         };

@@ -35,8 +35,11 @@ struct provider_settings {
         uint64_t deploy_timeout_ms;   /* a deploy older than this is replaced */
         uint64_t machine_refresh_ms;  /* Deployed machines are re-read this often */
         uint64_t maas_timeout_ms;     /* total per MAAS call; 0 = the transport's default */
-        bool release_erase;           /* erase disks on release */
-        bool release_quick_erase;     /* ... with MAAS's quick erase */
+        /* each per-cluster MAAS's own budget (spec.identityRef): --maas-api-qps/-burst */
+        double maas_api_qps;
+        unsigned maas_api_burst;
+        bool release_erase;       /* erase disks on release */
+        bool release_quick_erase; /* ... with MAAS's quick erase */
 };
 
 struct provider_opts {

@@ -1,0 +1,673 @@
+/*
+ * maas_identity: the pool of per-cluster MAAS credentials (see maas_identity.h).
+ */
+#include "maas_identity.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backoff.h"
+#include "base64.h"
+#include "clock.h"
+#include "err.h"
+#include "informer.h"
+#include "json.h"
+#include "kube_client.h"
+#include "log.h"
+#include "token_bucket.h"
+#include "xalloc.h"
+
+#define LOGGER "maas-identity"
+
+/* a Secret value we accept: far above any endpoint, key or CA bundle */
+#define IDENT_VALUE_MAX (256 * 1024)
+
+static const struct backoff_policy failure_backoff = { .base_ms = 1000, .max_ms = 60000 };
+
+/* What the pool knows of one Secret. */
+struct ident_slot {
+        struct maas_ident *cur; /* the pool's reference; NULL when none could be built */
+        uint64_t checked_ms;    /* when the Secret was last read (or a read was claimed) */
+        int err;                /* the failure in force, 0 = none */
+        const char *reason;
+        char *message;
+        uint64_t not_before_ms; /* no new attempt before (the failure's backoff) */
+        unsigned failures;
+};
+
+struct maas_ident_pool {
+        pthread_mutex_t lock;
+        struct reconciler_table idents;   /* "ns/secret" -> ptr: struct ident_slot */
+        struct reconciler_table clusters; /* "ns/cluster" -> ptr: "ns/secret" (owned) */
+        _Atomic size_t n_clusters;
+        double qps;
+        unsigned burst;
+        const struct clock_ops *clock;
+        uint32_t timeout_ms;
+        uint64_t serial;
+};
+
+void maas_ident_failure_release(struct maas_ident_failure *f)
+{
+        free(f->message);
+        *f = (struct maas_ident_failure){ 0 };
+}
+
+int maas_ident_pool_new(const struct maas_ident_pool_opts *o, struct maas_ident_pool **ret)
+{
+        struct maas_ident_pool *pool = xcalloc(1, sizeof(*pool));
+
+        pthread_mutex_init(&pool->lock, NULL);
+        pool->qps = o->qps;
+        pool->burst = o->burst;
+        pool->clock = o->clock ? o->clock : clock_system();
+        pool->timeout_ms = o->timeout_ms;
+        *ret = pool;
+        return 0;
+}
+
+uint32_t maas_ident_pool_timeout_ms(const struct maas_ident_pool *pool)
+{
+        return pool->timeout_ms;
+}
+
+/* A list of the identity's (fleet_snapshot.c fills them; not called from here, so the two
+ * modules do not call each other). */
+static void fleet_free(struct reconciler_fleet *f)
+{
+        maas_node_list_release(&f->nodes);
+        for (size_t i = 0; i < f->n_asked; i++)
+                free(f->asked[i]);
+        free(f->asked);
+}
+
+static void ident_free(struct maas_ident *id)
+{
+        maas_config_release(&id->cfg);
+        memfile_close(&id->ca);
+        token_bucket_free(id->budget);
+        fleet_free(&id->fleets.fleet);
+        fleet_free(&id->fleets.inflight);
+        fleet_free(&id->fleets.unplaced);
+        fleet_free(&id->fleets.deleting);
+        free(id->endpoint);
+        free(id->rv);
+        free(id->key);
+        free(id);
+}
+
+struct maas_ident *maas_ident_ref(struct maas_ident *id)
+{
+        atomic_fetch_add(&id->refs, 1);
+        return id;
+}
+
+void maas_ident_put(struct maas_ident *id)
+{
+        if (id && atomic_fetch_sub(&id->refs, 1) == 1)
+                ident_free(id);
+}
+
+void maas_ident_observe(void *ud, int err)
+{
+        struct maas_ident *id = ud;
+
+        if (err == 0) {
+                atomic_store(&id->unauthorized, false);
+                atomic_store(&id->unreachable, false);
+                atomic_store(&id->proven, true);
+        } else if (err == CM_EUNAUTHORIZED) {
+                atomic_store(&id->unauthorized, true);
+                atomic_store(&id->proven, false);
+        } else if (err == CM_ETRANSPORT || err == CM_ETIMEDOUT) {
+                atomic_store(&id->unreachable, true);
+        }
+}
+
+/* Retires the slot's identity (the pool's reference goes). Lock held. */
+static void slot_retire(struct ident_slot *s)
+{
+        if (!s->cur)
+                return;
+        atomic_store(&s->cur->retired, true);
+        maas_ident_put(s->cur);
+        s->cur = NULL;
+}
+
+static void slot_free(struct ident_slot *s)
+{
+        if (!s)
+                return;
+        slot_retire(s);
+        free(s->message);
+        free(s);
+}
+
+struct maas_ident_pool *maas_ident_pool_free(struct maas_ident_pool *pool)
+{
+        if (!pool)
+                return NULL;
+        for (size_t i = 0; i < pool->idents.n; i++)
+                slot_free(pool->idents.items[i].ptr);
+        reconciler_table_release(&pool->idents);
+        for (size_t i = 0; i < pool->clusters.n; i++)
+                free(pool->clusters.items[i].ptr);
+        reconciler_table_release(&pool->clusters);
+        pthread_mutex_destroy(&pool->lock);
+        free(pool);
+        return NULL;
+}
+
+/* --- clusters ------------------------------------------------------------------------------ */
+
+/* "ns/cluster" of a MaasCluster: its cluster-name label, else its Cluster owner. New string
+ * or NULL. */
+static char *cluster_key_of(const struct kube_object *obj)
+{
+        const cJSON *o = kube_object_json(obj);
+        const char *name =
+                json_find_str(o, "metadata", "labels", "cluster.x-k8s.io/cluster-name", NULL);
+        const cJSON *refs = json_find(o, "metadata", "ownerReferences", NULL);
+        const cJSON *r;
+
+        if (!name)
+                cJSON_ArrayForEach (r, refs) {
+                        const char *kind = json_find_str(r, "kind", NULL);
+
+                        if (kind && strcmp(kind, "Cluster") == 0) {
+                                name = json_find_str(r, "name", NULL);
+                                break;
+                        }
+                }
+        return name ? xasprintf("%s/%s", kube_object_namespace(obj), name) : NULL;
+}
+
+static void cluster_set(struct maas_ident_pool *pool, const char *key, const char *ident)
+{
+        struct reconciler_entry *e = reconciler_table_get(&pool->clusters, key);
+
+        if (!ident) {
+                if (e) {
+                        free(e->ptr);
+                        reconciler_table_del(&pool->clusters, key);
+                }
+        } else {
+                if (!e)
+                        e = reconciler_table_put(&pool->clusters, key);
+                free(e->ptr);
+                e->ptr = xstrdup(ident);
+        }
+        atomic_store(&pool->n_clusters, pool->clusters.n);
+}
+
+void maas_ident_cluster_put(struct maas_ident_pool *pool, const struct kube_object *obj)
+{
+        const char *secret =
+                json_find_str(kube_object_json(obj), "spec", "identityRef", "name", NULL);
+        char *key = cluster_key_of(obj);
+        char *ident =
+                secret && *secret ? xasprintf("%s/%s", kube_object_namespace(obj), secret) : NULL;
+
+        if (key) {
+                pthread_mutex_lock(&pool->lock);
+                cluster_set(pool, key, ident);
+                pthread_mutex_unlock(&pool->lock);
+        }
+        free(ident);
+        free(key);
+}
+
+void maas_ident_cluster_del(struct maas_ident_pool *pool, const struct kube_object *obj)
+{
+        char *key = cluster_key_of(obj);
+
+        if (key) {
+                pthread_mutex_lock(&pool->lock);
+                cluster_set(pool, key, NULL);
+                pthread_mutex_unlock(&pool->lock);
+        }
+        free(key);
+}
+
+bool maas_ident_any(const struct maas_ident_pool *pool)
+{
+        return pool && atomic_load(&pool->n_clusters) > 0;
+}
+
+char *maas_ident_of_cluster(struct maas_ident_pool *pool, const char *ns, const char *cluster)
+{
+        char *key, *out = NULL;
+        struct reconciler_entry *e;
+
+        if (!maas_ident_any(pool) || !cluster)
+                return NULL;
+        key = xasprintf("%s/%s", ns, cluster);
+        pthread_mutex_lock(&pool->lock);
+        e = reconciler_table_get(&pool->clusters, key);
+        if (e) /* "ns/secret": the Secret's name */
+                out = xstrdup(strchr(e->ptr, '/') + 1);
+        pthread_mutex_unlock(&pool->lock);
+        free(key);
+        return out;
+}
+
+bool maas_ident_cluster_is(struct maas_ident_pool *pool,
+                           const char *cluster_key,
+                           const char *ident_key)
+{
+        struct reconciler_entry *e;
+        bool is;
+
+        if (!maas_ident_any(pool))
+                return ident_key == NULL;
+        pthread_mutex_lock(&pool->lock);
+        e = cluster_key ? reconciler_table_get(&pool->clusters, cluster_key) : NULL;
+        is = e ? ident_key && strcmp(e->ptr, ident_key) == 0 : ident_key == NULL;
+        pthread_mutex_unlock(&pool->lock);
+        return is;
+}
+
+/* --- the Secret ------------------------------------------------------------------------------ */
+
+/* data.<k> decoded (capped, NUL-terminated); CM_ENOTFOUND when absent. */
+static int secret_value(
+        const cJSON *secret, const char *k, char **ret, size_t *ret_len, char **ret_msg)
+{
+        const char *b64 = json_find_str(secret, "data", k, NULL);
+        unsigned char *raw = NULL;
+        size_t n = 0;
+        int err;
+
+        if (!b64)
+                return CM_ENOTFOUND;
+        if (strlen(b64) > IDENT_VALUE_MAX / 3 * 4 + 4) {
+                *ret_msg = xasprintf("data.%s is larger than %d bytes", k, IDENT_VALUE_MAX);
+                return CM_EINVAL;
+        }
+        err = base64_decode(b64, strlen(b64), &raw, &n);
+        if (err) {
+                *ret_msg = xasprintf("data.%s is not valid base64", k);
+                return CM_EINVAL;
+        }
+        *ret = xrealloc(raw, n + 1);
+        (*ret)[n] = '\0';
+        if (ret_len)
+                *ret_len = n;
+        return 0;
+}
+
+/* Trailing newlines (`echo` into a file, `kubectl create secret --from-file`) are not part of
+ * an endpoint or a key. */
+static void chomp(char *s)
+{
+        size_t n = strlen(s);
+
+        while (n && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+                s[--n] = '\0';
+}
+
+int maas_ident_parse_secret(const cJSON *secret,
+                            char **ret_endpoint,
+                            char **ret_key,
+                            char **ret_ca,
+                            size_t *ret_ca_len,
+                            char **ret_msg)
+{
+        char *ep = NULL, *key = NULL, *ca = NULL;
+        size_t ca_len = 0;
+        int err;
+
+        err = secret_value(secret, "endpoint", &ep, NULL, ret_msg);
+        if (err == CM_ENOTFOUND)
+                *ret_msg = xstrdup("data.endpoint is missing");
+        if (err == 0) {
+                err = secret_value(secret, "apiKey", &key, NULL, ret_msg);
+                if (err == CM_ENOTFOUND)
+                        *ret_msg = xstrdup("data.apiKey is missing");
+        }
+        if (err == 0) {
+                err = secret_value(secret, "caBundle", &ca, &ca_len, ret_msg);
+                if (err == CM_ENOTFOUND)
+                        err = 0;
+                else if (err == 0 && !strstr(ca, "-----BEGIN CERTIFICATE-----")) {
+                        *ret_msg = xstrdup("data.caBundle holds no PEM certificate");
+                        err = CM_EINVAL;
+                }
+        }
+        if (err) {
+                if (key)
+                        explicit_bzero(key, strlen(key));
+                free(ep);
+                free(key);
+                free(ca);
+                return CM_EINVAL;
+        }
+        chomp(ep);
+        chomp(key);
+        *ret_endpoint = ep;
+        *ret_key = key;
+        *ret_ca = ca;
+        *ret_ca_len = ca_len;
+        return 0;
+}
+
+/* The key and its parts never reach a record; false when the redaction table is full. */
+static bool hide_key(const struct maas_config *cfg, const char *key)
+{
+        return log_add_secret(key) && log_add_secret(cfg->creds.token_secret) &&
+               log_add_secret(cfg->creds.token_key);
+}
+
+/* An identity from the Secret's JSON; CM_EINVAL with *ret_msg otherwise. */
+static int ident_build(struct maas_ident_pool *pool,
+                       const char *key,
+                       const cJSON *secret,
+                       struct maas_ident **ret,
+                       char **ret_msg)
+{
+        struct maas_ident *id = NULL;
+        char *ep = NULL, *api_key = NULL, *ca = NULL, *why = NULL;
+        size_t ca_len = 0;
+        const char *rv = json_find_str(secret, "metadata", "resourceVersion", NULL);
+        int err;
+
+        err = maas_ident_parse_secret(secret, &ep, &api_key, &ca, &ca_len, ret_msg);
+        if (err)
+                return err;
+        id = xcalloc(1, sizeof(*id));
+        id->ca.fd = -1;
+        id->key = xstrdup(key);
+        id->rv = xstrdup(rv ? rv : "");
+        err = maas_endpoint_parse(ep, &id->endpoint, &why);
+        if (err == 0) {
+                free(why);
+                why = NULL;
+                err = maas_config_parse(ep, api_key, &id->cfg, &why);
+                if (err)
+                        *ret_msg = xasprintf("data.apiKey: %s", why ? why : cm_strerror(err));
+        } else {
+                *ret_msg = xasprintf("data.endpoint: %s", why ? why : cm_strerror(err));
+        }
+        if (err) {
+                err = CM_EINVAL;
+                goto out;
+        }
+        if (!hide_key(&id->cfg, api_key)) {
+                *ret_msg = xstrdup("too many distinct MAAS keys seen by this process to keep "
+                                   "them out of the logs; restart it");
+                err = CM_EINVAL;
+                goto out;
+        }
+        if (ca && memfile_open(&id->ca, "maas-ca", ca, ca_len) != 0) {
+                *ret_msg = xstrdup("data.caBundle: cannot be handed to the TLS library");
+                err = CM_EIO;
+                goto out;
+        }
+        err = token_bucket_new(pool->qps, pool->burst, pool->clock, &id->budget);
+        if (err) {
+                *ret_msg = xstrdup("MAAS request budget");
+                goto out;
+        }
+        atomic_store(&id->refs, 1);
+        *ret = id;
+        id = NULL;
+out:
+        if (api_key)
+                explicit_bzero(api_key, strlen(api_key));
+        free(api_key);
+        free(ep);
+        free(ca);
+        free(why);
+        if (id)
+                ident_free(id);
+        return err;
+}
+
+/* --- acquire -----------------------------------------------------------------------------------
+ */
+
+/* Records a failure on the slot with its next backoff step. Lock held. */
+static void slot_fail(struct ident_slot *s, int err, const char *reason, char *msg, uint64_t now)
+{
+        free(s->message);
+        s->err = err;
+        s->reason = reason;
+        s->message = msg;
+        s->not_before_ms = now + backoff_delay_ms(&failure_backoff, s->failures);
+        if (s->failures < 16)
+                s->failures++;
+}
+
+/* No failure in force; the backoff keeps growing until a call proves the identity. */
+static void slot_clear(struct ident_slot *s)
+{
+        free(s->message);
+        s->message = NULL;
+        s->err = 0;
+        s->reason = NULL;
+        s->not_before_ms = 0;
+}
+
+static void slot_ok(struct ident_slot *s)
+{
+        slot_clear(s);
+        s->failures = 0;
+}
+
+static int slot_failure(const struct ident_slot *s, uint64_t now, struct maas_ident_failure *f)
+{
+        f->reason = s->reason;
+        f->message = xstrdup(s->message ? s->message : "");
+        f->retry_ms = s->not_before_ms > now ? s->not_before_ms - now : failure_backoff.base_ms;
+        return s->err;
+}
+
+/* What the identity's calls said since its last success turned into the slot's failure
+ * (MAAS refused the key or is unreachable), after a Secret read found it unchanged. */
+static bool outcome_failed(struct ident_slot *s, const char *key, uint64_t now)
+{
+        struct maas_ident *id = s->cur;
+
+        if (atomic_load(&id->unauthorized)) {
+                slot_fail(s, CM_EUNAUTHORIZED, "MAASUnauthorized",
+                          xasprintf("MAAS at %s refused the apiKey of Secret %s (HTTP 401): "
+                                    "put a valid key into the Secret",
+                                    id->endpoint, key),
+                          now);
+                return true;
+        }
+        if (atomic_load(&id->unreachable)) {
+                slot_fail(s, CM_ETRANSPORT, "MAASUnreachable",
+                          xasprintf("MAAS at %s (Secret %s) cannot be reached", id->endpoint, key),
+                          now);
+                return true;
+        }
+        return false;
+}
+
+/* Reads the Secret (no lock held): 0 and *ret_json, or an error with *ret_reason and *ret_msg. */
+static int read_secret(struct kube_client *kc,
+                       const char *ns,
+                       const char *secret,
+                       cJSON **ret_json,
+                       const char **ret_reason,
+                       char **ret_msg)
+{
+        int err = kube_get(kc, &KUBE_RES_SECRETS, ns, secret, ret_json, NULL);
+
+        if (err == CM_ENOTFOUND) {
+                *ret_reason = "IdentitySecretNotFound";
+                *ret_msg = xasprintf("Secret %s/%s named by spec.identityRef does not exist", ns,
+                                     secret);
+        } else if (err) {
+                *ret_reason = "IdentityUnavailable";
+                *ret_msg = xasprintf("Secret %s/%s named by spec.identityRef cannot be read: %s",
+                                     ns, secret, cm_strerror(err));
+        }
+        return err;
+}
+
+/* The slot's identity handed out (a reference), or its failure. Lock held. */
+static int slot_give(struct ident_slot *s,
+                     uint64_t now,
+                     struct maas_ident **ret,
+                     struct maas_ident_failure *f)
+{
+        if (s->err)
+                return slot_failure(s, now, f);
+        *ret = maas_ident_ref(s->cur);
+        return 0;
+}
+
+/* Installs what a Secret read gave (json, or err with reason and msg, which it takes). */
+static int slot_update(struct maas_ident_pool *pool,
+                       struct ident_slot *s,
+                       const char *key,
+                       const cJSON *json,
+                       int err,
+                       const char *reason,
+                       char *msg,
+                       struct maas_ident **ret,
+                       struct maas_ident_failure *f)
+{
+        uint64_t now = clock_now_ms(pool->clock);
+        const char *rv = json ? json_find_str(json, "metadata", "resourceVersion", NULL) : NULL;
+        struct maas_ident *id = NULL;
+
+        if (err == 0 && s->cur && rv && strcmp(s->cur->rv, rv) == 0) {
+                /* unchanged: its calls' outcome decides */
+                if (!outcome_failed(s, key, now)) {
+                        if (atomic_load(&s->cur->proven))
+                                slot_ok(s);
+                        else
+                                slot_clear(s);
+                }
+                return slot_give(s, now, ret, f);
+        }
+        if (err == 0) {
+                err = ident_build(pool, key, json, &id, &msg);
+                reason = "IdentityInvalid";
+                if (err && msg) {
+                        char *full = xasprintf("Secret %s named by spec.identityRef: %s", key, msg);
+
+                        free(msg);
+                        msg = full;
+                }
+        }
+        if (err) {
+                /* a Secret gone or broken stops its identity; a failed read keeps it */
+                if (strcmp(reason, "IdentityUnavailable") != 0)
+                        slot_retire(s);
+                if (s->cur) {
+                        free(msg);
+                        return slot_give(s, now, ret, f);
+                }
+                slot_fail(s, err, reason, msg, now);
+                return slot_failure(s, now, f);
+        }
+        id->serial = ++pool->serial;
+        slot_retire(s);
+        s->cur = id;
+        slot_ok(s);
+        log_info(LOGGER, "MAAS identity loaded", "secret=%s resourceVersion=%s endpoint=%s", key,
+                 id->rv, id->endpoint);
+        return slot_give(s, now, ret, f);
+}
+
+int maas_ident_acquire(struct maas_ident_pool *pool,
+                       struct kube_client *kc,
+                       const char *ns,
+                       const char *secret,
+                       struct maas_ident **ret,
+                       struct maas_ident_failure *f)
+{
+        char *key = xasprintf("%s/%s", ns, secret);
+        struct reconciler_entry *e;
+        struct ident_slot *s;
+        cJSON *json = NULL;
+        const char *reason = NULL;
+        char *msg = NULL;
+        uint64_t now = clock_now_ms(pool->clock);
+        bool bad;
+        int err;
+
+        *ret = NULL;
+        *f = (struct maas_ident_failure){ 0 };
+        pthread_mutex_lock(&pool->lock);
+        e = reconciler_table_get(&pool->idents, key);
+        if (!e) {
+                e = reconciler_table_put(&pool->idents, key);
+                e->ptr = xcalloc(1, sizeof(struct ident_slot));
+        }
+        s = e->ptr;
+        bad = s->cur && (atomic_load(&s->cur->unauthorized) || atomic_load(&s->cur->unreachable));
+        if (s->err && now < s->not_before_ms) { /* backing off: no read, no MAAS call */
+                err = slot_failure(s, now, f);
+                goto unlock;
+        }
+        if (s->cur && !s->err && !bad && now - s->checked_ms < MAAS_IDENT_RECHECK_MS) {
+                err = slot_give(s, now, ret, f);
+                goto unlock;
+        }
+        if (s->err && s->cur) {
+                /* the backoff passed: one more try with what MAAS refused, unless the Secret
+                 * changed meanwhile (read below) */
+                atomic_store(&s->cur->unauthorized, false);
+                atomic_store(&s->cur->unreachable, false);
+                atomic_store(&s->cur->proven, false);
+        }
+        s->checked_ms = now; /* claimed: the others use the current identity meanwhile */
+        pthread_mutex_unlock(&pool->lock);
+
+        err = read_secret(kc, ns, secret, &json, &reason, &msg);
+
+        pthread_mutex_lock(&pool->lock);
+        e = reconciler_table_get(&pool->idents, key);
+        if (!e) { /* forgotten meanwhile: no cluster names it */
+                e = reconciler_table_put(&pool->idents, key);
+                e->ptr = xcalloc(1, sizeof(struct ident_slot));
+        }
+        s = e->ptr;
+        s->checked_ms = clock_now_ms(pool->clock);
+        if (s->err && s->cur && err == 0) /* the retry after a backoff: let it probe */
+                slot_clear(s);
+        err = slot_update(pool, s, key, json, err, reason, msg, ret, f);
+unlock:
+        pthread_mutex_unlock(&pool->lock);
+        cJSON_Delete(json);
+        free(key);
+        return err;
+}
+
+size_t maas_ident_forget_unused(struct maas_ident_pool *pool)
+{
+        size_t gone = 0;
+
+        pthread_mutex_lock(&pool->lock);
+        for (size_t i = pool->idents.n; i-- > 0;) {
+                const char *key = pool->idents.items[i].key;
+                bool used = false;
+
+                for (size_t j = 0; j < pool->clusters.n && !used; j++)
+                        used = strcmp(pool->clusters.items[j].ptr, key) == 0;
+                if (used)
+                        continue;
+                slot_free(pool->idents.items[i].ptr);
+                reconciler_table_del(&pool->idents, key);
+                gone++;
+        }
+        pthread_mutex_unlock(&pool->lock);
+        return gone;
+}
+
+size_t maas_ident_count(struct maas_ident_pool *pool)
+{
+        size_t n = 0;
+
+        pthread_mutex_lock(&pool->lock);
+        for (size_t i = 0; i < pool->idents.n; i++)
+                n += ((struct ident_slot *)pool->idents.items[i].ptr)->cur != NULL;
+        pthread_mutex_unlock(&pool->lock);
+        return n;
+}

@@ -1,0 +1,59 @@
+/*
+ * maas_pick: which MAAS a pass uses (see reconciler.h, reconciler_maas_pick). Its own file:
+ * it calls the identity pool, the worker and the shared condition and event helpers, none of
+ * which calls it back.
+ */
+#include <stdlib.h>
+
+#include "err.h"
+#include "json.h"
+#include "log.h"
+#include "maas_identity.h"
+#include "reconciler.h"
+#include "worker.h"
+#include "xalloc.h"
+
+bool reconciler_maas_pick(struct reconciler_worker *w,
+                          const char *ns,
+                          const char *cluster,
+                          const char *secret,
+                          const struct reconciler_conditions *conds,
+                          const cJSON *obj,
+                          struct reconcile_result *res)
+{
+        char *named = secret ? NULL : maas_ident_of_cluster(w->p->idents, ns, cluster);
+        struct maas_ident_failure f = { 0 };
+        struct maas_ident *id = NULL;
+        int err;
+
+        if (!secret)
+                secret = named;
+        if (!secret)
+                return true; /* the process-wide MAAS */
+        err = maas_ident_acquire(w->p->idents, w->kube, ns, secret, &id, &f);
+        if (err == 0) {
+                err = reconciler_worker_use_ident(w, id); /* takes the reference */
+                if (err) {
+                        f.reason = "IdentityUnavailable";
+                        f.message = xasprintf("no MAAS client for Secret %s/%s: %s", ns, secret,
+                                              cm_strerror(err));
+                        f.retry_ms = 1000;
+                }
+        }
+        if (err == 0) {
+                reconciler_cond(conds, RECONCILER_COND_MAAS_AVAILABLE, "True", "MAASAvailable",
+                                NULL);
+                free(named);
+                return true;
+        }
+        reconciler_cond(conds, RECONCILER_COND_MAAS_AVAILABLE, "False", f.reason, "%s", f.message);
+        reconciler_event(w->p, obj, "Warning", f.reason, "%s", f.message);
+        log_info("reconciler", "MAAS identity unusable", "object=%s/%s reason=%s retry_ms=%llu", ns,
+                 json_find_str(obj, "metadata", "name", NULL), f.reason,
+                 (unsigned long long)f.retry_ms);
+        res->outcome = RECONCILE_REQUEUE_AFTER;
+        res->after_ms = f.retry_ms;
+        maas_ident_failure_release(&f);
+        free(named);
+        return false;
+}

@@ -1,0 +1,471 @@
+/*
+ * Per-cluster MAAS credentials (issue 21 item 1, docs/credentials.md): a MaasCluster's
+ * spec.identityRef names a Secret with another MAAS's endpoint and key. Two maas-sims: A (the
+ * fixture's, the process-wide MAAS) and B, whose inventory's system IDs and hostnames start
+ * with "b-", so each sim's request log tells whose machines it served. The provider's log
+ * goes to a file the tests grep for the keys. (reconcile_fixture.h: kube-sims, maas-sim and
+ * the provider over real loopback TLS/HTTP; the test plays the CAPI core controllers.)
+ * ctest: concurrency
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "base64.h"
+#include "json.h"
+#include "log.h"
+#include "reconcile_fixture.h"
+#include "testutil.h"
+#include "xalloc.h"
+
+/* Long parts, so a leak of any one of them is found by a grep. */
+#define KEY_B   "ckb-consumer-4711:tkb-token-key-0815:tsb-token-secret-2342"
+#define KEY_B2  "ckb2-consumer-9001:tkb2-token-key-1122:tsb2-token-secret-3344"
+#define KEY_BAD "ckx-unknown-consumer:tkx-unknown-token:tsx-unknown-secret"
+
+static struct maassim SIM_B;
+static char INV_B[64];
+static char LOG_PATH[64];
+static int LOG_FD = -1;
+
+/* The sample inventory with every system ID and hostname prefixed "b-". */
+static void write_inventory_b(void)
+{
+        char src[512], line[1024];
+        FILE *in, *out;
+        int fd;
+
+        snprintf(src, sizeof(src), "%s/tests/sim/maas/inventory-sample.yaml",
+                 test_env("CAPMAAS_SOURCE_DIR"));
+        snprintf(INV_B, sizeof(INV_B), "/tmp/capmaas-inv-b-XXXXXX");
+        fd = mkstemp(INV_B);
+        assert_true(fd >= 0);
+        in = fopen(src, "r");
+        out = fdopen(fd, "w");
+        assert_non_null(in);
+        assert_non_null(out);
+        while (fgets(line, sizeof(line), in)) {
+                char *p;
+
+                if ((p = strstr(line, "system_id: ")) || (p = strstr(line, "    hostname: "))) {
+                        char *v = strchr(p, ':') + 2;
+
+                        fprintf(out, "%.*sb-%s", (int)(v - line), line, v);
+                } else {
+                        fputs(line, out);
+                }
+        }
+        fclose(in);
+        fclose(out);
+}
+
+/* Nodes in the workload API for B's machines (the fixture made A's). */
+static void create_nodes_b(void)
+{
+        cJSON *st = maassim_call(&SIM_B, "GET", "state", NULL);
+        const cJSON *m;
+
+        cJSON_ArrayForEach (m, json_at(st, "machines")) {
+                cJSON *n = test_json("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{"
+                                     "\"name\":\"%s\"}}",
+                                     json_at_str(m, "hostname"));
+
+                (void)!kube_delete(CL.wl, &KUBE_RES_NODES, NULL, json_at_str(m, "hostname"), NULL,
+                                   NULL);
+                assert_int_equal(kube_create(CL.wl, &KUBE_RES_NODES, NULL, n, NULL, NULL), 0);
+                cJSON_Delete(n);
+        }
+        cJSON_Delete(st);
+}
+
+static const char *DEPLOY_S_B = "0.3";
+
+static int ident_setup(void **state)
+{
+        snprintf(LOG_PATH, sizeof(LOG_PATH), "/tmp/capmaas-ident-log-XXXXXX");
+        LOG_FD = mkstemp(LOG_PATH);
+        if (LOG_FD < 0)
+                return -1;
+        log_setup(LOG_FORMAT_JSON, 4, LOG_FD); /* trace: every record the provider writes */
+        write_inventory_b();
+        if (maassim_start(&SIM_B, KEY_B,
+                          (const char *const[]){ "--inventory", INV_B, "--deploy-seconds",
+                                                 DEPLOY_S_B, "--release-seconds", "0.1", NULL }) !=
+            0)
+                return -1;
+        rf_setup(state);
+        create_nodes_b();
+        return 0;
+}
+
+/* B deploys in 2 s: a rollout is still under way when its key is rotated. */
+static int ident_setup_slow(void **state)
+{
+        DEPLOY_S_B = "2";
+        return ident_setup(state);
+}
+
+static int ident_teardown(void **state)
+{
+        DEPLOY_S_B = "0.3";
+        rf_teardown(state);
+        maassim_stop(&SIM_B);
+        log_setup(LOG_FORMAT_TEXT, 0, 2);
+        close(LOG_FD);
+        unlink(LOG_PATH);
+        unlink(INV_B);
+        return 0;
+}
+
+/* Secret name in the test namespace holding endpoint and key (and no caBundle). */
+static void make_identity_secret(const char *name, const char *endpoint, const char *key)
+{
+        char *ep = base64_encode(endpoint, strlen(endpoint));
+        char *k = base64_encode(key, strlen(key));
+
+        cl_create(&KUBE_RES_SECRETS,
+                  test_json("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
+                            "\"%s\"},\"data\":{\"endpoint\":\"%s\",\"apiKey\":\"%s\"}}",
+                            name, ep, k));
+        free(ep);
+        free(k);
+}
+
+static void set_identity_key(const char *name, const char *key)
+{
+        char *k = base64_encode(key, strlen(key));
+        char *body = xasprintf("{\"data\":{\"apiKey\":\"%s\"}}", k);
+
+        cl_patch(&KUBE_RES_SECRETS, name, NULL, body);
+        free(body);
+        free(k);
+}
+
+/* A Cluster and its MaasCluster naming Secret secret, infrastructure provisioned, with its
+ * kubeconfig Secret. */
+static void make_ident_cluster(const char *name, const char *secret)
+{
+        char uid[64];
+
+        cl_create(&KUBE_RES_CLUSTERS,
+                  test_json("{\"apiVersion\":\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\","
+                            "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"clusterNetwork\":"
+                            "{\"apiServerPort\":6443},\"infrastructureRef\":{\"apiVersion\":"
+                            "\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"MaasCluster\","
+                            "\"name\":\"%s\"}}}",
+                            name, name));
+        cl_create(&KUBE_RES_MAASCLUSTERS,
+                  test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                            "\"MaasCluster\",\"metadata\":{\"name\":\"%s\",\"labels\":{\"cluster."
+                            "x-k8s.io/cluster-name\":\"%s\"},\"ownerReferences\":[{\"apiVersion\":"
+                            "\"cluster.x-k8s.io/v1beta1\",\"kind\":\"Cluster\",\"name\":\"%s\","
+                            "\"uid\":\"%s\"}]},\"spec\":{\"dnsDomain\":\"maas\",\"failureDomains\":"
+                            "[\"az1\",\"az2\"],\"identityRef\":{\"kind\":\"Secret\",\"name\":"
+                            "\"%s\"}}}",
+                            name, name, name, UID_OF(&KUBE_RES_CLUSTERS, name, uid), secret));
+        cl_patch(&KUBE_RES_CLUSTERS, name, "status",
+                 "{\"status\":{\"infrastructureReady\":true,\"initialization\":"
+                 "{\"infrastructureProvisioned\":true}}}");
+        make_kubeconfig_secret(name);
+}
+
+static const char *const API_UP[] = { "APIServerAvailable", "True", "APIServerAvailable" };
+
+/* Fails when id (a system ID sim was asked about) is another MAAS's; returns 1. */
+static int is_other(const struct maassim *sim, const char *prefix, const char *id, const char *path)
+{
+        bool b = strncmp(id, "b-", 2) == 0;
+
+        if (prefix ? !b : b)
+                fail_msg("%s asked for another MAAS's machine %s (%s)", sim->root, id, path);
+        return 1;
+}
+
+/* Every system ID in sim's request log (machines/<id>/ paths) starts with prefix (or, with
+ * prefix NULL, none starts with "b-"), and every agent_name there is one of uids. */
+static void log_only(struct maassim *sim, const char *prefix, const char *const *uids, size_t n)
+{
+        cJSON *log = maassim_call(sim, "GET", "requests", NULL);
+        const cJSON *e;
+        int seen = 0;
+
+        cJSON_ArrayForEach (e, json_at(log, "requests")) {
+                const char *path = OR(json_at_str(e, "path"), "");
+                const char *an = json_at_str(e, "agent_name");
+                const char *m = strstr(path, "/machines/");
+                char *ids = xstrdup(OR(json_at_str(e, "ids"), "")), *save = NULL;
+                bool ok = false;
+
+                if (m && m[10])
+                        seen += is_other(sim, prefix, m + 10, path);
+                for (char *id = strtok_r(ids, ",", &save); id; id = strtok_r(NULL, ",", &save))
+                        seen += is_other(sim, prefix, id, path);
+                free(ids);
+                if (an && *an) {
+                        for (size_t i = 0; i < n; i++)
+                                ok = ok || strcmp(an, uids[i]) == 0;
+                        if (!ok)
+                                fail_msg("%s saw agent_name %s of another cluster", sim->root, an);
+                }
+        }
+        if (seen == 0) {
+                char *t = cJSON_PrintUnformatted(log);
+
+                fprintf(stderr, "%.3000s\n", t);
+                free(t);
+        }
+        assert_true(seen > 0);
+        cJSON_Delete(log);
+}
+
+/* Every part of key is absent from text. */
+static void no_key_in(const char *what, const char *text, const char *key)
+{
+        char *k = xstrdup(key);
+        char *save = NULL;
+
+        assert_null(strstr(text, key));
+        for (char *part = strtok_r(k, ":", &save); part; part = strtok_r(NULL, ":", &save))
+                if (strstr(text, part))
+                        fail_msg("%s holds part of the key (%s)", what, part);
+        free(k);
+}
+
+static char *read_log(void)
+{
+        FILE *f = fopen(LOG_PATH, "rb");
+        char *text = xmalloc(64 << 20);
+        size_t n;
+
+        assert_non_null(f);
+        n = fread(text, 1, (64 << 20) - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        return text;
+}
+
+/* Logs, events, conditions (every object of the namespace) and metrics hold no part of key. */
+static void key_nowhere(const char *key)
+{
+        const struct kube_resource *kinds[] = { &KUBE_RES_MAASCLUSTERS, &KUBE_RES_MAASMACHINES,
+                                                &KUBE_RES_EVENTS };
+        char *text = read_log();
+
+        assert_true(strlen(text) > 1000); /* trace records were written */
+        no_key_in("the provider's log", text, key);
+        free(text);
+        for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+                cJSON *l = cl_list(kinds[i], NULL);
+
+                text = cJSON_PrintUnformatted(l);
+                no_key_in(kinds[i]->plural, text, key);
+                free(text);
+                cJSON_Delete(l);
+        }
+        text = render_metrics();
+        no_key_in("the metrics", text, key);
+        free(text);
+}
+
+/* Acceptance: two clusters, two MAAS: each cluster's machines (and its DNS record) come from
+ * its own MAAS only; the default stays the process-wide one. */
+static void test_identity__each_cluster_uses_its_own_maas(void **state)
+{
+        char ua[2][64], ud[2][64], *sid;
+        const char *uids_a[2], *uids_d[2];
+        const char *names_b[] = { "b0", "b1" }, *names_d[] = { "d0", "d1" };
+        cJSON *mc;
+
+        (void)state;
+        make_identity_secret("maas-b", SIM_B.proc.url, KEY_B);
+        make_ident_cluster("cb", "maas-b");
+        cJSON_Delete(cl_wait(&KUBE_RES_MAASCLUSTERS, "cb", pred_cond_reason, API_UP));
+        free(ready_cluster("cd"));
+        for (size_t i = 0; i < 2; i++) {
+                sid = ready_machine("cb", names_b[i], &(struct machine_spec){ .bootstrap = true });
+                assert_memory_equal(sid, "b-", 2);
+                free(sid);
+                sid = ready_machine("cd", names_d[i], &(struct machine_spec){ .bootstrap = true });
+                assert_memory_not_equal(sid, "b-", 2);
+                free(sid);
+                uids_a[i] = UID_OF(&KUBE_RES_MAASMACHINES, names_b[i], ua[i]);
+                uids_d[i] = UID_OF(&KUBE_RES_MAASMACHINES, names_d[i], ud[i]);
+        }
+        log_only(&SIM_B, "b-", uids_a, 2);
+        log_only(&RF.sim, NULL, uids_d, 2);
+        /* the DNS record of cb is in B, cd's in A */
+        assert_int_equal(n_records(), 1);
+        mc = cl_get(&KUBE_RES_MAASCLUSTERS, "cb");
+        assert_true(cl_cond_is(mc, "MAASAvailable", "True", "MAASAvailable"));
+        assert_true(cl_cond_is(mc, "Ready", "True", NULL));
+        cJSON_Delete(mc);
+        mc = cl_get(&KUBE_RES_MAASCLUSTERS, "cd");
+        assert_null(cl_condition(mc, "MAASAvailable")); /* no identity: nothing new */
+        cJSON_Delete(mc);
+        mc = maassim_call(&SIM_B, "GET", "state", NULL);
+        assert_int_equal(cJSON_GetArraySize(json_at(mc, "dnsresources")), 1);
+        cJSON_Delete(mc);
+
+        /* delete: each machine is released in its own MAAS */
+        cl_delete(&KUBE_RES_MAASMACHINES, "b0");
+        cl_delete(&KUBE_RES_MAASMACHINES, "d0");
+        assert_null(cl_wait(&KUBE_RES_MAASMACHINES, "b0", NULL, NULL));
+        assert_null(cl_wait(&KUBE_RES_MAASMACHINES, "d0", NULL, NULL));
+        log_only(&SIM_B, "b-", uids_a, 2);
+        log_only(&RF.sim, NULL, uids_d, 2);
+        key_nowhere(KEY_B);
+}
+
+static bool status_is(const cJSON *logged, int status)
+{
+        const cJSON *st = json_at(logged, "status");
+
+        return cJSON_IsNumber(st) && st->valueint == status;
+}
+
+static bool all_ready(const void *arg)
+{
+        const char *const *names = arg;
+        bool ok = true;
+
+        for (size_t i = 0; names[i] && ok; i++) {
+                cJSON *mm = cl_get(&KUBE_RES_MAASMACHINES, names[i]);
+
+                ok = mm && cJSON_IsTrue(json_at(mm, "status.ready"));
+                cJSON_Delete(mm);
+        }
+        return ok;
+}
+
+static bool allocated(const void *arg)
+{
+        cJSON *mm = cl_get(&KUBE_RES_MAASMACHINES, arg);
+        bool ok = mm && json_at_str(mm, "spec.systemID");
+
+        cJSON_Delete(mm);
+        return ok;
+}
+
+/* Acceptance: the key is rotated in MAAS and in the Secret mid-rollout, the old key refused
+ * at once: the rollout finishes on the new key, without a restart. */
+static void test_identity__rotation_mid_rollout_finishes(void **state)
+{
+        static const char *const names[] = { "r0", "r1", "r2", "r3", NULL };
+        cJSON *log, *mc;
+        const cJSON *e;
+        int after = 0;
+
+        (void)state;
+        make_identity_secret("maas-b", SIM_B.proc.url, KEY_B);
+        make_ident_cluster("cr", "maas-b");
+        cJSON_Delete(cl_wait(&KUBE_RES_MAASCLUSTERS, "cr", pred_cond_reason, API_UP));
+        for (size_t i = 0; names[i]; i++)
+                make_machine("cr", names[i], &(struct machine_spec){ .bootstrap = true });
+        assert_true(cl_eventually(allocated, "r0")); /* the rollout is under way */
+        assert_false(all_ready(names));
+        cJSON_Delete(maassim_call(&SIM_B, "POST", "keys", "{\"add\":\"" KEY_B2 "\"}"));
+        set_identity_key("maas-b", KEY_B2);
+        cJSON_Delete(maassim_call(&SIM_B, "POST", "reset-log", NULL));
+        cJSON_Delete(maassim_call(&SIM_B, "POST", "keys", "{\"revoke\":\"ckb-consumer-4711\"}"));
+        assert_true(cl_eventually(all_ready, names));
+        /* after the revocation MAAS answered the new key: requests went on and succeeded */
+        log = maassim_call(&SIM_B, "GET", "requests", NULL);
+        cJSON_ArrayForEach (e, json_at(log, "requests"))
+                after += status_is(e, 200);
+        assert_true(after > 0);
+        cJSON_Delete(log);
+        mc = cl_get(&KUBE_RES_MAASCLUSTERS, "cr");
+        assert_true(cl_cond_is(mc, "MAASAvailable", "True", NULL));
+        cJSON_Delete(mc);
+        key_nowhere(KEY_B);
+        key_nowhere(KEY_B2);
+}
+
+/* Acceptance: a wrong key, a malformed one, a missing Secret and an endpoint nobody answers
+ * are conditions and events
+ * with clear messages, not a crash and not a storm; a fixed Secret is picked up. */
+static void test_identity__bad_credentials_are_conditions(void **state)
+{
+        const char *unauth[] = { "MAASAvailable", "False", "MAASUnauthorized" };
+        const char *invalid[] = { "MAASAvailable", "False", "IdentityInvalid" };
+        const char *missing[] = { "MAASAvailable", "False", "IdentitySecretNotFound" };
+        const char *unreach[] = { "MAASAvailable", "False", "MAASUnreachable" };
+        cJSON *mc, *mm;
+        int n401;
+
+        (void)state;
+        make_identity_secret("wrong", SIM_B.proc.url, KEY_BAD);
+        make_identity_secret("malformed", SIM_B.proc.url, "no-colons-in-this-key");
+        make_ident_cluster("cw", "wrong");
+        make_ident_cluster("cm", "malformed");
+        make_ident_cluster("cn", "nowhere");
+        make_identity_secret("unreachable", "http://127.0.0.1:9/MAAS", KEY_B); /* discard port */
+        make_ident_cluster("cu", "unreachable");
+        make_machine("cw", "w0", &(struct machine_spec){ .bootstrap = true });
+
+        mc = cl_wait(&KUBE_RES_MAASCLUSTERS, "cw", pred_cond_reason, unauth);
+        assert_non_null(strstr(json_at_str(cl_condition(mc, "MAASAvailable"), "message"),
+                               "refused the apiKey of Secret"));
+        cJSON_Delete(mc);
+        mm = cl_wait(&KUBE_RES_MAASMACHINES, "w0", pred_cond_reason, unauth);
+        assert_null(json_at_str(mm, "spec.systemID"));
+        cJSON_Delete(mm);
+        mc = cl_wait(&KUBE_RES_MAASCLUSTERS, "cm", pred_cond_reason, invalid);
+        assert_non_null(
+                strstr(json_at_str(cl_condition(mc, "MAASAvailable"), "message"), "data.apiKey"));
+        cJSON_Delete(mc);
+        mc = cl_wait(&KUBE_RES_MAASCLUSTERS, "cn", pred_cond_reason, missing);
+        assert_non_null(
+                strstr(json_at_str(cl_condition(mc, "MAASAvailable"), "message"), "nowhere"));
+        cJSON_Delete(mc);
+        mc = cl_wait(&KUBE_RES_MAASCLUSTERS, "cu", pred_cond_reason, unreach);
+        assert_non_null(strstr(json_at_str(cl_condition(mc, "MAASAvailable"), "message"),
+                               "cannot be reached"));
+        cJSON_Delete(mc);
+        wait_event("MAASUnauthorized");
+        wait_event("MAASUnreachable");
+        wait_event("IdentityInvalid");
+        wait_event("IdentitySecretNotFound");
+
+        /* no storm: over 3 s, a wrong key costs a few probes, not a request per pass */
+        cJSON_Delete(maassim_call(&SIM_B, "POST", "reset-log", NULL));
+        cl_sleep_ms(3000);
+        n401 = 0;
+        {
+                cJSON *log = maassim_call(&SIM_B, "GET", "requests", NULL);
+                const cJSON *e;
+
+                cJSON_ArrayForEach (e, json_at(log, "requests"))
+                        n401 += status_is(e, 401);
+                cJSON_Delete(log);
+        }
+        assert_true(n401 <= 4);
+        key_nowhere(KEY_BAD);
+
+        /* fixed: the next read of the Secret (within its backoff) picks up the good key */
+        set_identity_key("wrong", KEY_B);
+        mm = cl_wait(&KUBE_RES_MAASMACHINES, "w0", pred_ready, NULL);
+        assert_memory_equal(json_at_str(mm, "spec.systemID"), "b-", 2);
+        cJSON_Delete(mm);
+        key_nowhere(KEY_B);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_identity__each_cluster_uses_its_own_maas,
+                                                ident_setup, ident_teardown),
+                cmocka_unit_test_setup_teardown(test_identity__rotation_mid_rollout_finishes,
+                                                ident_setup_slow, ident_teardown),
+                cmocka_unit_test_setup_teardown(test_identity__bad_credentials_are_conditions,
+                                                ident_setup, ident_teardown),
+        };
+
+        return cmocka_run_group_tests(tests, rf_group_setup, rf_group_teardown);
+}

@@ -13,8 +13,10 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "base64.h"
 #include "buf.h"
 #include "err.h"
+#include "json.h"
 #include "xalloc.h"
 
 static bool bad_chars(const char *s, size_t n)
@@ -177,4 +179,91 @@ void maas_auth_nonce(char out[33])
                 out[2 * i + 1] = hex[rnd[i] & 15];
         }
         out[32] = '\0';
+}
+
+/* --- the Secret of a per-cluster identity (docs/credentials.md) ------------------------------ */
+
+/* a Secret value we accept: far above any endpoint, key or CA bundle */
+#define SECRET_VALUE_MAX (256 * 1024)
+
+/* data.<k> decoded (capped, NUL-terminated); CM_ENOTFOUND when absent. */
+static int secret_value(
+        const cJSON *secret, const char *k, char **ret, size_t *ret_len, char **ret_msg)
+{
+        const char *b64 = json_find_str(secret, "data", k, NULL);
+        unsigned char *raw = NULL;
+        size_t n = 0;
+        int err;
+
+        if (!b64)
+                return CM_ENOTFOUND;
+        if (strlen(b64) > SECRET_VALUE_MAX / 3 * 4 + 4) {
+                *ret_msg = xasprintf("data.%s is larger than %d bytes", k, SECRET_VALUE_MAX);
+                return CM_EINVAL;
+        }
+        err = base64_decode(b64, strlen(b64), &raw, &n);
+        if (err) {
+                *ret_msg = xasprintf("data.%s is not valid base64", k);
+                return CM_EINVAL;
+        }
+        *ret = xrealloc(raw, n + 1);
+        (*ret)[n] = '\0';
+        if (ret_len)
+                *ret_len = n;
+        return 0;
+}
+
+/* Trailing newlines (`echo` into a file, `kubectl create secret --from-file`) are not part of
+ * an endpoint or a key. */
+static void chomp(char *s)
+{
+        size_t n = strlen(s);
+
+        while (n && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+                s[--n] = '\0';
+}
+
+int maas_secret_parse(const cJSON *secret,
+                      char **ret_endpoint,
+                      char **ret_key,
+                      char **ret_ca,
+                      size_t *ret_ca_len,
+                      char **ret_msg)
+{
+        char *ep = NULL, *key = NULL, *ca = NULL;
+        size_t ca_len = 0;
+        int err;
+
+        err = secret_value(secret, "endpoint", &ep, NULL, ret_msg);
+        if (err == CM_ENOTFOUND)
+                *ret_msg = xstrdup("data.endpoint is missing");
+        if (err == 0) {
+                err = secret_value(secret, "apiKey", &key, NULL, ret_msg);
+                if (err == CM_ENOTFOUND)
+                        *ret_msg = xstrdup("data.apiKey is missing");
+        }
+        if (err == 0) {
+                err = secret_value(secret, "caBundle", &ca, &ca_len, ret_msg);
+                if (err == CM_ENOTFOUND)
+                        err = 0;
+                else if (err == 0 && !strstr(ca, "-----BEGIN CERTIFICATE-----")) {
+                        *ret_msg = xstrdup("data.caBundle holds no PEM certificate");
+                        err = CM_EINVAL;
+                }
+        }
+        if (err) {
+                if (key)
+                        explicit_bzero(key, strlen(key));
+                free(ep);
+                free(key);
+                free(ca);
+                return CM_EINVAL;
+        }
+        chomp(ep);
+        chomp(key);
+        *ret_endpoint = ep;
+        *ret_key = key;
+        *ret_ca = ca;
+        *ret_ca_len = ca_len;
+        return 0;
 }

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "backoff.h"
-#include "base64.h"
 #include "clock.h"
 #include "err.h"
 #include "informer.h"
@@ -19,9 +18,6 @@
 #include "xalloc.h"
 
 #define LOGGER "maas-identity"
-
-/* a Secret value we accept: far above any endpoint, key or CA bundle */
-#define IDENT_VALUE_MAX (256 * 1024)
 
 static const struct backoff_policy failure_backoff = { .base_ms = 1000, .max_ms = 60000 };
 
@@ -270,88 +266,6 @@ bool maas_ident_cluster_is(struct maas_ident_pool *pool,
 
 /* --- the Secret ------------------------------------------------------------------------------ */
 
-/* data.<k> decoded (capped, NUL-terminated); CM_ENOTFOUND when absent. */
-static int secret_value(
-        const cJSON *secret, const char *k, char **ret, size_t *ret_len, char **ret_msg)
-{
-        const char *b64 = json_find_str(secret, "data", k, NULL);
-        unsigned char *raw = NULL;
-        size_t n = 0;
-        int err;
-
-        if (!b64)
-                return CM_ENOTFOUND;
-        if (strlen(b64) > IDENT_VALUE_MAX / 3 * 4 + 4) {
-                *ret_msg = xasprintf("data.%s is larger than %d bytes", k, IDENT_VALUE_MAX);
-                return CM_EINVAL;
-        }
-        err = base64_decode(b64, strlen(b64), &raw, &n);
-        if (err) {
-                *ret_msg = xasprintf("data.%s is not valid base64", k);
-                return CM_EINVAL;
-        }
-        *ret = xrealloc(raw, n + 1);
-        (*ret)[n] = '\0';
-        if (ret_len)
-                *ret_len = n;
-        return 0;
-}
-
-/* Trailing newlines (`echo` into a file, `kubectl create secret --from-file`) are not part of
- * an endpoint or a key. */
-static void chomp(char *s)
-{
-        size_t n = strlen(s);
-
-        while (n && (s[n - 1] == '\n' || s[n - 1] == '\r'))
-                s[--n] = '\0';
-}
-
-int maas_ident_parse_secret(const cJSON *secret,
-                            char **ret_endpoint,
-                            char **ret_key,
-                            char **ret_ca,
-                            size_t *ret_ca_len,
-                            char **ret_msg)
-{
-        char *ep = NULL, *key = NULL, *ca = NULL;
-        size_t ca_len = 0;
-        int err;
-
-        err = secret_value(secret, "endpoint", &ep, NULL, ret_msg);
-        if (err == CM_ENOTFOUND)
-                *ret_msg = xstrdup("data.endpoint is missing");
-        if (err == 0) {
-                err = secret_value(secret, "apiKey", &key, NULL, ret_msg);
-                if (err == CM_ENOTFOUND)
-                        *ret_msg = xstrdup("data.apiKey is missing");
-        }
-        if (err == 0) {
-                err = secret_value(secret, "caBundle", &ca, &ca_len, ret_msg);
-                if (err == CM_ENOTFOUND)
-                        err = 0;
-                else if (err == 0 && !strstr(ca, "-----BEGIN CERTIFICATE-----")) {
-                        *ret_msg = xstrdup("data.caBundle holds no PEM certificate");
-                        err = CM_EINVAL;
-                }
-        }
-        if (err) {
-                if (key)
-                        explicit_bzero(key, strlen(key));
-                free(ep);
-                free(key);
-                free(ca);
-                return CM_EINVAL;
-        }
-        chomp(ep);
-        chomp(key);
-        *ret_endpoint = ep;
-        *ret_key = key;
-        *ret_ca = ca;
-        *ret_ca_len = ca_len;
-        return 0;
-}
-
 /* The key and its parts never reach a record; false when the redaction table is full. */
 static bool hide_key(const struct maas_config *cfg, const char *key)
 {
@@ -372,7 +286,7 @@ static int ident_build(struct maas_ident_pool *pool,
         const char *rv = json_find_str(secret, "metadata", "resourceVersion", NULL);
         int err;
 
-        err = maas_ident_parse_secret(secret, &ep, &api_key, &ca, &ca_len, ret_msg);
+        err = maas_secret_parse(secret, &ep, &api_key, &ca, &ca_len, ret_msg);
         if (err)
                 return err;
         id = xcalloc(1, sizeof(*id));
@@ -570,7 +484,7 @@ static int slot_update(struct maas_ident_pool *pool,
         slot_retire(s);
         s->cur = id;
         slot_ok(s);
-        log_info(LOGGER, "MAAS identity loaded", "secret=%s resourceVersion=%s endpoint=%s", key,
+        log_info(LOGGER, "MAAS identity loaded", "identity=%s resourceVersion=%s endpoint=%s", key,
                  id->rv, id->endpoint);
         return slot_give(s, now, ret, f);
 }

@@ -128,13 +128,3 @@ void maas_ident_observe(void *ud, int err);
 size_t maas_ident_forget_unused(struct maas_ident_pool *pool);
 /* How many identities the pool holds as current (tests, metrics). */
 size_t maas_ident_count(struct maas_ident_pool *pool);
-
-/* Parses a Secret's JSON into endpoint, API key and CA bundle (decoded, new strings; ca may
- * be NULL when absent). CM_EINVAL with *ret_msg naming the key that is wrong (never its
- * value). Exposed for unit tests. */
-MUST_CHECK int maas_ident_parse_secret(const cJSON *secret,
-                                       char **ret_endpoint,
-                                       char **ret_key,
-                                       char **ret_ca,
-                                       size_t *ret_ca_len,
-                                       char **ret_msg);

@@ -25,6 +25,7 @@
 #include "kube_authn.h"
 #include "kube_client.h"
 #include "log.h"
+#include "maas_inventories.h"
 #include "maas_inventory.h"
 #include "metrics.h"
 #include "metrics_endpoint.h"
@@ -58,6 +59,9 @@ struct serving {
         struct http_server *diag_srv;     /* owned */
         struct maas_inventory *inventory; /* borrowed; NULL when the MAAS checks are off */
         struct webhooks *hooks;           /* owned */
+        /* owned; per-cluster MAAS inventories (spec.identityRef), NULL without MAAS checks
+         * or a Kubernetes configuration */
+        struct maas_inventories *inventories;
 };
 
 static bool check_webhook_ready(void *ud, char **ret_reason)
@@ -166,10 +170,15 @@ static int start_webhook_server(struct serving *s, char **reterr)
         int r;
 
         r = router_new(&s->webhook_routes);
-        if (r == 0)
-                r = webhooks_new_opts(
-                        &(struct webhooks_opts){ .inv = s->inventory, .metrics = s->metrics },
-                        &s->hooks);
+        if (r == 0 && s->inventory)
+                r = maas_inventories_new(cfg, &s->inventories, reterr);
+        if (r < 0)
+                return r;
+        r = webhooks_new_opts(
+                &(struct webhooks_opts){ .inv = s->inventory,
+                                         .source = maas_inventories_source(s->inventories),
+                                         .metrics = s->metrics },
+                &s->hooks);
         if (r == 0)
                 r = webhooks_register_with(s->hooks, s->webhook_routes);
         if (r < 0) {
@@ -390,6 +399,7 @@ void serving_stop(struct serving *s)
         kube_config_release(&s->kube);
         s->health_srv = http_server_free(s->health_srv);
         s->hooks = webhooks_free(s->hooks);
+        s->inventories = maas_inventories_free(s->inventories);
         s->inventory = NULL;
 }
 
@@ -405,6 +415,7 @@ struct serving *serving_free(struct serving *s)
         s->authn = kube_authn_free(s->authn);
         kube_config_release(&s->kube);
         free(s->tls_ciphers);
+        s->inventories = maas_inventories_free(s->inventories);
         s->health = health_free(s->health);
         s->metrics = metrics_free(s->metrics);
         free(s);

@@ -16,6 +16,7 @@
 #include "compiler.h"
 #include "decode_budget.h"
 #include "err.h"
+#include "json.h"
 #include "metrics.h"
 #include "router.h"
 #include "webhook_kinds.h"
@@ -83,6 +84,7 @@ static bool kind_matches(const struct webhook_endpoint *ep,
 struct webhook_route {
         const struct webhook_endpoint *ep;
         struct maas_inventory *inv;
+        const struct webhooks_inventory_source *source; /* NULL = inv for everything */
         struct decode_budget *budget;
 };
 
@@ -122,8 +124,39 @@ static void trim_after(size_t body_len, size_t tree_bytes)
 #endif
 }
 
+/* Validates against the MAAS of the object's cluster: the source's inventory when the
+ * cluster names an identity, inv otherwise; no MAAS checks (a warning) when the source
+ * cannot tell. */
+static void validate_routed(const struct webhook_endpoint *ep,
+                            struct maas_inventory *inv,
+                            const struct webhooks_inventory_source *src,
+                            const struct admission_request *req,
+                            struct admission_response *resp)
+{
+        const char *cluster = json_find_str(req->object, "metadata", "labels",
+                                            "cluster.x-k8s.io/cluster-name", NULL);
+        struct maas_inventory *own = NULL;
+        char *why = NULL;
+
+        if (!inv || !src || !src->acquire || !cluster || !*cluster) {
+                webhook_validate_maas(ep->kind, req, inv, resp);
+                return;
+        }
+        if (src->acquire(src->ud, req->namespace, cluster, &own, &why) < 0) {
+                admission_response_warn(resp, "MAAS checks skipped: %s",
+                                        why ? why : "the cluster's MAAS is unknown");
+                free(why);
+                webhook_validate_maas(ep->kind, req, NULL, resp);
+                return;
+        }
+        webhook_validate_maas(ep->kind, req, own ? own : inv, resp);
+        if (own)
+                src->release(src->ud, own);
+}
+
 static void serve_one(const struct webhook_endpoint *ep,
                       struct maas_inventory *inv,
+                      const struct webhooks_inventory_source *src,
                       struct decode_budget *budget,
                       const struct http_request *hreq,
                       struct http_response *hresp)
@@ -152,7 +185,7 @@ static void serve_one(const struct webhook_endpoint *ep,
         if (ep->mutating)
                 webhook_default(ep->kind, &req, &resp);
         else
-                webhook_validate_maas(ep->kind, &req, inv, &resp);
+                validate_routed(ep, inv, src, &req, &resp);
         if (admission_response_encode(&req, &resp, &hresp->body) < 0) {
                 http_response_error(hresp, 500, "cannot encode the AdmissionReview response");
                 goto out;
@@ -173,14 +206,14 @@ out:
 static void serve(void *ud, const struct http_request *hreq, struct http_response *hresp)
 {
         (void)pthread_once(&shared_budget_once, shared_budget_init);
-        serve_one(ud, NULL, &shared_budget, hreq, hresp);
+        serve_one(ud, NULL, NULL, &shared_budget, hreq, hresp);
 }
 
 static void serve_routed(void *ud, const struct http_request *hreq, struct http_response *hresp)
 {
         const struct webhook_route *wr = ud;
 
-        serve_one(wr->ep, wr->inv, wr->budget, hreq, hresp);
+        serve_one(wr->ep, wr->inv, wr->source, wr->budget, hreq, hresp);
 }
 
 static int add_routes(struct router *r,
@@ -256,6 +289,7 @@ int webhooks_new_opts(const struct webhooks_opts *o, struct webhooks **ret)
         for (size_t i = 0; i < webhook_endpoints_n; i++)
                 w->routes[i] = (struct webhook_route){ .ep = &webhook_endpoints[i],
                                                        .inv = o->inv,
+                                                       .source = o->source,
                                                        .budget = &w->budget };
         *ret = w;
         return CM_OK;

@@ -10,7 +10,10 @@
  * or use only thread-safe randomness (getrandom), so any thread may call them.
  */
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include <cjson/cJSON.h>
 
 #include "compiler.h"
 
@@ -44,3 +47,15 @@ char *maas_auth_header(const struct maas_credentials *c, int64_t timestamp, cons
 
 /* Writes a fresh random nonce (32 lowercase hex characters + NUL) into out. */
 void maas_auth_nonce(char out[33]);
+
+/* Reads the Secret (its JSON as the API server returns it) of a per-cluster MAAS identity
+ * (MaasCluster spec.identityRef, docs/credentials.md): data.endpoint, data.apiKey and the
+ * optional data.caBundle (PEM), base64-decoded, trailing newlines dropped from the first two.
+ * New strings; *ret_ca is NULL without a bundle. CM_EINVAL with *ret_msg naming the key
+ * that is missing or wrong (never its value) otherwise. Each value is capped at 256 KiB. */
+MUST_CHECK int maas_secret_parse(const cJSON *secret,
+                                 char **ret_endpoint,
+                                 char **ret_key,
+                                 char **ret_ca,
+                                 size_t *ret_ca_len,
+                                 char **ret_msg);

@@ -53,10 +53,30 @@ MUST_CHECK int webhooks_register(struct router *r);
  * M_MMAP_THRESHOLD, process-wide) so they go back the moment they are freed. */
 #define WEBHOOKS_TRIM_BYTES             (1u << 20)
 
+/*
+ * Per-cluster MAAS (MaasCluster spec.identityRef, docs/credentials.md): the inventory of the
+ * MAAS the cluster an object names (its cluster.x-k8s.io/cluster-name label, in the request's
+ * namespace) uses. acquire: 0 and *ret, a reference to that MAAS's inventory (release it), or
+ * NULL when the cluster uses the process-wide MAAS (opts.inv); or a negative code and
+ * *ret_why (malloc'd, no key in it) when its MAAS cannot be known now: the MAAS checks are
+ * then skipped with a warning saying why. Called on server threads, concurrently.
+ */
+struct webhooks_inventory_source {
+        int (*acquire)(void *ud,
+                       const char *ns,
+                       const char *cluster,
+                       struct maas_inventory **ret,
+                       char **ret_why);
+        void (*release)(void *ud, struct maas_inventory *inv);
+        void *ud;
+};
+
 struct webhooks_opts {
         struct maas_inventory *inv; /* borrowed; NULL = no MAAS checks */
-        size_t decode_budget;       /* bytes; 0 = WEBHOOKS_DECODE_BUDGET_DEFAULT */
-        unsigned decode_wait_ms;    /* 0 = WEBHOOKS_DECODE_WAIT_MS_DEFAULT */
+        /* borrowed; NULL (or no acquire) = every object is checked against inv */
+        const struct webhooks_inventory_source *source;
+        size_t decode_budget;    /* bytes; 0 = WEBHOOKS_DECODE_BUDGET_DEFAULT */
+        unsigned decode_wait_ms; /* 0 = WEBHOOKS_DECODE_WAIT_MS_DEFAULT */
         /* borrowed, outlives every request; NULL = none. Gets
          * capmaas_webhook_decode_refused_total: reviews answered 429 for the budget. */
         struct metrics *metrics;

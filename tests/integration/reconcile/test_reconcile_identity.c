@@ -177,6 +177,20 @@ static void make_ident_cluster(const char *name, const char *secret)
 
 static const char *const API_UP[] = { "APIServerAvailable", "True", "APIServerAvailable" };
 
+/* The next sep-separated token of *s (cut in place), or NULL at the end. */
+static char *next_token(char **s, char sep)
+{
+        char *tok = *s, *end;
+
+        if (!tok || !*tok)
+                return NULL;
+        end = strchr(tok, sep);
+        if (end)
+                *end++ = '\0';
+        *s = end;
+        return tok;
+}
+
 /* Fails when id (a system ID sim was asked about) is another MAAS's; returns 1. */
 static int is_other(const struct maassim *sim, const char *prefix, const char *id, const char *path)
 {
@@ -199,12 +213,12 @@ static void log_only(struct maassim *sim, const char *prefix, const char *const 
                 const char *path = OR(json_at_str(e, "path"), "");
                 const char *an = json_at_str(e, "agent_name");
                 const char *m = strstr(path, "/machines/");
-                char *ids = xstrdup(OR(json_at_str(e, "ids"), "")), *save = NULL;
+                char *ids = xstrdup(OR(json_at_str(e, "ids"), "")), *rest = ids;
                 bool ok = false;
 
                 if (m && m[10])
                         seen += is_other(sim, prefix, m + 10, path);
-                for (char *id = strtok_r(ids, ",", &save); id; id = strtok_r(NULL, ",", &save))
+                for (char *id; (id = next_token(&rest, ',')) != NULL;)
                         seen += is_other(sim, prefix, id, path);
                 free(ids);
                 if (an && *an) {
@@ -227,11 +241,10 @@ static void log_only(struct maassim *sim, const char *prefix, const char *const 
 /* Every part of key is absent from text. */
 static void no_key_in(const char *what, const char *text, const char *key)
 {
-        char *k = xstrdup(key);
-        char *save = NULL;
+        char *k = xstrdup(key), *rest = k;
 
         assert_null(strstr(text, key));
-        for (char *part = strtok_r(k, ":", &save); part; part = strtok_r(NULL, ":", &save))
+        for (char *part; (part = next_token(&rest, ':')) != NULL;)
                 if (strstr(text, part))
                         fail_msg("%s holds part of the key (%s)", what, part);
         free(k);
@@ -257,7 +270,7 @@ static void key_nowhere(const char *key)
                                                 &KUBE_RES_EVENTS };
         char *text = read_log();
 
-        assert_true(strlen(text) > 1000); /* trace records were written */
+        assert_non_null(strstr(text, "MAAS identity loaded")); /* the records are there */
         no_key_in("the provider's log", text, key);
         free(text);
         for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {

@@ -1,0 +1,41 @@
+#pragma once
+/*
+ * maas_inventories: the admission side of per-cluster MAAS credentials (docs/credentials.md):
+ * one inventory cache per MAAS a MaasCluster's spec.identityRef names, so a template labelled
+ * with a cluster (cluster.x-k8s.io/cluster-name) is checked against that cluster's MAAS.
+ *
+ * A lookup finds the cluster's MaasCluster (LIST maasclusters in the namespace by the
+ * cluster-name label) and its Secret (GET by name), both remembered for 10 s; an identity's
+ * inventory is built once per Secret resourceVersion and kept while it is used. At most
+ * MAAS_INVENTORIES_MAX of them exist: the least recently used one goes first, and one unused
+ * for MAAS_INVENTORIES_IDLE_MS is dropped at the next lookup. The keys are registered with
+ * the log redaction; no message here holds one.
+ *
+ * Ownership: the caller owns the struct (maas_inventories_free, after the webhook server has
+ * stopped); inventories handed out are referenced until released. Threads: acquire and
+ * release from any server thread at once; the Kubernetes reads are made one at a time (one
+ * client, behind a lock of their own), the cache under another.
+ */
+
+#include <stdint.h>
+
+#include "compiler.h"
+
+struct config;
+struct maas_inventory;
+struct maas_inventories;
+struct webhooks_inventory_source;
+
+#define MAAS_INVENTORIES_MAX     8
+#define MAAS_INVENTORIES_IDLE_MS (10u * 60u * 1000u)
+
+/* The per-cluster inventories for the webhooks, reading Kubernetes through cfg's kubeconfig
+ * (or the in-cluster configuration), loaded on first use (the API server may start after
+ * the webhooks) and again at most every 10 s while it fails: a labelled object is then
+ * admitted with the "MAAS checks skipped" warning saying why. cfg is borrowed. */
+MUST_CHECK int maas_inventories_new(const struct config *cfg,
+                                    struct maas_inventories **ret,
+                                    char **reterr);
+struct maas_inventories *maas_inventories_free(struct maas_inventories *mi);
+/* The webhooks' source (webhooks.h) backed by mi (NULL = none). Valid as long as mi. */
+const struct webhooks_inventory_source *maas_inventories_source(struct maas_inventories *mi);

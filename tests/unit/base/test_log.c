@@ -2,6 +2,7 @@
  * log: record format (JSON and text), key/value splitting, escaping, truncation and
  * redaction of registered secrets and sensitive keys. Records are written to a pipe.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,6 +117,31 @@ static void test_log__registered_secret_redacted_everywhere(void **state)
         free(rec);
 }
 
+static void *register_later(void *arg)
+{
+        (void)log_add_secret(arg);
+        return NULL;
+}
+
+/* A key read from a Secret while threads log: registered from another thread, it is
+ * redacted in the next record; registering it again is a no-op that succeeds. */
+static void test_log__secret_registered_at_run_time(void **state)
+{
+        static char key[] = "RotatedKey-2024";
+        pthread_t t;
+        char *rec;
+
+        (void)state;
+        log_setup(LOG_FORMAT_JSON, 0, fds[1]);
+        assert_int_equal(pthread_create(&t, NULL, register_later, key), 0);
+        assert_int_equal(pthread_join(t, NULL), 0);
+        assert_true(log_add_secret("RotatedKey-2024"));
+        log_info("maas", "loaded RotatedKey-2024", "detail=%s", "RotatedKey-2024");
+        rec = read_record();
+        assert_null(strstr(rec, "RotatedKey-2024"));
+        free(rec);
+}
+
 static void test_log__sensitive_keys_redacted(void **state)
 {
         char *rec;
@@ -163,6 +189,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_log__registered_secret_redacted_everywhere,
                                                 setup, teardown),
                 cmocka_unit_test_setup_teardown(test_log__sensitive_keys_redacted, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_log__secret_registered_at_run_time, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(
                         test_log__control_characters_escaped_and_long_records_truncated, setup,
                         teardown),

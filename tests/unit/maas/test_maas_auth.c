@@ -12,6 +12,7 @@
 #include "image_split_cases.h"
 #include "maas_auth.h"
 #include "maas_client.h"
+#include "xalloc.h"
 
 static void test_maas_auth__parses_three_part_key(void **state)
 {
@@ -184,6 +185,55 @@ static void test_maas_auth__config_combines_endpoint_and_key(void **state)
         free(err);
 }
 
+/* A per-cluster identity's Secret (docs/credentials.md): endpoint and apiKey decoded, newlines
+ * dropped, the bundle kept; each missing or wrong value named, never shown. */
+static void test_maas_auth__identity_secret_named_field_errors(void **state)
+{
+        static const struct {
+                const char *data, *want;
+        } bad[] = {
+                /* apiKey "c2VjcmV0LWtleTp4Onk=" = "secret-key:x:y" */
+                { "\"apiKey\":\"c2VjcmV0LWtleTp4Onk=\"", "data.endpoint is missing" },
+                { "\"endpoint\":\"aHR0cDovL2g6NTI0MC9NQUFT\"", "data.apiKey is missing" },
+                { "\"endpoint\":\"aHR0cDovL2g6NTI0MC9NQUFT\",\"apiKey\":\"!!!\"",
+                  "data.apiKey is not valid base64" },
+                { "\"endpoint\":\"aHR0cDovL2g6NTI0MC9NQUFT\",\"apiKey\":\"c2VjcmV0LWtleTp4Onk=\","
+                  "\"caBundle\":\"bm90IGEgY2VydA==\"",
+                  "data.caBundle holds no PEM certificate" },
+        };
+
+        char *ep = NULL, *key = NULL, *ca = NULL, *msg = NULL;
+        size_t ca_len = 0;
+        cJSON *s;
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char *doc = xasprintf("{\"data\":{%s}}", bad[i].data);
+
+                s = cJSON_Parse(doc);
+                assert_int_equal(maas_secret_parse(s, &ep, &key, &ca, &ca_len, &msg), CM_EINVAL);
+                assert_string_equal(msg, bad[i].want);
+                assert_null(strstr(msg, "secret-key"));
+                free(msg);
+                msg = NULL;
+                cJSON_Delete(s);
+                free(doc);
+        }
+        /* "http://h:5240/MAAS\n", "a:b:c\n", a PEM header */
+        s = cJSON_Parse("{\"data\":{\"endpoint\":\"aHR0cDovL2g6NTI0MC9NQUFTCg==\","
+                        "\"apiKey\":\"YTpiOmMK\",\"caBundle\":"
+                        "\"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==\"}}");
+        assert_int_equal(maas_secret_parse(s, &ep, &key, &ca, &ca_len, &msg), 0);
+        assert_string_equal(ep, "http://h:5240/MAAS");
+        assert_string_equal(key, "a:b:c");
+        assert_int_equal(ca_len, 28);
+        assert_memory_equal(ca, "-----BEGIN CERTIFICATE-----", 27);
+        free(ep);
+        free(key);
+        free(ca);
+        cJSON_Delete(s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -197,6 +247,7 @@ int main(void)
                 cmocka_unit_test(test_maas_auth__percent_encode_keeps_unreserved),
                 cmocka_unit_test(test_maas_auth__split_image_like_reference),
                 cmocka_unit_test(test_maas_auth__config_combines_endpoint_and_key),
+                cmocka_unit_test(test_maas_auth__identity_secret_named_field_errors),
         };
 
         return cmocka_run_group_tests_name("maas_auth", tests, NULL, NULL);

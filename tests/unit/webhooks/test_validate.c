@@ -510,6 +510,70 @@ static void test_validate__spec_change_of_reference_object_is_judged(void **stat
         cJSON_Delete(mc);
 }
 
+#define MC_DOC                                                                                     \
+        "{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"MaasCluster\","    \
+        "\"metadata\":{\"name\":\"c1\",\"namespace\":\"ns1\"},\"spec\":{\"dnsDomain\":\"maas\"%s}" \
+        "}"
+
+static void validate_create(const char *doc, struct admission_response *v)
+{
+        struct admission_request req = { .op = ADMISSION_OP_CREATE, .object = cJSON_Parse(doc) };
+
+        assert_non_null(req.object);
+        *v = (struct admission_response){ .allowed = true };
+        webhook_validate("MaasCluster", &req, v);
+        cJSON_Delete(req.object);
+}
+
+/* spec.identityRef (docs/credentials.md): a Secret, named as Secrets are; once set it stays,
+ * since the cluster's machines live in the MAAS it names. */
+static void test_validate__identity_ref_is_a_secret_and_immutable(void **state)
+{
+        char *good =
+                xasprintf(MC_DOC, ",\"identityRef\":{\"kind\":\"Secret\",\"name\":\"maas-b\"}");
+        char *kind = xasprintf(MC_DOC, ",\"identityRef\":{\"kind\":\"ConfigMap\",\"name\":\"x\"}");
+        char *name =
+                xasprintf(MC_DOC, ",\"identityRef\":{\"kind\":\"Secret\",\"name\":\"Bad_Name\"}");
+        char *other =
+                xasprintf(MC_DOC, ",\"identityRef\":{\"kind\":\"Secret\",\"name\":\"maas-c\"}");
+        char *none = xasprintf(MC_DOC, "");
+        struct admission_response v;
+        struct admission_request req = { .op = ADMISSION_OP_UPDATE };
+
+        (void)state;
+        validate_create(good, &v);
+        assert_true(v.allowed);
+        admission_response_release(&v);
+        validate_create(kind, &v);
+        assert_false(v.allowed);
+        assert_non_null(
+                strstr(v.message, "spec.identityRef.kind: Unsupported value: \"ConfigMap\""));
+        admission_response_release(&v);
+        validate_create(name, &v);
+        assert_false(v.allowed);
+        assert_non_null(strstr(v.message, "spec.identityRef.name: Invalid value: \"Bad_Name\""));
+        admission_response_release(&v);
+
+        const char *pairs[][2] = { { good, other }, { none, good }, { good, none } };
+
+        for (size_t i = 0; i < 3; i++) {
+                req.old_object = cJSON_Parse(pairs[i][0]);
+                req.object = cJSON_Parse(pairs[i][1]);
+                v = (struct admission_response){ .allowed = true };
+                webhook_validate("MaasCluster", &req, &v);
+                assert_false(v.allowed);
+                assert_non_null(strstr(v.message, "changing spec.identityRef not allowed"));
+                admission_response_release(&v);
+                cJSON_Delete(req.object);
+                cJSON_Delete(req.old_object);
+        }
+        free(good);
+        free(kind);
+        free(name);
+        free(other);
+        free(none);
+}
+
 /* Status is not the webhook's: a spec change is judged on its spec even when the stored
  * status (kept by the API server) has a shape nothing decodes. */
 static void test_validate__status_never_denies(void **state)
@@ -999,6 +1063,7 @@ int main(void)
                 cmocka_unit_test(test_validate__metadata_only_update_is_not_defaulted),
                 cmocka_unit_test(test_validate__unchanged_legacy_spec_is_not_judged),
                 cmocka_unit_test(test_validate__spec_change_of_reference_object_is_judged),
+                cmocka_unit_test(test_validate__identity_ref_is_a_secret_and_immutable),
                 cmocka_unit_test(test_validate__status_never_denies),
                 cmocka_unit_test(test_validate__provider_id_immutable_once_provisioned),
                 cmocka_unit_test(test_validate__static_ip_rules_name_the_field),

@@ -6,12 +6,14 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
 #include "err.h"
 #include "json.h"
 #include "log.h"
+#include "maas_identity.h"
 #include "reconciler.h"
 #include "rfc3339.h"
 #include "worker.h"
@@ -217,6 +219,7 @@ int maasmachinetemplate_reconcile(void *wctx,
         enum maas_inv_state st = MAAS_INV_NOT_LOADED;
         struct kube_object *obj;
         const cJSON *o;
+        char *ident = NULL;
         int err = 0;
 
         (void)res; /* the next inventory refresh or template event comes back */
@@ -226,6 +229,13 @@ int maasmachinetemplate_reconcile(void *wctx,
         o = kube_object_json(obj);
         if (json_find_str(o, "metadata", "deletionTimestamp", NULL) ||
             reconciler_pause_cause(NULL, o))
+                goto out;
+        /* the inventory is the process-wide MAAS's: a template of a cluster with its own
+         * MAAS (spec.identityRef) gets no capacity from another region's machines */
+        ident = maas_ident_of_cluster(
+                w->p->idents, ns,
+                json_find_str(o, "metadata", "labels", "cluster.x-k8s.io/cluster-name", NULL));
+        if (ident)
                 goto out;
         s = maas_inventory_acquire(w->p->inventory, &st, NULL);
         /* A stale or failed inventory keeps what was last written: a guess is worse. */
@@ -237,6 +247,7 @@ int maasmachinetemplate_reconcile(void *wctx,
                          cm_strerror(err));
         maas_machine_template_release(&t);
 out:
+        free(ident);
         maas_inventory_snapshot_release(s);
         kube_object_unref(obj);
         return err;

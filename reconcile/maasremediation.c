@@ -340,6 +340,10 @@ static int pass(struct remediation_ctx *c, struct reconcile_result *res)
         if (!c->system_id)
                 return refuse(c, "NoMAASMachine", "Machine %s has no MAAS machine (systemID)",
                               kube_object_name(c->machine));
+        /* the cluster's MAAS (spec.identityRef): the power cycle reaches the machine there */
+        if (!reconciler_maas_pick(c->w, c->ns, c->cluster ? kube_object_name(c->cluster) : NULL,
+                                  NULL, &c->conds, c->cur, res))
+                return flush(c);
         if (phase_is(c, SCHEMA_REMEDIATION_WAITING))
                 return waiting(c, res);
         return cycle(c, res);
@@ -411,6 +415,7 @@ int maasremediation_reconcile(void *wctx,
                          maas_strerror(err));
         track(w->p, ns, name, !c.r.meta.deletion_timestamp && in_progress(&c));
 out:
+        reconciler_worker_use_default(w);
         kube_object_unref(c.obj);
         kube_object_unref(c.machine);
         kube_object_unref(c.cluster);

@@ -32,7 +32,8 @@
  * before the identity is used; no message of this module contains any of them.
  *
  * Threads: every function may be called from any thread. Lock order: p->fleet_index_lock,
- * then the pool's lock; the pool never calls out (no I/O, no other lock) while holding it.
+ * then the pool's lock; no Kubernetes or MAAS call is made while holding it (a Secret is
+ * read without it), and only the log's own lock is taken inside it.
  */
 
 #include <stdatomic.h>

@@ -21,6 +21,9 @@
 #include "json.h"
 #include "log.h"
 #include "reconcile_fixture.h"
+/* the reconcile library's private headers: the identity pool's count */
+#include "../../../reconcile/maas_identity.h"
+#include "../../../reconcile/reconciler.h"
 #include "testutil.h"
 #include "xalloc.h"
 
@@ -286,6 +289,12 @@ static void key_nowhere(const char *key)
         free(text);
 }
 
+static bool no_identity(const void *arg)
+{
+        (void)arg;
+        return maas_ident_count(RF.prov->idents) == 0;
+}
+
 /* Acceptance: two clusters, two MAAS: each cluster's machines (and its DNS record) come from
  * its own MAAS only; the default stays the process-wide one. */
 static void test_identity__each_cluster_uses_its_own_maas(void **state)
@@ -332,6 +341,19 @@ static void test_identity__each_cluster_uses_its_own_maas(void **state)
         assert_null(cl_wait(&KUBE_RES_MAASMACHINES, "d0", NULL, NULL));
         log_only(&SIM_B, "b-", uids_a, 2);
         log_only(&RF.sim, NULL, uids_d, 2);
+
+        /* the cluster goes: its record is deleted in B, and no cluster names the identity
+         * any more, so the pool forgets it */
+        assert_int_equal(maas_ident_count(RF.prov->idents), 1);
+        cl_delete(&KUBE_RES_MAASMACHINES, "b1");
+        assert_null(cl_wait(&KUBE_RES_MAASMACHINES, "b1", NULL, NULL));
+        cl_delete(&KUBE_RES_MAASCLUSTERS, "cb");
+        assert_null(cl_wait(&KUBE_RES_MAASCLUSTERS, "cb", NULL, NULL));
+        assert_true(cl_eventually(no_identity, NULL));
+        mc = maassim_call(&SIM_B, "GET", "state", NULL);
+        assert_int_equal(cJSON_GetArraySize(json_at(mc, "dnsresources")), 0);
+        cJSON_Delete(mc);
+        assert_int_equal(n_records(), 1); /* cd's, in A, untouched */
         key_nowhere(KEY_B);
 }
 

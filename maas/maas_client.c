@@ -21,7 +21,9 @@
 #include "base64.h"
 #include "buf.h"
 #include "err.h"
+#include "json.h"
 #include "maas_decode.h"
+#include "maas_pods.h"
 #include "token_bucket.h"
 #include "xalloc.h"
 
@@ -1382,4 +1384,74 @@ out:
                 give_interface(&f, ret);
         maas_interface_release(&f);
         return r;
+}
+
+/* --- VM hosts: list, compose, delete (maas_pods.h) ------------------------------------------ */
+
+static int dec_pods(const cJSON *d, void *ret)
+{
+        return maas_pod_list_from_json(d, ret);
+}
+
+static int dec_composed(const cJSON *d, void *ret)
+{
+        const char *sid = json_find_str(d, "system_id", NULL);
+
+        if (!sid || !id_ok(sid))
+                return CM_EPARSE;
+        *(char **)ret = xstrdup(sid);
+        return 0;
+}
+
+int maas_list_pods(struct maas_client *mc, struct maas_pod_list *ret, struct maas_error *err)
+{
+        return get_simple(mc, "pods/", NULL, dec_pods, ret, err);
+}
+
+static void int_param(struct call *c, const char *k, int64_t v)
+{
+        char num[32];
+
+        snprintf(num, sizeof(num), "%lld", (long long)v);
+        form_add(c, k, num);
+}
+
+int maas_compose(struct maas_client *mc,
+                 int pod_id,
+                 const struct maas_compose_opts *o,
+                 char **ret_system_id,
+                 struct maas_error *err)
+{
+        struct call c;
+        char *path, *storage;
+
+        if (pod_id < 0 || !o->hostname || !id_ok(o->hostname) ||
+            (o->storage_pool && (!*o->storage_pool || strpbrk(o->storage_pool, ",()"))))
+                return bad_id(err);
+        path = xasprintf("pods/%d/", pod_id);
+        /* never repeated after a 5xx or lost answer: the caller finds the VM by hostname */
+        call_init(&c, mc, "POST", path, "compose", false);
+        free(path);
+        int_param(&c, "cores", o->cores);
+        int_param(&c, "memory", o->memory_mib);
+        storage = o->storage_pool
+                          ? xasprintf("root:%lld(%s)", (long long)o->disk_gb, o->storage_pool)
+                          : xasprintf("root:%lld", (long long)o->disk_gb);
+        form_add(&c, "storage", storage);
+        free(storage);
+        form_add(&c, "hostname", o->hostname);
+        if (o->zone_id >= 0)
+                int_param(&c, "zone", o->zone_id);
+        if (o->pool_id >= 0)
+                int_param(&c, "pool", o->pool_id);
+        return run(mc, &c, dec_composed, ret_system_id, err);
+}
+
+int maas_delete_machine(struct maas_client *mc, const char *system_id, struct maas_error *err)
+{
+        struct call c;
+
+        if (!machine_call(&c, mc, "DELETE", system_id, NULL, true))
+                return bad_id(err);
+        return run(mc, &c, NULL, NULL, err);
 }

@@ -12,7 +12,7 @@
  *    "fail_next": {"count": 1, "status": 500, "op": "machine.deploy", "after": 0},
  *    "fail_deploy": ["sysid"], "bmc_unknown": ["sysid"], "power_off": ["sysid"],
  *    "release": ["sysid"], "delete": ["sysid"], "allocate_to": {"sysid": "user2"},
- *    "commission": ["sysid"], "mark_broken": ["sysid"]}
+ *    "commission": ["sysid"], "mark_broken": ["sysid"], "compose_delay_ms": 3000}
  * fail_next fails the next count requests matching op once `after` more have passed.
  * power_off and the five after it are an operator's actions behind the provider's back, done
  * at once: power off; release (Ready, no owner, owner data and agent_name wiped, as MAAS's
@@ -284,6 +284,7 @@ int sim_faults_apply(struct sim *s, const cJSON *doc, char **ret_err)
         apply_rates(f, cJSON_GetObjectItemCaseSensitive(doc, "error_rate"));
         f->error_status = jint(doc, "error_status", f->error_status ? f->error_status : 500);
         f->latency_ms = jint(doc, "latency_ms", f->latency_ms);
+        f->compose_delay_ms = jint(doc, "compose_delay_ms", f->compose_delay_ms);
         if (cJSON_IsObject(u)) {
                 f->unavailable = jint(u, "count", 1);
                 f->retry_after = jint(u, "retry_after", 1);
@@ -530,6 +531,8 @@ static void admin_locked(struct sim *s,
                 sim_reply_json(rp, state_json(s));
         } else if (get && strcmp(path, "/_sim/requests") == 0) {
                 sim_reply_json(rp, requests_json(s));
+        } else if (get && strcmp(path, "/_sim/pods") == 0) {
+                sim_reply_json(rp, sim_pods_json(s));
         } else if (get && strcmp(path, "/_sim/kubelets") == 0) {
                 sim_reply_json(rp, sim_kubelets_json(s));
         } else if (strcmp(method, "POST") == 0 && strcmp(path, "/_sim/reset-log") == 0) {

@@ -46,6 +46,10 @@ static const struct sim_route routes[] = {
         { "subnets/", "subnets", sim_ops_subnets, false },
         { "subnets/*/", "subnet", sim_ops_subnet, false },
         { "nodes/*/interfaces/", "interfaces", sim_ops_interfaces, false },
+        { "pods/", "pods", sim_ops_pods, false },
+        { "pods/*/", "pod", sim_ops_pod, false },
+        { "vm-hosts/", "pods", sim_ops_pods, false },
+        { "vm-hosts/*/", "pod", sim_ops_pod, false },
         { "nodes/*/interfaces/*/", "interface", sim_ops_interface, false },
 };
 

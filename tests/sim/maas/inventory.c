@@ -13,6 +13,8 @@
  *               tags: [..], power_type, power_state, status (name or code; default Ready),
  *               owner, interfaces: [{name, mac, ip, cidr}]}]
  *   subnets: [{cidr (IPv4, required), name, gateway_ip, dns_servers: [..], vid}]
+ *   vm_hosts: [{name, zone, pool, tags, cores, memory, over-commit ratios, storage_pools}]
+ *             (MAAS's VM hosts; pods.c describes the keys)
  * An interface's cidr names its subnet (created without a gateway when not listed) and its
  * first link, AUTO; its ip is the address that link claims on deploy when free.
  * Zone "default", pool "default" (id 0) and domain "maas" (id 0) always exist; tags named by
@@ -624,6 +626,11 @@ int sim_load_inventory(struct sim *s, const char *file, char **ret_err)
         cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(root, "machines")) {
                 r = sim_add_machine_json(s, e, ret_err);
                 if (r < 0)
+                        goto out;
+        }
+        cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(root, "vm_hosts")) {
+                r = sim_add_pod_json(s, e, ret_err);
+                if (r < 0)
                         break;
         }
 out:
@@ -663,10 +670,16 @@ void sim_machine_tick(struct sim *s, struct sim_machine *m)
 {
         /* the clock only for a machine with a timed step (allocate ticks every machine) */
         if ((m->status != ST_DEPLOYING && m->status != ST_RELEASING &&
-             m->status != ST_DISK_ERASING) ||
+             m->status != ST_DISK_ERASING && (m->status != ST_COMMISSIONING || !m->pod_id)) ||
             m->deadline > sim_now())
                 return;
-        if (m->status == ST_DEPLOYING) {
+        if (m->status == ST_COMMISSIONING) { /* a composed VM (pods.c) */
+                m->status = ST_READY;
+                free(m->status_message);
+                m->status_message = xstrdup("Ready");
+                free(m->power_state);
+                m->power_state = xstrdup("off");
+        } else if (m->status == ST_DEPLOYING) {
                 bool fail = sim_strv_has(&s->faults.fail_deploy, m->system_id);
 
                 m->status = fail ? ST_FAILED_DEPLOYMENT : ST_DEPLOYED;
@@ -721,6 +734,7 @@ void sim_release(struct sim *s)
         }
         free(s->dns);
         sim_subnets_release(s);
+        sim_pods_release(s);
         for (size_t i = 0; i < s->n_keys; i++) {
                 free(s->keys[i].consumer);
                 free(s->keys[i].token);

@@ -620,6 +620,13 @@ static void machine_delete(struct sim *s, const struct sim_req *rq, struct sim_r
                 sim_reply_text(rp, 403, "User is not allowed access to this API.");
                 return;
         }
+        if (m->pod_id) { /* a composed VM: MAAS decomposes it on its host (pods.c) */
+                sim_remove_machine(s, m);
+                rp->status = 204;
+                rp->body = xstrdup("");
+                rp->ctype = "text/plain";
+                return;
+        }
         sim_reply_text(rp, 409, "maas-sim does not delete machines; use /_sim/ to reset.");
 }
 

@@ -3,7 +3,8 @@
  *
  *   maas-sim --port N (0 = pick) --inventory FILE --api-key CK:TK:TS (repeatable; default
  *            $MAAS_API_KEY) [--tls-cert F --tls-key F] [--deploy-seconds S]
- *            [--release-seconds S] [--boot-seconds S] [--threads N] [--fail-deploy SYSTEM_ID]...
+ *            [--release-seconds S] [--boot-seconds S] [--commission-seconds S] [--threads N]
+ * [--fail-deploy SYSTEM_ID]...
  *            [--bmc-unknown SYSTEM_ID]... [--error-rate OP=FRACTION]... [--latency-ms N]
  *
  * The first line on stdout is "listening on http[s]://127.0.0.1:N/MAAS". The first API key
@@ -54,6 +55,18 @@ static enum MHD_Result add_query(void *cls, enum MHD_ValueKind kind, const char 
         return MHD_YES;
 }
 
+static void sleep_ms(unsigned ms)
+{
+        struct timespec ts;
+
+        if (!ms)
+                return;
+        ts.tv_sec = ms / 1000;
+        ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
 static void latency(struct sim *s)
 {
         unsigned ms;
@@ -88,6 +101,7 @@ static void serve_api(struct sim *s,
                 sim_reply_text(rp, 400, "Malformed request body.");
         else
                 sim_handle(s, &rq, auth, rp);
+        sleep_ms(rp->delay_ms); /* a slow answer (compose_delay_ms), after the act */
         sim_params_release(&rq.query);
         sim_params_release(&rq.form);
 }
@@ -255,6 +269,7 @@ enum flag_kind {
         F_DEPLOY_S,
         F_RELEASE_S,
         F_BOOT_S,
+        F_COMMISSION_S,
         F_THREADS,
         F_LATENCY,
         F_FAIL_DEPLOY,
@@ -274,6 +289,7 @@ static const struct {
         { "--deploy-seconds", F_DEPLOY_S },
         { "--release-seconds", F_RELEASE_S },
         { "--boot-seconds", F_BOOT_S },
+        { "--commission-seconds", F_COMMISSION_S },
         { "--threads", F_THREADS },
         { "--latency-ms", F_LATENCY },
         { "--fail-deploy", F_FAIL_DEPLOY },
@@ -316,6 +332,8 @@ static int apply_flag(struct sim *s, struct opts *o, enum flag_kind k, const cha
                 return parse_double(v, &s->release_seconds) ? 0 : CM_EINVAL;
         case F_BOOT_S:
                 return parse_double(v, &s->boot_seconds) ? 0 : CM_EINVAL;
+        case F_COMMISSION_S:
+                return parse_double(v, &s->commission_seconds) ? 0 : CM_EINVAL;
         case F_THREADS:
                 return uint_flag(v, 64, &o->threads) < 0 || o->threads == 0 ? CM_EINVAL : 0;
         case F_LATENCY:
@@ -448,6 +466,7 @@ int main(int argc, char **argv)
         struct sim s = { .deploy_seconds = 2,
                          .release_seconds = 1,
                          .boot_seconds = 1,
+                         .commission_seconds = 1,
                          .faults = { .error_status = 500 } };
         struct opts o = { .threads = 4, .faults = cJSON_CreateObject() };
         int r;

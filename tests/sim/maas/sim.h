@@ -170,7 +170,33 @@ struct sim_machine {
         int gateway_link_v4; /* the link whose subnet's gateway is the default (0 = MAAS picks) */
         double deadline;     /* monotonic seconds when Deploying/Releasing ends */
         enum sim_kubelet kubelet;
-        double booted_at; /* monotonic seconds the OS is up after the last power-on */
+        double booted_at;   /* monotonic seconds the OS is up after the last power-on */
+        int pod_id;         /* the VM host a composed VM runs on; 0 = not a VM */
+        size_t pod_storage; /* its disk's storage pool (index into the host's) */
+        int64_t pod_disk;   /* its disk, bytes */
+};
+
+/* A VM host (MAAS "pod", pods.c): capacity, over-commit ratios and storage pools; what its
+ * VMs use is summed from the machines whose pod_id is its id. */
+struct sim_storage_pool {
+        char *name;
+        char *type;
+        int64_t total; /* bytes */
+        bool is_default;
+};
+
+struct sim_pod {
+        int id;
+        char *name;
+        char *type; /* "lxd" */
+        size_t zone, pool;
+        struct sim_strv tags;
+        int cores;
+        int64_t memory; /* MiB */
+        double cpu_ratio, memory_ratio;
+        struct sim_storage_pool *storage;
+        size_t n_storage;
+        char *host; /* the system_id of the machine it runs on, or NULL */
 };
 
 struct sim_dns {
@@ -219,6 +245,7 @@ struct sim_faults {
         char *fail_op; /* NULL = any */
         struct sim_strv fail_deploy;
         struct sim_strv bmc_unknown;
+        unsigned compose_delay_ms; /* a compose answers this late (the VM exists at once) */
 };
 
 struct sim {
@@ -245,6 +272,10 @@ struct sim {
         bool by_cost_stale;
         struct sim_dns *dns;
         size_t n_dns;
+        struct sim_pod *pods;
+        size_t n_pods;
+        unsigned next_vm;          /* composed VMs' system ids */
+        double commission_seconds; /* a composed VM commissions this long */
         struct sim_subnet *subnets;
         size_t n_subnets;
         int next_link_id;
@@ -283,6 +314,7 @@ struct sim_resp {
         char *body;        /* owned */
         const char *ctype; /* static */
         unsigned retry_after;
+        unsigned delay_ms; /* the answer goes out this much later (outside the lock) */
 };
 
 typedef void sim_handler_fn(struct sim *s, const struct sim_req *rq, struct sim_resp *rp);
@@ -410,6 +442,15 @@ extern const struct sim_op sim_ops_subnets[];
 extern const struct sim_op sim_ops_subnet[];
 extern const struct sim_op sim_ops_interfaces[];
 extern const struct sim_op sim_ops_interface[];
+extern const struct sim_op sim_ops_pods[];
+extern const struct sim_op sim_ops_pod[];
+
+/* --- pods.c: VM hosts (lock held) --- */
+/* Adds a VM host (inventory key "vm_hosts"; see pods.c). */
+MUST_CHECK int sim_add_pod_json(struct sim *s, const cJSON *o, char **ret_err);
+void sim_pods_release(struct sim *s);
+/* GET /_sim/pods: the hosts as GET pods/ shows them, each with its VMs' system ids. */
+cJSON *sim_pods_json(struct sim *s);
 
 /* --- network.c: subnets, interface links, addresses (lock held) --- */
 /* Adds a subnet {cidr, name, gateway_ip, dns_servers, vid} (inventory key "subnets"). */

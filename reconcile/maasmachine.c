@@ -328,7 +328,8 @@ static int reconcile_normal(struct maasmachine_ctx *c, struct reconcile_result *
         if (!c->have_node) {
                 if (maasmachine_static_ip_backoff(c, res))
                         return 0; /* a refused static address: not before its backoff */
-                err = maasmachine_allocate(c, res, &got);
+                err = maasmachine_is_vm(c) ? maasmachine_compose(c, res, &got)
+                                           : maasmachine_allocate(c, res, &got);
                 if (err || !got)
                         return err;
         }

@@ -281,10 +281,13 @@ out:
 
 int maasmachine_replace(struct maasmachine_ctx *c, const char *why, struct reconcile_result *res)
 {
-        char *old = xstrdup(c->node.system_id);
+        char *old;
         bool got = false;
         int err;
 
+        if (maasmachine_is_vm(c)) /* a VM is deleted and composed again */
+                return maasmachine_vm_replace(c, why, res);
+        old = xstrdup(c->node.system_id);
         if (c->p->replaced)
                 metric_counter_inc(metric_series(c->p->replaced, why));
         reconciler_deploy_failed(c->p, why);

@@ -218,7 +218,11 @@ int maasmachine_delete_pass(struct maasmachine_ctx *c, struct reconcile_result *
         err = sid ? held(c, &owned) : 0;
         if (err)
                 return err;
-        if (sid && !owned) {
+        if (maasmachine_is_vm(c)) {
+                err = maasmachine_vm_delete(c, sid && owned);
+                if (err)
+                        return err;
+        } else if (sid && !owned) {
                 log_info(LOGGER,
                          "the MAAS machine is no longer held for this MaasMachine: left alone",
                          "object=%s/%s system_id=%s owner=%s", c->ns, c->name, sid,

@@ -77,6 +77,28 @@ bool maasmachine_terminal(const struct maasmachine_ctx *c);
  * capmaas_maasmachine_host_lost_total{reason}. providerID and systemID are kept. */
 MUST_CHECK int maasmachine_host_lost(struct maasmachine_ctx *c, struct reconcile_result *res);
 
+/* maasmachine_compose.c (docs/lxd.md): spec.lxd.enabled makes the MaasMachine a VM composed
+ * on a MAAS VM host. */
+bool maasmachine_is_vm(const struct maasmachine_ctx *c);
+/* The VM's hostname, derived from the MaasMachine's name and UID (new string). */
+char *maasmachine_vm_hostname(const char *name, const char *uid);
+/* Instead of allocate: finds the VM by its hostname (adopting it, waiting while MAAS
+ * commissions it, allocating it by system id once Ready), else chooses a host and composes
+ * one. *ret_got says whether c->node is now the allocated VM; a requeue is set otherwise. */
+MUST_CHECK int maasmachine_compose(struct maasmachine_ctx *c,
+                                   struct reconcile_result *res,
+                                   bool *ret_got);
+/* A deleting VM MaasMachine: deletes c->node when owned (MAAS decomposes it), and any VM of
+ * its hostname MAAS holds unallocated or stamped for it. */
+MUST_CHECK int maasmachine_vm_delete(struct maasmachine_ctx *c, bool owned);
+/* A failed or timed-out VM deploy: deletes the VM and clears the ids (the next pass
+ * composes another). */
+MUST_CHECK int maasmachine_vm_replace(struct maasmachine_ctx *c,
+                                      const char *why,
+                                      struct reconcile_result *res);
+/* Forgets this process's record of the host chosen for the MaasMachine's VM. */
+void maasmachine_vm_forget(struct maasmachine_ctx *c);
+
 /* maasmachine_allocate.c: finds the MAAS machine the MaasMachine names, else adopts one
  * stamped with its UID (have_node then says whether there is one). */
 MUST_CHECK int maasmachine_find_node(struct maasmachine_ctx *c);

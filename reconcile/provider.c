@@ -757,6 +757,9 @@ struct provider *provider_free(struct provider *p)
         reconciler_table_release(&p->claimed);
         reconciler_table_release(&p->remediating);
         reconciler_table_release(&p->remediation_cycles);
+        for (size_t i = 0; i < p->vm_hosts.n; i++)
+                free(p->vm_hosts.items[i].ptr);
+        reconciler_table_release(&p->vm_hosts);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->fleet_cond);
         pthread_mutex_destroy(&p->fleet_lock);

@@ -156,6 +156,9 @@ struct provider {
          * outcome (a final phase) was written; a cache that has not caught up with these
          * writes must not act on them again. Gone with the finalizer. */
         struct reconciler_table remediation_cycles;
+        /* "ns/cluster/MaasMachine UID" → a: the VM host id chosen for its VM, ptr: its name
+         * (owned: freed with the entry); maasmachine_compose.c */
+        struct reconciler_table vm_hosts;
 
         pthread_mutex_t fleet_lock;
         pthread_cond_t fleet_cond; /* a refresh finished (with fleet_lock) */

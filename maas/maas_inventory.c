@@ -51,6 +51,7 @@ struct maas_inventory {
         uint64_t last_miss_ms;
         bool any_miss;
         bool stop;
+        _Atomic bool want_pods; /* list the VM hosts too (maas_inventory_want_pods) */
         pthread_t thread;
         bool has_thread;
         /* metrics (NULL without a registry) */
@@ -188,6 +189,8 @@ struct maas_inventory_snapshot *maas_inventory_snapshot_build(const struct maas_
                 machine_from_node(s, &machines->items[i], &s->machines[i]);
         s->n_machines = machines->n;
         maas_inv_net_build(s, l);
+        s->pods_state = l->pods_state;
+        maas_pod_list_copy(&l->pods, &s->pods);
         return s;
 }
 
@@ -213,6 +216,7 @@ static void snapshot_free(struct maas_inventory_snapshot *s)
         free(s->boots);
         free(s->zone_machines);
         maas_inv_net_free(s);
+        maas_pod_list_release(&s->pods);
         free(s);
 }
 
@@ -544,6 +548,27 @@ static void lists_release(struct maas_inventory_lists *l)
         maas_boot_resource_list_release(&l->images);
         maas_subnet_list_release(&l->subnets);
         maas_node_list_release(&l->machines);
+        maas_pod_list_release(&l->pods);
+}
+
+void maas_inventory_want_pods(struct maas_inventory *inv)
+{
+        atomic_store(&inv->want_pods, true);
+}
+
+/* The VM hosts, when asked for: never fails the refresh (the rest of the snapshot is good). */
+static void list_pods(struct maas_inventory *inv, struct maas_inventory_lists *l)
+{
+        struct maas_error err = { 0 };
+        int r;
+
+        if (!atomic_load(&inv->want_pods))
+                return;
+        r = maas_list_pods(inv->client, &l->pods, &err);
+        l->pods_state = r == 0                                      ? MAAS_INV_PODS_OK
+                        : r == CM_EUNSUPPORTED || r == CM_ENOTFOUND ? MAAS_INV_PODS_NONE
+                                                                    : MAAS_INV_PODS_FAILED;
+        maas_error_release(&err);
 }
 
 /* Says which zone's list failed, so the operator knows where MAAS answers too much. */
@@ -722,6 +747,8 @@ int maas_inventory_refresh(struct maas_inventory *inv)
         r = ensure_client(inv);
         if (r == 0)
                 r = fetch_lists(inv->client, &l, &err, &what);
+        if (r == 0)
+                list_pods(inv, &l);
         if (r == 0) {
                 snap = maas_inventory_snapshot_build(&l, clock_now_ms(inv->clock));
                 atomic_fetch_add_explicit(&snap->refs, 1, memory_order_relaxed); /* the call's */

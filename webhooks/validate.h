@@ -35,7 +35,8 @@ struct maas_check {
         const struct maas_inventory_snapshot *s;
         struct field_errors *fe;         /* denials */
         struct admission_response *warn; /* warnings; may be NULL */
-        bool miss; /* set when a name is not in s, or nothing in s fits: worth a fresh read */
+        bool miss;      /* set when a name is not in s, or nothing in s fits: worth a fresh read */
+        bool want_pods; /* the check needs MAAS's VM hosts, which s does not list */
 };
 
 /* The rules of one spec type (MaasClusterSpec or MaasMachineSpec), shared by a kind and its
@@ -188,6 +189,12 @@ void maas_check_machine_spec(const struct maas_machine_spec *sp, struct maas_che
 /* validate_maas_options.c: excludeTags, architecture, hweKernel and minDiskSize against the
  * inventory (docs/deploy-options.md); false when a name is not in it. */
 bool maas_check_deploy_options(const struct maas_machine_spec *sp, struct maas_check *c);
+/* validate_lxd.c: spec.lxd's value rules (docs/lxd.md), and its MAAS checks against the
+ * snapshot's VM hosts (want_pods when it lists none yet). */
+void validate_machine_lxd(const struct maas_machine_spec *s,
+                          const char *path,
+                          struct field_errors *fe);
+void maas_check_machine_lxd(const struct maas_machine_spec *s, struct maas_check *c);
 /* MAAS checks of a MaasCluster spec: dnsDomain is a MAAS domain, every failureDomains
  * entry a MAAS zone. */
 void maas_check_cluster_spec(const struct maas_cluster_spec *sp, struct maas_check *c);

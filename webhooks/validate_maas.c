@@ -244,6 +244,7 @@ void maas_check_machine_spec(const struct maas_machine_spec *sp, struct maas_che
         const struct maas_inventory_snapshot *s = c->s;
         const char *path = c->path;
         struct field_errors *fe = c->fe;
+        bool vm = sp->lxd && sp->lxd->enabled;
         bool ok = true;
 
         if (sp->resource_pool)
@@ -252,7 +253,8 @@ void maas_check_machine_spec(const struct maas_machine_spec *sp, struct maas_che
         if (sp->failure_domain)
                 ok &= need_name(s, MAAS_INV_ZONE, (struct name_at){ path, "failureDomain", -1 },
                                 sp->failure_domain, fe);
-        for (size_t i = 0; i < sp->tags.n; i++)
+        /* a VM's tags are its host's (free words in MAAS, not tag objects): validate_lxd.c */
+        for (size_t i = 0; !vm && i < sp->tags.n; i++)
                 ok &= need_name(s, MAAS_INV_TAG, (struct name_at){ path, "tags", (long)i },
                                 sp->tags.items[i], fe);
         if (sp->image)
@@ -262,6 +264,8 @@ void maas_check_machine_spec(const struct maas_machine_spec *sp, struct maas_che
         ok &= maas_check_deploy_options(sp, c);
         if (!ok) {
                 c->miss = true;
+        } else if (vm) {
+                maas_check_machine_lxd(sp, c);
         } else if (!sp->system_id) {
                 size_t before = fe->n + fe->dropped;
 
@@ -357,6 +361,7 @@ static void append_errors(struct field_errors *to, struct field_errors *from)
 static bool run_checks(const struct spec_ops *so,
                        const char *path,
                        const void *spec,
+                       struct maas_inventory *inv,
                        const struct maas_inventory_snapshot *s,
                        struct field_errors *fe,
                        struct admission_response *warn)
@@ -364,6 +369,8 @@ static bool run_checks(const struct spec_ops *so,
         struct maas_check c = { .path = path, .s = s, .fe = fe, .warn = warn };
 
         so->maas_check(spec, &c);
+        if (c.want_pods) /* from now on the refreshes list the VM hosts */
+                maas_inventory_want_pods(inv);
         return c.miss;
 }
 
@@ -388,7 +395,7 @@ static struct maas_inventory_snapshot *recheck(const struct spec_ops *so,
         }
         s = usable(inv, true, resp);
         if (s)
-                (void)run_checks(so, path, cur, s, mine, resp);
+                (void)run_checks(so, path, cur, inv, s, mine, resp);
         return s;
 }
 
@@ -410,10 +417,10 @@ void maas_checks_run(const struct spec_ops *so,
                 return;
         field_errors_init(&mine);
         field_errors_init(&prev);
-        if (run_checks(so, path, cur, s, &mine, resp))
+        if (run_checks(so, path, cur, inv, s, &mine, resp))
                 s = recheck(so, path, cur, inv, s, &mine, resp);
         if (s && old) {
-                (void)run_checks(so, path, old, s, &prev, NULL);
+                (void)run_checks(so, path, old, inv, s, &prev, NULL);
                 field_errors_subtract(&mine, &prev);
         }
         if (s)
@@ -440,6 +447,19 @@ static bool strv_same(const struct schema_strv *a, const struct schema_strv *b)
         return true;
 }
 
+/* The fields of spec.lxd the VM host checks read (validate_lxd.c). */
+static bool maas_lxd_same(const struct maas_machine_spec *a, const struct maas_machine_spec *b)
+{
+        const struct maas_vm_config *va = a->lxd ? a->lxd->vm_config : NULL;
+        const struct maas_vm_config *vb = b->lxd ? b->lxd->vm_config : NULL;
+        bool ea = a->lxd && a->lxd->enabled, eb = b->lxd && b->lxd->enabled;
+
+        return ea == eb && a->has_min_disk_size == b->has_min_disk_size &&
+               a->min_disk_size == b->min_disk_size && !va == !vb &&
+               (!va || (va->has_disk_size == vb->has_disk_size && va->disk_size == vb->disk_size &&
+                        str_same(va->storage_pool, vb->storage_pool)));
+}
+
 bool maas_machine_spec_same(const struct maas_machine_spec *a, const struct maas_machine_spec *b)
 {
         return str_same(a->resource_pool, b->resource_pool) &&
@@ -450,7 +470,8 @@ bool maas_machine_spec_same(const struct maas_machine_spec *a, const struct maas
                maas_static_ip_same(a, b) && str_same(a->hwe_kernel, b->hwe_kernel) &&
                str_same(a->architecture, b->architecture) &&
                strv_same(&a->exclude_tags, &b->exclude_tags) &&
-               a->has_min_disk_size == b->has_min_disk_size && a->min_disk_size == b->min_disk_size;
+               a->has_min_disk_size == b->has_min_disk_size &&
+               a->min_disk_size == b->min_disk_size && maas_lxd_same(a, b);
 }
 
 bool maas_cluster_spec_same(const struct maas_cluster_spec *a, const struct maas_cluster_spec *b)

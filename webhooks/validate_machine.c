@@ -20,7 +20,6 @@
 static const struct rule_bounds min_cpu = { 0, MIN_CPU_MAX, true };
 static const struct rule_bounds min_memory = { 0, MIN_MEMORY_MAX, true };
 static const struct rule_bounds min_disk_size = { 0, INT64_MAX, false };
-static const struct rule_bounds vm_disk_size = { 1, INT64_MAX, false };
 
 /* Builds "<path>.<field>" into p and returns it. */
 static const char *at(struct json_path *p, const char *path, const char *field)
@@ -47,10 +46,7 @@ void validate_machine_spec(const struct maas_machine_spec *s,
         rule_maas_names(fe, at(&p, path, "tags"), &s->tags);
         rule_provider_id(fe, at(&p, path, "providerID"), s->provider_id);
         rule_maas_name(fe, at(&p, path, "systemID"), s->system_id);
-        if (s->lxd && s->lxd->vm_config)
-                rule_range(fe, at(&p, path, "lxd.vmConfig.diskSize"),
-                           s->lxd->vm_config->has_disk_size, s->lxd->vm_config->disk_size,
-                           &vm_disk_size);
+        validate_machine_lxd(s, path, fe);
         validate_machine_addresses(s, path, fe, warn);
         validate_deploy_options(s, path, fe);
         validate_machine_unused(s, path, fe);

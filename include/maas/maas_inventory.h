@@ -19,6 +19,10 @@
  * thread, after every reader is done). The MAAS client and its transport belong to the
  * refresh thread (or, with opts.no_thread, to whichever thread calls maas_inventory_refresh).
  *
+ * VM hosts: once maas_inventory_want_pods was called (admission saw spec.lxd.enabled), every
+ * refresh also lists MAAS's VM hosts (GET pods/; docs/lxd.md); a failure of that list alone
+ * leaves the rest of the snapshot good and says so in its pods_state.
+ *
  * Metrics (when opts.metrics is set): capmaas_maas_inventory_age_seconds (gauge, -1 until the
  * first successful refresh), capmaas_maas_inventory_refreshes_total,
  * capmaas_maas_inventory_refresh_errors_total{reason} and
@@ -33,6 +37,7 @@
 #include "compiler.h"
 #include "http_transport.h"
 #include "maas_client.h"
+#include "maas_pods.h"
 
 struct metrics;
 struct maas_inventory;
@@ -91,6 +96,14 @@ struct maas_inv_boot {
         char *base_image;   /* an uploaded image's OS, or NULL */
 };
 
+/* What a snapshot knows of MAAS's VM hosts. */
+enum maas_inv_pods {
+        MAAS_INV_PODS_UNKNOWN, /* not listed (nobody asked yet) */
+        MAAS_INV_PODS_OK,
+        MAAS_INV_PODS_NONE,   /* MAAS has no VM host API (3.8 and later: 410; or 404) */
+        MAAS_INV_PODS_FAILED, /* the list failed this refresh */
+};
+
 struct maas_inventory_snapshot {
         _Atomic unsigned refs;
         uint64_t taken_ms; /* clock now_ms() when the refresh finished */
@@ -107,6 +120,8 @@ struct maas_inventory_snapshot {
         size_t n_ips;
         struct maas_inv_boot *boots; /* MAAS's order */
         size_t n_boots;
+        enum maas_inv_pods pods_state;
+        struct maas_pod_list pods; /* MAAS_INV_PODS_OK: the VM hosts as listed */
 };
 
 /* Why the MAAS checks cannot run now (the label of ..._checks_skipped_total). */
@@ -173,6 +188,8 @@ enum maas_inv_miss {
  * at most miss_wait_ms. Concurrent callers share it; when the last miss refresh is less
  * than miss_min_gap_ms old, returns MAAS_INV_MISS_LIMITED at once. */
 enum maas_inv_miss maas_inventory_refresh_on_miss(struct maas_inventory *inv);
+/* From now on every refresh lists the VM hosts too (idempotent; any thread). */
+void maas_inventory_want_pods(struct maas_inventory *inv);
 
 /* Counts a skipped check in capmaas_admission_maas_checks_skipped_total{reason}. */
 void maas_inventory_note_skipped(struct maas_inventory *inv, enum maas_inv_state reason);
@@ -248,6 +265,8 @@ struct maas_inventory_lists {
         struct maas_subnet_list subnets;
         bool no_subnets; /* subnets/ answered 404 */
         struct maas_node_list machines;
+        enum maas_inv_pods pods_state;
+        struct maas_pod_list pods;
 };
 
 /* Builds a snapshot from listed collections (the refresh does this; tests too). The lists

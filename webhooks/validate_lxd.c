@@ -135,12 +135,18 @@ static void emptied(const struct maas_pod_list *src, struct maas_pod_list *ret)
         }
 }
 
-static const char *lacking_field(unsigned lacks)
+/* The field the VM lacks most by, and its value as the request has it. */
+static const char *lacking_field(unsigned lacks, const struct maas_vm_request *rq, int64_t *ret)
 {
-        if (lacks & MAAS_POD_LACKS_CORES)
+        if (lacks & MAAS_POD_LACKS_CORES) {
+                *ret = rq->cores;
                 return "minCPU";
-        if (lacks & MAAS_POD_LACKS_MEMORY)
+        }
+        if (lacks & MAAS_POD_LACKS_MEMORY) {
+                *ret = rq->memory_mib;
                 return "minMemory";
+        }
+        *ret = rq->disk_gb;
         return "lxd.vmConfig.diskSize";
 }
 
@@ -152,6 +158,8 @@ static void check_hosts(const struct maas_machine_spec *s,
         struct maas_pod_choice now, ever;
         struct maas_pod_list empty;
         struct json_path p;
+        const char *field;
+        int64_t value;
         char *text;
 
         vm_request(s, &rq);
@@ -173,11 +181,11 @@ static void check_hosts(const struct maas_machine_spec *s,
         maas_pod_choose(&empty, &rq, &ever);
         if (ever.chosen < 0) {
                 text = maas_pod_lacks_text(&ever, &rq);
-                field_errors_add(c->fe, FIELD_ERR_INVALID,
-                                 at(&p, c->path, lacking_field(ever.lacks)), NULL,
-                                 "no MAAS VM host could ever compose this VM: the largest "
-                                 "candidate, %s, lacks %s even when empty",
-                                 empty.items[ever.closest].name, text);
+                field = lacking_field(ever.lacks, &rq, &value);
+                field_invalid_int(c->fe, at(&p, c->path, field), value,
+                                  "no MAAS VM host could ever compose this VM: the largest "
+                                  "candidate, %s, lacks %s even when empty",
+                                  empty.items[ever.closest].name, text);
                 free(text);
                 c->miss = true;
         } else if (c->warn) {

@@ -25,6 +25,8 @@
  * (off, then on) clears "hung" after --boot-seconds.
  * POST /_sim/keys {"add": "CK:TK:TS"[, "user": "user2"]} or {"revoke": "CK"}: MAAS's key
  * rotation (a new key accepted, an old one refused with 401 from then on).
+ * GET /_sim/pods lists the VM hosts with their VMs; POST /_sim/pods adds VM hosts (as the
+ * inventory's vm_hosts, pods.c).
  * POST /_sim/subnets adds subnets ({cidr, name, gateway_ip, dns_servers, vid}, as the
  * inventory's). GET /_sim/requests lists the request log: method, path, op, status, and the
  * authenticated user, the agent_name parameter and the id= parameters when there are. Op keys are
@@ -507,6 +509,8 @@ static int admin_post(struct sim *s, const char *path, const cJSON *doc, char **
                 return add_items(s, doc, sim_add_pool_json, ret_err);
         if (strcmp(path, "/_sim/subnets") == 0)
                 return add_items(s, doc, sim_add_subnet_json, ret_err);
+        if (strcmp(path, "/_sim/pods") == 0)
+                return add_items(s, doc, sim_add_pod_json, ret_err);
         if (strcmp(path, "/_sim/kubelets") == 0)
                 return sim_kubelets_apply(s, doc, ret_err);
         if (strcmp(path, "/_sim/keys") == 0)

@@ -285,7 +285,7 @@ int maasmachine_replace(struct maasmachine_ctx *c, const char *why, struct recon
         bool got = false;
         int err;
 
-        if (maasmachine_is_vm(c)) /* a VM is deleted and composed again */
+        if (maasmachine_is_vm(c) && maasmachine_node_is_vm(&c->node)) /* deleted, composed anew */
                 return maasmachine_vm_replace(c, why, res);
         old = xstrdup(c->node.system_id);
         if (c->p->replaced)

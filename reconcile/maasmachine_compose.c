@@ -40,7 +40,7 @@
 
 #define DEFAULT_DISK_GB   60   /* the reference's vmConfig.diskSize default */
 #define DEFAULT_MEM_MIB   2048 /* MAAS's default for a composed VM */
-#define COMMISSION_POLL   3000 /* ms between looks at a commissioning VM */
+#define COMMISSION_POLL   5000 /* ms between looks at a commissioning VM */
 #define RETRY_BASE_S      10
 #define RETRY_MAX_S       300
 #define HOSTNAME_NAME_MAX 40
@@ -48,6 +48,12 @@
 bool maasmachine_is_vm(const struct maasmachine_ctx *c)
 {
         return c->mm.spec.lxd && c->mm.spec.lxd->enabled;
+}
+
+bool maasmachine_node_is_vm(const struct maas_node *n)
+{
+        return n->power_type &&
+               (strcmp(n->power_type, "lxd") == 0 || strcmp(n->power_type, "virsh") == 0);
 }
 
 char *maasmachine_vm_hostname(const char *name, const char *uid)
@@ -76,6 +82,18 @@ char *maasmachine_vm_hostname(const char *name, const char *uid)
                 out[k++] = '0';
         out[k] = '\0';
         return out;
+}
+
+/* The VM's hostname: the one the reference provider recorded (maas.spectrocloud.com/vm-name,
+ * a VM it may have composed before capmaas took over), else ours. New string. */
+static char *vm_hostname_of(const struct maasmachine_ctx *c)
+{
+        const char *ref = schema_strmap_get(&c->mm.meta.annotations, SCHEMA_ANNOTATION_VM_NAME);
+        bool ok = ref && *ref && strlen(ref) <= 63 && ref[0] != '-';
+
+        for (const char *s = ref; ok && *s; s++)
+                ok = (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-';
+        return ok ? xstrdup(ref) : maasmachine_vm_hostname(c->name, c->mm.meta.uid);
 }
 
 /* The zone to compose in: where Cluster API placed the Machine, else the MaasMachine's own. */
@@ -568,6 +586,15 @@ static int existing_vm(struct maasmachine_ctx *c,
 {
         const char *st = vm->status_name ? vm->status_name : "";
 
+        if (!maasmachine_node_is_vm(vm)) {
+                reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                                SCHEMA_REASON_MACHINE_DEPLOY_FAILED,
+                                "MAAS machine %s (power type %s) holds this MaasMachine's VM "
+                                "hostname %s and is no VM",
+                                vm->system_id, vm->power_type, vm->hostname);
+                maasmachine_requeue(res, 60000);
+                return 0;
+        }
         if (vm->owner && *vm->owner) {
                 if (stamped_for_us(c, vm)) { /* allocated and stamped: the ids were lost */
                         log_info(LOGGER, "adopting the VM composed for this MaasMachine",
@@ -603,7 +630,7 @@ static int existing_vm(struct maasmachine_ctx *c,
 
 int maasmachine_compose(struct maasmachine_ctx *c, struct reconcile_result *res, bool *ret_got)
 {
-        char *hostname = maasmachine_vm_hostname(c->name, c->mm.meta.uid);
+        char *hostname = vm_hostname_of(c);
         struct maas_node vm = { 0 };
         bool found = false;
         int err;
@@ -624,7 +651,7 @@ int maasmachine_compose(struct maasmachine_ctx *c, struct reconcile_result *res,
 
 int maasmachine_vm_delete(struct maasmachine_ctx *c, bool owned)
 {
-        char *hostname = maasmachine_vm_hostname(c->name, c->mm.meta.uid);
+        char *hostname = vm_hostname_of(c);
         struct maas_node vm = { 0 };
         bool found = false;
         int err = 0;
@@ -638,7 +665,8 @@ int maasmachine_vm_delete(struct maasmachine_ctx *c, bool owned)
         /* a VM composed but never allocated (or whose ids were lost) goes too */
         if (err == 0)
                 err = find_vm(c, hostname, &vm, &found);
-        if (err == 0 && found && (!vm.owner || !*vm.owner || stamped_for_us(c, &vm))) {
+        if (err == 0 && found && maasmachine_node_is_vm(&vm) &&
+            (!vm.owner || !*vm.owner || stamped_for_us(c, &vm))) {
                 err = delete_vm(c, vm.system_id);
                 if (err == 0)
                         reconciler_event(c->p, c->cur, "Normal", "VMDeleted", "Deleted VM %s (%s)",

@@ -218,7 +218,7 @@ int maasmachine_delete_pass(struct maasmachine_ctx *c, struct reconcile_result *
         err = sid ? held(c, &owned) : 0;
         if (err)
                 return err;
-        if (maasmachine_is_vm(c)) {
+        if (maasmachine_is_vm(c) && (!sid || maasmachine_node_is_vm(&c->node))) {
                 err = maasmachine_vm_delete(c, sid && owned);
                 if (err)
                         return err;

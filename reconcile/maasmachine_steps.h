@@ -80,6 +80,9 @@ MUST_CHECK int maasmachine_host_lost(struct maasmachine_ctx *c, struct reconcile
 /* maasmachine_compose.c (docs/lxd.md): spec.lxd.enabled makes the MaasMachine a VM composed
  * on a MAAS VM host. */
 bool maasmachine_is_vm(const struct maasmachine_ctx *c);
+/* A MAAS machine composed on a VM host (power type lxd or virsh): deleted, never released.
+ * Only such a machine is ever deleted (spec.lxd turned on over a server releases it). */
+bool maasmachine_node_is_vm(const struct maas_node *n);
 /* The VM's hostname, derived from the MaasMachine's name and UID (new string). */
 char *maasmachine_vm_hostname(const char *name, const char *uid);
 /* Instead of allocate: finds the VM by its hostname (adopting it, waiting while MAAS

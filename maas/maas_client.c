@@ -1440,6 +1440,7 @@ int maas_compose(struct maas_client *mc,
         form_add(&c, "storage", storage);
         free(storage);
         form_add(&c, "hostname", o->hostname);
+        form_add_opt(&c, "architecture", o->architecture);
         if (o->zone_id >= 0)
                 int_param(&c, "zone", o->zone_id);
         if (o->pool_id >= 0)

@@ -106,6 +106,8 @@ static int pod_from_json(const cJSON *o, struct maas_pod *ret)
         p.pool_id = nested_id(o, "pool");
         p.host_system_id = cJSON_IsObject(host) ? dup_str(host, "system_id") : NULL;
         maas_strv_from_json(cJSON_GetObjectItemCaseSensitive(o, "tags"), NULL, &p.tags);
+        maas_strv_from_json(cJSON_GetObjectItemCaseSensitive(o, "architectures"), NULL,
+                            &p.architectures);
         p.cores_total = cJSON_IsObject(total) ? num_i64(total, "cores", 0) : 0;
         p.memory_total = cJSON_IsObject(total) ? num_i64(total, "memory", 0) : 0;
         p.cores_used = cJSON_IsObject(used) ? num_i64(used, "cores", 0) : 0;
@@ -125,6 +127,7 @@ void maas_pod_release(struct maas_pod *p)
         free(p->pool);
         free(p->host_system_id);
         maas_strv_release(&p->tags);
+        maas_strv_release(&p->architectures);
         for (size_t i = 0; i < p->n_storage_pools; i++)
                 free(p->storage_pools[i].name);
         free(p->storage_pools);
@@ -144,6 +147,17 @@ static char *dup_or_null(const char *s)
         return s ? xstrdup(s) : NULL;
 }
 
+static void strv_copy(const struct maas_strv *src, struct maas_strv *dst)
+{
+        *dst = (struct maas_strv){ 0 };
+        if (!src->n)
+                return;
+        dst->v = xcalloc(src->n + 1, sizeof(char *));
+        for (size_t i = 0; i < src->n; i++)
+                dst->v[i] = xstrdup(src->v[i]);
+        dst->n = src->n;
+}
+
 static void pod_copy(const struct maas_pod *src, struct maas_pod *dst)
 {
         *dst = *src;
@@ -152,13 +166,8 @@ static void pod_copy(const struct maas_pod *src, struct maas_pod *dst)
         dst->zone = dup_or_null(src->zone);
         dst->pool = dup_or_null(src->pool);
         dst->host_system_id = dup_or_null(src->host_system_id);
-        dst->tags = (struct maas_strv){ 0 };
-        if (src->tags.n) {
-                dst->tags.v = xcalloc(src->tags.n + 1, sizeof(char *));
-                for (size_t i = 0; i < src->tags.n; i++)
-                        dst->tags.v[i] = xstrdup(src->tags.v[i]);
-                dst->tags.n = src->tags.n;
-        }
+        strv_copy(&src->tags, &dst->tags);
+        strv_copy(&src->architectures, &dst->architectures);
         dst->storage_pools = NULL;
         if (src->n_storage_pools) {
                 dst->storage_pools = xcalloc(src->n_storage_pools, sizeof(*dst->storage_pools));
@@ -214,6 +223,21 @@ static bool has_tag(const struct maas_strv *v, const char *t)
         return false;
 }
 
+/* The host's architecture matching want ("amd64/generic" for "amd64" or "amd64/generic"). */
+static const char *arch_of(const struct maas_pod *p, const char *want)
+{
+        size_t wl = strcspn(want, "/");
+
+        for (size_t i = 0; i < p->architectures.n; i++) {
+                const char *a = p->architectures.v[i];
+
+                if (strcmp(a, want) == 0 ||
+                    (!want[wl] && strncmp(a, want, wl) == 0 && (a[wl] == '/' || !a[wl])))
+                        return a;
+        }
+        return NULL;
+}
+
 static bool candidate(const struct maas_pod *p, const struct maas_vm_request *rq)
 {
         if (rq->zone && (!p->zone || strcmp(p->zone, rq->zone) != 0))
@@ -223,7 +247,13 @@ static bool candidate(const struct maas_pod *p, const struct maas_vm_request *rq
         for (size_t i = 0; i < rq->n_tags; i++)
                 if (!has_tag(&p->tags, rq->tags[i]))
                         return false;
-        return true;
+        for (size_t i = 0; i < rq->n_not_tags; i++)
+                if (has_tag(&p->tags, rq->not_tags[i]))
+                        return false;
+        if (rq->host_system_id &&
+            (!p->host_system_id || strcmp(p->host_system_id, rq->host_system_id) != 0))
+                return false;
+        return !rq->arch || arch_of(p, rq->arch);
 }
 
 /* The storage pool the disk would go to: the named one, else the host's default, else the
@@ -348,6 +378,7 @@ void maas_pod_choose(const struct maas_pod_list *hosts,
         ret->chosen = chosen;
         if (chosen >= 0) {
                 ret->pool = best.sp->name;
+                ret->arch = rq->arch ? arch_of(&hosts->items[chosen], rq->arch) : NULL;
                 return;
         }
         ret->closest = closest;

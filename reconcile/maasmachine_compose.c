@@ -125,6 +125,10 @@ static void vm_request(const struct maasmachine_ctx *c, struct maas_vm_request *
                 .pool = s->resource_pool && *s->resource_pool ? s->resource_pool : NULL,
                 .tags = (const char *const *)s->tags.items,
                 .n_tags = s->tags.n,
+                .not_tags = (const char *const *)s->exclude_tags.items,
+                .n_not_tags = s->exclude_tags.n,
+                .arch = s->architecture && *s->architecture ? s->architecture : NULL,
+                .host_system_id = s->parent && *s->parent ? s->parent : NULL,
                 .storage_pool =
                         vc && vc->storage_pool && *vc->storage_pool ? vc->storage_pool : NULL,
         };
@@ -142,6 +146,13 @@ static void describe(const struct maas_vm_request *rq, char *out, size_t len)
                 k += (size_t)snprintf(out + k, len - k, " pool=%s", rq->pool);
         for (size_t i = 0; i < rq->n_tags && k < len; i++)
                 k += (size_t)snprintf(out + k, len - k, "%s%s", i ? "," : " tags=", rq->tags[i]);
+        for (size_t i = 0; i < rq->n_not_tags && k < len; i++)
+                k += (size_t)snprintf(out + k, len - k, "%s%s",
+                                      i ? "," : " excludeTags=", rq->not_tags[i]);
+        if (rq->arch && k < len)
+                k += (size_t)snprintf(out + k, len - k, " architecture=%s", rq->arch);
+        if (rq->host_system_id && k < len)
+                k += (size_t)snprintf(out + k, len - k, " parent=%s", rq->host_system_id);
         if (rq->storage_pool && k < len)
                 (void)snprintf(out + k, len - k, " storagePool=%s", rq->storage_pool);
 }
@@ -352,7 +363,7 @@ static int compose_failed(struct maasmachine_ctx *c,
 
 static int compose_on(struct maasmachine_ctx *c,
                       const struct maas_pod *host,
-                      const char *storage_pool,
+                      const struct maas_pod_choice *ch,
                       const struct maas_vm_request *rq,
                       const char *hostname,
                       struct reconcile_result *res)
@@ -361,7 +372,8 @@ static int compose_on(struct maasmachine_ctx *c,
                 .cores = rq->cores,
                 .memory_mib = rq->memory_mib,
                 .disk_gb = rq->disk_gb,
-                .storage_pool = storage_pool,
+                .storage_pool = ch->pool,
+                .architecture = ch->arch,
                 .hostname = hostname,
                 .zone_id = host->zone_id,
                 .pool_id = host->pool_id,
@@ -444,7 +456,7 @@ static int choose_and_compose(struct maasmachine_ctx *c,
         }
         log_info(LOGGER, "composing a VM", "object=%s/%s host=%s hostname=%s", c->ns, c->name,
                  hosts.items[ch.chosen].name, hostname);
-        err = compose_on(c, &hosts.items[ch.chosen], ch.pool, &rq, hostname, res);
+        err = compose_on(c, &hosts.items[ch.chosen], &ch, &rq, hostname, res);
 out:
         free(counts);
         maas_pod_list_release(&hosts);
@@ -547,8 +559,14 @@ static int allocate_vm(struct maasmachine_ctx *c,
         struct maas_node n = { 0 };
         struct maas_error me = { 0 };
         char started[32];
+        bool go = true;
         int err;
 
+        /* MAAS changes a layout only while the machine is Ready: before the allocation, as
+         * for a server (maasmachine_storage.c); repeated harmlessly after a crash */
+        err = maasmachine_storage_layout_on(c, vm->system_id, res, &go);
+        if (err || !go)
+                goto out;
         err = maas_allocate(c->w->maas, &o, &n, &me);
         reconciler_maas_count(c->p, "allocate", err, &me);
         if (err) {

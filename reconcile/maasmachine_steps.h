@@ -119,6 +119,12 @@ MUST_CHECK int maasmachine_storage_layout(struct maasmachine_ctx *c,
                                           const struct maas_allocate_opts *o,
                                           struct reconcile_result *res,
                                           char **ret_system_id);
+/* The same on a machine already chosen (a composed VM, Ready, before its allocation):
+ * *ret_go false when MAAS refused (MachineDeployed False, a Warning event, a requeue set). */
+MUST_CHECK int maasmachine_storage_layout_on(struct maasmachine_ctx *c,
+                                             const char *sid,
+                                             struct reconcile_result *res,
+                                             bool *ret_go);
 /* Replaces a failed or timed-out deploy (why: "DeployFailed" | "DeployTimeout"): allocates
  * the replacement, releases the old machine, deploys the new one. */
 MUST_CHECK int maasmachine_replace(struct maasmachine_ctx *c,

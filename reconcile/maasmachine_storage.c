@@ -102,3 +102,36 @@ out:
         maas_error_release(&me);
         return err;
 }
+
+int maasmachine_storage_layout_on(struct maasmachine_ctx *c,
+                                  const char *sid,
+                                  struct reconcile_result *res,
+                                  bool *ret_go)
+{
+        const struct schema_storage_layout *l = c->mm.spec.storage_layout;
+        struct maas_storage_layout lo;
+        struct maas_error me = { 0 };
+        int err;
+
+        *ret_go = true;
+        if (!l || !l->type)
+                return 0;
+        lo = layout_opts(l);
+        err = maas_set_storage_layout(c->w->maas, sid, &lo, NULL, &me);
+        reconciler_maas_count(c->p, "set_storage_layout", err, &me);
+        if (err == CM_EINVAL || err == CM_ECONFLICT || err == CM_EFORBIDDEN) {
+                refused(c, sid, err, &me, res);
+                *ret_go = false;
+                err = 0;
+        } else if (err) {
+                reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
+                                SCHEMA_REASON_MACHINE_DEPLOY_FAILED,
+                                "unable to apply the storage layout: %s",
+                                me.message ? me.message : maas_strerror(err));
+        } else {
+                log_info(MAASMACHINE_LOGGER, "storage layout applied before allocation",
+                         "object=%s/%s system_id=%s layout=%s", c->ns, c->name, sid, l->type);
+        }
+        maas_error_release(&me);
+        return err;
+}

@@ -93,6 +93,10 @@ static void vm_request(const struct maas_machine_spec *s, struct maas_vm_request
                 .pool = s->resource_pool,
                 .tags = (const char *const *)s->tags.items,
                 .n_tags = s->tags.n,
+                .not_tags = (const char *const *)s->exclude_tags.items,
+                .n_not_tags = s->exclude_tags.n,
+                .arch = s->architecture,
+                .host_system_id = s->parent,
                 .storage_pool = vc ? vc->storage_pool : NULL,
         };
 }
@@ -120,6 +124,33 @@ static char *hosts_text(const struct maas_pod_list *l)
         if (r == 0 && l->n > HOSTS_LISTED)
                 r = buf_append_str(&b, ", ...");
         (void)r; /* a truncated list is still a list */
+        return buf_take(&b, &len);
+}
+
+/* " in pool p, in zone z, with tags a,b, without tags c, for architecture x, on machine m",
+ * what the request asks of a host; "" when nothing. */
+static char *asked_text(const struct maas_vm_request *rq)
+{
+        struct buf b;
+        size_t len;
+        int r = 0;
+
+        buf_init(&b, 4096);
+        if (rq->pool)
+                r = buf_printf(&b, " in pool %s", rq->pool);
+        if (rq->zone && r == 0)
+                r = buf_printf(&b, "%s in zone %s", b.len ? "," : "", rq->zone);
+        for (size_t i = 0; i < rq->n_tags && r == 0; i++)
+                r = buf_printf(&b, "%s%s", i ? "," : (b.len ? ", with tags " : " with tags "),
+                               rq->tags[i]);
+        for (size_t i = 0; i < rq->n_not_tags && r == 0; i++)
+                r = buf_printf(&b, "%s%s", i ? "," : (b.len ? ", without tags " : " without tags "),
+                               rq->not_tags[i]);
+        if (rq->arch && r == 0)
+                r = buf_printf(&b, "%s for architecture %s", b.len ? "," : "", rq->arch);
+        if (rq->host_system_id && r == 0)
+                r = buf_printf(&b, "%s on machine %s", b.len ? "," : "", rq->host_system_id);
+        (void)r; /* a truncated text is still a text */
         return buf_take(&b, &len);
 }
 
@@ -165,12 +196,12 @@ static void check_hosts(const struct maas_machine_spec *s,
         vm_request(s, &rq);
         maas_pod_choose(hosts, &rq, &now);
         if (now.candidates == 0) {
+                char *asked = asked_text(&rq);
+
                 text = hosts_text(hosts);
                 field_errors_add(c->fe, FIELD_ERR_INVALID, at(&p, c->path, "lxd.enabled"), "true",
-                                 "no MAAS VM host%s%s%s%s carries every tag asked for (VM "
-                                 "hosts: %s)",
-                                 rq.pool ? " in pool " : "", rq.pool ? rq.pool : "",
-                                 rq.zone ? " in zone " : "", rq.zone ? rq.zone : "", text);
+                                 "no MAAS VM host%s (VM hosts: %s)", asked, text);
+                free(asked);
                 free(text);
                 c->miss = true; /* a host registered since the snapshot: a fresh read decides */
                 return;

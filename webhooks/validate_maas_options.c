@@ -230,10 +230,11 @@ bool maas_check_deploy_options(const struct maas_machine_spec *sp, struct maas_c
 {
         const struct maas_inventory_snapshot *s = c->s;
         struct json_path p;
+        bool vm = sp->lxd && sp->lxd->enabled; /* a VM's tags and disk: validate_lxd.c */
         bool ok = true;
         char *known;
 
-        for (size_t i = 0; i < sp->exclude_tags.n; i++) {
+        for (size_t i = 0; !vm && i < sp->exclude_tags.n; i++) {
                 if (maas_inv_find(s, MAAS_INV_TAG, sp->exclude_tags.items[i]) >= 0)
                         continue;
                 json_path_init(&p, c->path);
@@ -253,7 +254,7 @@ bool maas_check_deploy_options(const struct maas_machine_spec *sp, struct maas_c
         }
         if (sp->hwe_kernel)
                 check_kernel(s, sp, c);
-        if (sp->has_min_disk_size && sp->min_disk_size > 0 && !sp->system_id)
+        if (sp->has_min_disk_size && sp->min_disk_size > 0 && !sp->system_id && !vm)
                 check_disk(s, sp, c);
         return ok;
 }

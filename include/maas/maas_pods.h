@@ -40,6 +40,7 @@ struct maas_pod {
         int zone_id, pool_id; /* -1 when MAAS sent none */
         char *host_system_id; /* the machine the host runs on; NULL when MAAS knows none */
         struct maas_strv tags;
+        struct maas_strv architectures; /* "amd64/generic", ... */
         int64_t cores_total, cores_used;
         int64_t memory_total, memory_used; /* MiB */
         double cpu_ratio, memory_ratio;    /* over-commit; 1.0 when MAAS sent none */
@@ -70,7 +71,11 @@ struct maas_vm_request {
         const char *pool;        /* NULL = any */
         const char *const *tags; /* the host must carry every one */
         size_t n_tags;
-        const char *storage_pool; /* NULL = the host's default pool */
+        const char *const *not_tags; /* ... and none of these */
+        size_t n_not_tags;
+        const char *arch;           /* NULL = any; else one of the host's ("amd64" or "amd64/x") */
+        const char *host_system_id; /* NULL = any; else the host running on this machine */
+        const char *storage_pool;   /* NULL = the host's default pool */
         /* how many of the cluster's VMs each host already holds: counts[i] for hosts[i]
          * (NULL = none anywhere) */
         const size_t *counts;
@@ -86,6 +91,7 @@ enum maas_pod_lack {
 struct maas_pod_choice {
         ssize_t chosen;       /* index into the list; -1 when no host fits */
         const char *pool;     /* the chosen host's storage pool for the disk (borrowed) */
+        const char *arch;     /* the chosen host's architecture matching rq->arch (borrowed) */
         size_t candidates;    /* hosts in the zone and pool carrying every tag */
         ssize_t closest;      /* when none fits: the candidate lacking the least; -1 if none */
         unsigned lacks;       /* the closest's MAAS_POD_LACKS_* */
@@ -95,7 +101,8 @@ struct maas_pod_choice {
 };
 
 /* The host for the request: among the hosts in the zone and pool carrying every tag, those
- * with the cores, memory and storage free; of those the one holding the fewest of the
+ * (none excluded, the architecture and the host machine asked for, when asked for) with the
+ * cores, memory and storage free; of those the one holding the fewest of the
  * cluster's VMs, then the most free cores and memory relative to the request, then the
  * lowest id (the same inputs always give the same host). Nothing fits: chosen -1 and the
  * closest candidate (fewest missing resources, then the smallest shortfall) with what it
@@ -120,15 +127,16 @@ struct maas_compose_opts {
         int64_t memory_mib;
         int64_t disk_gb;
         const char *storage_pool; /* NULL = the host's default */
+        const char *architecture; /* one of the host's ("amd64/generic"); NULL = its first */
         const char *hostname;     /* required: how the VM is found again */
         int zone_id, pool_id;     /* < 0 = the host's */
 };
 
-/* POST pods/<id>/?op=compose with cores, memory, storage "root:<GB>(<pool>)", hostname and
- * zone/pool ids. Never repeated after a 5xx or a lost answer: the caller finds the VM by its
- * hostname. *ret_system_id: the new machine's (new string). MAAS's refusals keep its text: no
- * capacity is a 503 ("Unable to compose KVM instance in 'x'. CPU overcommit ratio is ..."),
- * a taken hostname a 400 on "hostname". */
+/* POST pods/<id>/?op=compose with cores, memory, storage "root:<GB>(<pool>)", hostname,
+ * architecture and zone/pool ids. Never repeated after a 5xx or a lost answer: the caller finds the
+ * VM by its hostname. *ret_system_id: the new machine's (new string). MAAS's refusals keep its
+ * text: no capacity is a 503 ("Unable to compose KVM instance in 'x'. CPU overcommit ratio is
+ * ..."), a taken hostname a 400 on "hostname". */
 MUST_CHECK int maas_compose(struct maas_client *mc,
                             int pod_id,
                             const struct maas_compose_opts *o,

@@ -90,7 +90,7 @@ stack_render_cluster "$MANIFEST" CONTROL_PLANE_MACHINE_COUNT=1 WORKER_MACHINE_CO
   echo "not ok - the release's cluster template does not render"
   exit 1
 }
-# the workers' template: VMs of 20 GB on hosts tagged "virtual"
+# the workers' template: VMs of 20 GB on hosts tagged "virtual", amd64, an LVM layout
 $PY - "$MANIFEST" <<'PY'
 import sys, yaml
 docs = list(yaml.safe_load_all(open(sys.argv[1])))
@@ -98,6 +98,9 @@ for d in docs:
     if d and d["kind"] == "MaasMachineTemplate" and d["metadata"]["name"] == "demo-md-0":
         d["spec"]["template"]["spec"]["lxd"] = {"enabled": True, "vmConfig": {"diskSize": 20}}
         d["spec"]["template"]["spec"]["tags"] = ["virtual"]
+        # the deploy options apply to a VM too
+        d["spec"]["template"]["spec"]["architecture"] = "amd64"
+        d["spec"]["template"]["spec"]["storageLayout"] = {"type": "lvm"}
 yaml.safe_dump_all(docs, open(sys.argv[1], "w"))
 PY
 check "the cluster with VM workers is accepted by the webhooks" 0 'maasmachinetemplate' -- \
@@ -112,7 +115,7 @@ EOF
 }
 apply_json() { k apply -f - <<<"$1"; }
 check "a VM template for a pool without VM hosts is denied, naming the hosts there are" 1 \
-  'spec.template.spec.lxd.enabled: Invalid value: true: no MAAS VM host in pool default carries every tag asked for \(VM hosts: lxd-a \(pool capi, zone az1, tags virtual\)' -- \
+  'spec.template.spec.lxd.enabled: Invalid value: true: no MAAS VM host in pool default \(VM hosts: lxd-a \(pool capi, zone az1, tags virtual\)' -- \
   apply_json "$(vm_template vm-default default)"
 check "a VM template asking for vmConfig.network is denied (not implemented)" 1 \
   'spec.template.spec.lxd.vmConfig.network: Forbidden: not supported' -- \
@@ -142,6 +145,13 @@ print(" ".join(sorted(m["metadata"].get("annotations", {}).get("maas.infrastruct
 check "the MaasMachines record their host" 0 '^lxd-a lxd-a lxd-b lxd-b$' -- hosts_recorded demo-md-0
 check "VMComposed events name the host" 0 'Composed VM .* on MAAS VM host lxd-' -- \
   k get events --field-selector reason=VMComposed -o jsonpath='{.items[*].message}'
+vm_ops() { # "composes-with-architecture layouts-on-VMs" in the request log
+  stack_maas GET requests | $PY -c 'import json,sys
+r=json.load(sys.stdin)["requests"]
+print(sum(1 for x in r if x["op"] == "compose" and x["status"] == 200),
+      sum(1 for x in r if x["op"] == "set_storage_layout" and x["path"].startswith("/MAAS/api/2.0/machines/vm") and x["status"] == 200))'
+}
+check "4 composes, and the LVM layout set on each VM before its allocation" 0 '^4 4$' -- vm_ops
 
 # --- kill -9 while a compose is in flight ----------------------------------------------------
 check "maas-sim answers composes 4 s late (the VM made at once)" 0 '' -- \

@@ -1,16 +1,16 @@
 /*
  * maas-sim VM hosts ("pods", MAAS 2.5 to 3.7): the list and one host as MAAS shows them, and
  * compose with MAAS's checks and refusals (src/maasserver/forms/pods.py, models/bmc.py, the
- * LXD pod driver): cores at least 1, memory at least 1024 MiB, a unique hostname (400 field
- * errors); then the over-commit check (used + requested <= total * ratio, else 503 "Unable to
- * compose KVM instance in '<host>'. CPU overcommit ratio is ..."), then the storage pool
- * (the one the storage constraint's tag names, else the default; used + size <= total, else
- * 503 "Unable to compose machine because: Not enough ..."). A composed machine is New-then-
- * Commissioning (unowned, power on) and Ready after --commission-seconds (sim.h), in the
- * host's pool and the zone asked for (MAAS's default zone when none); DELETE machines/<id>/
- * deletes it and frees its share of the host (machines.c). The fault "compose_delay_ms"
- * answers a compose late, the VM already existing (a client killed meanwhile never learns
- * its system id). Lock held in every handler.
+ * LXD pod driver): cores at least 1, memory at least 1024 MiB, an architecture of the host's
+ * (amd64/generic), a unique hostname (400 field errors); then the over-commit check (used +
+ * requested <= total * ratio, else 503 "Unable to compose KVM instance in '<host>'. CPU overcommit
+ * ratio is ..."), then the storage pool (the one the storage constraint's tag names, else the
+ * default; used + size <= total, else 503 "Unable to compose machine because: Not enough ..."). A
+ * composed machine is New-then- Commissioning (unowned, power on) and Ready after
+ * --commission-seconds (sim.h), in the host's pool and the zone asked for (MAAS's default zone when
+ * none); DELETE machines/<id>/ deletes it and frees its share of the host (machines.c). The fault
+ * "compose_delay_ms" answers a compose late, the VM already existing (a client killed meanwhile
+ * never learns its system id). Lock held in every handler.
  *
  * Inventory ("vm_hosts"):
  *   [{name (required), type (lxd), zone, pool, tags: [..], cores, memory (MiB),
@@ -495,7 +495,7 @@ static struct sim_machine *create_vm(struct sim *s,
 static void pod_compose(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
 {
         struct sim_pod *p = get_pod(s, rq, rp);
-        const char *hostname = sim_params_get(&rq->form, "hostname");
+        const char *hostname = sim_params_get(&rq->form, "hostname"), *arch;
         long cores, mem;
         double gb;
         char *want = NULL, *oc = NULL;
@@ -518,6 +518,14 @@ static void pod_compose(struct sim *s, const struct sim_req *rq, struct sim_resp
             !id_choice(rq, "pool", s->n_pools < 64 ? s->n_pools : 64, pool_ids, (ssize_t)p->pool,
                        &pool, rp))
                 goto out;
+        arch = sim_params_get(&rq->form, "architecture");
+        if (arch && *arch && strcmp(arch, "amd64/generic") != 0) { /* the hosts' only one */
+                sim_reply_field_error(rp, "architecture",
+                                      "Select a valid choice. %s is not one of the available "
+                                      "choices.",
+                                      arch);
+                goto out;
+        }
         if (hostname && *hostname && !hostname_free(s, hostname)) {
                 sim_reply_field_error(rp, "hostname", "Node with hostname \"%s\" already exists",
                                       hostname);

@@ -50,6 +50,7 @@ static cJSON *host_json(int id,
                  "{\"id\":%d,\"name\":\"%s\",\"type\":\"lxd\","
                  "\"zone\":{\"name\":\"%s\",\"id\":%d},\"pool\":{\"name\":\"%s\",\"id\":%d},"
                  "\"tags\":[%s],\"host\":{\"system_id\":\"h%d\"},"
+                 "\"architectures\":[\"amd64/generic\"],"
                  "\"cpu_over_commit_ratio\":%g,\"memory_over_commit_ratio\":%g,"
                  "\"total\":{\"cores\":%d,\"memory\":%d,\"local_storage\":%.0f},"
                  "\"used\":{\"cores\":%d,\"memory\":%d,\"local_storage\":%.0f},"
@@ -111,6 +112,8 @@ static void test_maas_pods__decodes_what_maas_lists(void **state)
         assert_string_equal(p->host_system_id, "h7");
         assert_int_equal(p->tags.n, 2);
         assert_string_equal(p->tags.v[1], "ssd");
+        assert_int_equal(p->architectures.n, 1);
+        assert_string_equal(p->architectures.v[0], "amd64/generic");
         assert_int_equal(p->cores_total, 16);
         assert_int_equal(p->cores_used, 4);
         assert_int_equal(p->memory_total, 32768);
@@ -241,6 +244,17 @@ static void test_maas_pods__filters_by_zone_pool_and_every_tag(void **state)
         assert_int_equal(ch.chosen, -1);
         assert_int_equal(ch.candidates, 0);
         assert_int_equal(ch.closest, -1);
+        rq = req(1, 1024, 1);
+        rq.not_tags = tags + 1; /* without ssd: only a */
+        rq.n_not_tags = 1;
+        maas_pod_choose(&l, &rq, &ch);
+        assert_int_equal(ch.chosen, 0);
+        assert_int_equal(ch.candidates, 1);
+        rq.n_not_tags = 0;
+        rq.host_system_id = "h3"; /* the host running on machine h3: c */
+        maas_pod_choose(&l, &rq, &ch);
+        assert_int_equal(ch.chosen, 2);
+        assert_int_equal(ch.candidates, 1);
         maas_pod_list_release(&l);
 }
 
@@ -326,6 +340,37 @@ static void test_maas_pods__names_the_closest_host_and_what_it_lacks(void **stat
         maas_pod_list_release(&l);
 }
 
+/* "amd64" matches the host's "amd64/generic", which compose is then given. */
+static void test_maas_pods__matches_the_architecture(void **state)
+{
+        struct maas_pod_list l = { 0 };
+        struct maas_pod_choice ch;
+        struct maas_vm_request rq = req(1, 1024, 1);
+
+        (void)state;
+        decode(arr_of(host_json(1, "a", "az1", "capi", "", 8, 0, 1, 16384, 0, 1, 100, 0), NULL,
+                      NULL),
+               &l);
+        rq.arch = "amd64";
+        maas_pod_choose(&l, &rq, &ch);
+        assert_int_equal(ch.chosen, 0);
+        assert_string_equal(ch.arch, "amd64/generic");
+        rq.arch = "amd64/generic";
+        maas_pod_choose(&l, &rq, &ch);
+        assert_string_equal(ch.arch, "amd64/generic");
+        rq.arch = "arm64";
+        maas_pod_choose(&l, &rq, &ch);
+        assert_int_equal(ch.chosen, -1);
+        assert_int_equal(ch.candidates, 0);
+        rq.arch = "amd";
+        maas_pod_choose(&l, &rq, &ch);
+        assert_int_equal(ch.candidates, 0);
+        rq.arch = NULL;
+        maas_pod_choose(&l, &rq, &ch);
+        assert_null(ch.arch);
+        maas_pod_list_release(&l);
+}
+
 static void test_maas_pods__copy_is_deep(void **state)
 {
         struct maas_pod_list l = { 0 }, c = { 0 };
@@ -355,6 +400,7 @@ int main(void)
                 cmocka_unit_test(test_maas_pods__spreads_a_clusters_vms),
                 cmocka_unit_test(test_maas_pods__spreading_never_picks_a_full_host),
                 cmocka_unit_test(test_maas_pods__names_the_closest_host_and_what_it_lacks),
+                cmocka_unit_test(test_maas_pods__matches_the_architecture),
                 cmocka_unit_test(test_maas_pods__copy_is_deep),
         };
 

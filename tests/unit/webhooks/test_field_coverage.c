@@ -38,7 +38,8 @@ struct row {
         const char *deny; /* DENIED rows: spec members that set it (JSON, after the base) */
 };
 
-#define LXD_COMPOSE "reconcile: LXD VM compose on a VM host (issue #21 item 3, spec.lxd)"
+#define LXD_COMPOSE "reconcile/maasmachine_compose.c: a VM composed on a VM host (docs/lxd.md)"
+#define LXD_VM      "'lxd':{'enabled':true,'vmConfig':"
 #define LAYOUT      "reconcile/maasmachine_storage.c: set_storage_layout "
 #define STATIC_IP   "reconcile/maasmachine_network.c: STATIC link in MAAS (docs/static-ips.md)"
 #define IPAM        "reconcile/maasmachine_ipam.c: the IPAddressClaim's poolRef"
@@ -48,7 +49,8 @@ static const struct row rows[] = {
         /* MaasMachine and MaasMachineTemplate (spec.template.spec) */
         { MACHINE, "failureDomain", "reconcile/maasmachine_allocate.c: allocate zone", NULL },
         { MACHINE, "systemID", "written by the controller: the allocated MAAS machine", NULL },
-        { MACHINE, "parent", DENIED, "'parent':'abc123'" }, /* without lxd.enabled */
+        /* without lxd.enabled; a VM's: the host's machine (maasmachine_compose.c) */
+        { MACHINE, "parent", DENIED, "'parent':'abc123'" },
         { MACHINE, "providerID", "written by the controller; Cluster API copies it", NULL },
         { MACHINE, "resourcePool", "reconcile/maasmachine_allocate.c: allocate pool", NULL },
         { MACHINE, "minCPU", "reconcile/maasmachine_allocate.c: allocate cpu_count", NULL },
@@ -61,11 +63,15 @@ static const struct row rows[] = {
         { MACHINE, "lxd", LXD_COMPOSE, NULL },
         { MACHINE, "lxd.enabled", LXD_COMPOSE, NULL },
         { MACHINE, "lxd.vmConfig", LXD_COMPOSE, NULL },
-        { MACHINE, "lxd.vmConfig.diskSize", LXD_COMPOSE, NULL },
-        { MACHINE, "lxd.vmConfig.storagePool", LXD_COMPOSE, NULL },
-        { MACHINE, "lxd.vmConfig.network", LXD_COMPOSE, NULL },
-        { MACHINE, "lxd.vmConfig.interfaceLinkModes", LXD_COMPOSE, NULL },
-        { MACHINE, "lxd.vmConfig.autoStart", LXD_COMPOSE, NULL },
+        { MACHINE, "lxd.vmConfig.diskSize", "reconcile/maasmachine_compose.c: compose storage",
+          NULL },
+        { MACHINE, "lxd.vmConfig.storagePool",
+          "reconcile/maasmachine_compose.c: compose storage's pool", NULL },
+        { MACHINE, "lxd.vmConfig.network", DENIED, LXD_VM "{'network':'br0'}}" },
+        { MACHINE, "lxd.vmConfig.interfaceLinkModes", DENIED,
+          LXD_VM "{'interfaceLinkModes':{'eth0':'static'}}}" },
+        /* true (the default) is what MAAS does; false is refused */
+        { MACHINE, "lxd.vmConfig.autoStart", DENIED, LXD_VM "{'autoStart':false}}" },
         { MACHINE, "staticIP", STATIC_IP, NULL },
         { MACHINE, "staticIP.ip", STATIC_IP, NULL },
         { MACHINE, "staticIP.cidr", STATIC_IP, NULL },

@@ -140,6 +140,7 @@ static struct maas_inventory_snapshot *snap_with(enum maas_inv_pods st)
                                       .memory_total = 8192,
                                       .memory_used = 2048,
                                       .cpu_ratio = 2,
+                                      .host_system_id = S("h-a"),
                                       .memory_ratio = 1,
                                       .storage_pools = &sp_a,
                                       .n_storage_pools = 1 };
@@ -191,9 +192,25 @@ static void test_validate_lxd__checked_against_the_vm_hosts(void **state)
         check(s, &v, &fe, &warn, &miss, &want);
         assert_true(miss); /* a host registered since may change it: a fresh read decides */
         assert_only_error(&fe, "spec.lxd.enabled: Invalid value: true: no MAAS VM host in pool "
-                               "capi in zone az2 carries every tag asked for (VM hosts: a (pool "
-                               "capi, zone az1, tags virtual), b (pool other, zone az1))");
+                               "capi, in zone az2, with tags virtual (VM hosts: a (pool capi, zone "
+                               "az1, tags virtual), b (pool other, zone az1))");
         v.sp.failure_domain = NULL;
+        v.sp.exclude_tags = (struct schema_strv){ .items = (char **)(uintptr_t)virt, .n = 1 };
+        v.sp.tags = (struct schema_strv){ 0 };
+        check(s, &v, &fe, &warn, &miss, &want);
+        assert_only_error(&fe, "spec.lxd.enabled: Invalid value: true: no MAAS VM host in pool "
+                               "capi, without tags virtual (VM hosts: a (pool capi, zone az1, tags "
+                               "virtual), b (pool other, zone az1))");
+        v.sp.exclude_tags = (struct schema_strv){ 0 };
+        v.sp.parent = S("h-elsewhere");
+        check(s, &v, &fe, &warn, &miss, &want);
+        assert_only_error(&fe, "spec.lxd.enabled: Invalid value: true: no MAAS VM host in pool "
+                               "capi, on machine h-elsewhere (VM hosts: a (pool capi, zone az1, "
+                               "tags virtual), b (pool other, zone az1))");
+        v.sp.parent = S("h-a");
+        check(s, &v, &fe, &warn, &miss, &want);
+        assert_int_equal(fe.n, 0);
+        v.sp.parent = NULL;
 
         vm_init(&v, 9, 4096, 20); /* 8 cores at most, even empty */
         check(s, &v, &fe, &warn, &miss, &want);

@@ -14,6 +14,7 @@
  * this process's choices not yet in the cache (p->vm_hosts, under p->lock), so workers
  * choosing at the same moment do not pile onto one host.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,9 +160,13 @@ static void describe(const struct maas_vm_request *rq, char *out, size_t len)
 
 /* --- backoff ------------------------------------------------------------------------------ */
 
+/* The backoff in the annotation, or the one this process last wrote when that is later: a
+ * pass woken before the cache holds our write (our own status write wakes one) must not
+ * try again at once. */
 static void retry_state(const struct maasmachine_ctx *c, unsigned *ret_failures, int64_t *ret_at)
 {
         const char *v = schema_strmap_get(&c->mm.meta.annotations, ANNOTATION_VM_RETRY);
+        const struct reconciler_entry *e;
         unsigned failures = 0;
         long long at = 0;
 
@@ -169,8 +174,33 @@ static void retry_state(const struct maasmachine_ctx *c, unsigned *ret_failures,
                 failures = 0;
                 at = 0;
         }
+        pthread_mutex_lock(&c->p->lock);
+        e = c->mm.meta.uid ? reconciler_table_get(&c->p->vm_retry, c->mm.meta.uid) : NULL;
+        if (e && e->b > at) {
+                failures = (unsigned)e->a;
+                at = e->b;
+        }
+        pthread_mutex_unlock(&c->p->lock);
         *ret_failures = failures;
         *ret_at = at;
+}
+
+/* Remembers the backoff written (at 0: cleared). */
+static void retry_remember(struct maasmachine_ctx *c, unsigned failures, int64_t at)
+{
+        struct reconciler_entry *e;
+
+        if (!c->mm.meta.uid)
+                return;
+        pthread_mutex_lock(&c->p->lock);
+        if (at) {
+                e = reconciler_table_put(&c->p->vm_retry, c->mm.meta.uid);
+                e->a = failures;
+                e->b = at;
+        } else {
+                reconciler_table_del(&c->p->vm_retry, c->mm.meta.uid);
+        }
+        pthread_mutex_unlock(&c->p->lock);
 }
 
 /* Records one more failure; returns the delay before the next try (s). */
@@ -188,6 +218,7 @@ static unsigned note_failure(struct maasmachine_ctx *c)
                 delay = RETRY_MAX_S;
         (void)snprintf(v, sizeof(v), "%u %lld", failures, (long long)c->now + delay);
         maasmachine_set_annotation(c, ANNOTATION_VM_RETRY, v);
+        retry_remember(c, failures, (int64_t)c->now + delay);
         return delay;
 }
 
@@ -291,6 +322,8 @@ void maasmachine_vm_forget(struct maasmachine_ctx *c)
                 free(e->ptr);
                 reconciler_table_del(&c->p->vm_hosts, key);
         }
+        if (c->mm.meta.uid)
+                reconciler_table_del(&c->p->vm_retry, c->mm.meta.uid);
         pthread_mutex_unlock(&c->p->lock);
         free(key);
         free(prefix);
@@ -396,6 +429,7 @@ static int compose_on(struct maasmachine_ctx *c,
                 goto out;
         }
         maasmachine_set_annotation(c, ANNOTATION_VM_RETRY, NULL);
+        retry_remember(c, 0, 0);
         reconciler_event(c->p, c->cur, "Normal", "VMComposed",
                          "Composed VM %s (%s) on MAAS VM host %s", hostname, sid, host->name);
         reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,

@@ -760,6 +760,7 @@ struct provider *provider_free(struct provider *p)
         for (size_t i = 0; i < p->vm_hosts.n; i++)
                 free(p->vm_hosts.items[i].ptr);
         reconciler_table_release(&p->vm_hosts);
+        reconciler_table_release(&p->vm_retry);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->fleet_cond);
         pthread_mutex_destroy(&p->fleet_lock);

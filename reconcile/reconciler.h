@@ -159,6 +159,9 @@ struct provider {
         /* "ns/cluster/MaasMachine UID" → a: the VM host id chosen for its VM, ptr: its name
          * (owned: freed with the entry); maasmachine_compose.c */
         struct reconciler_table vm_hosts;
+        /* MaasMachine UID → a: no-fit failures, b: not before (wall s), as last written to the
+         * vm-compose-retry annotation (maasmachine_compose.c) */
+        struct reconciler_table vm_retry;
 
         pthread_mutex_t fleet_lock;
         pthread_cond_t fleet_cond; /* a refresh finished (with fleet_lock) */

@@ -147,7 +147,8 @@ def k(cfg, *args, data=None):
     return p.stdout
 kinds = ["clusters.cluster.x-k8s.io", "maasclusters.infrastructure.cluster.x-k8s.io",
          "kubeadmcontrolplanes.controlplane.cluster.x-k8s.io",
-         "machinedeployments.cluster.x-k8s.io", "maasmachinetemplates.infrastructure.cluster.x-k8s.io",
+         "machinedeployments.cluster.x-k8s.io", "machinesets.cluster.x-k8s.io",
+         "maasmachinetemplates.infrastructure.cluster.x-k8s.io",
          "kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io", "machines.cluster.x-k8s.io",
          "maasmachines.infrastructure.cluster.x-k8s.io"]
 objs = []

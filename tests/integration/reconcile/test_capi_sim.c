@@ -505,7 +505,12 @@ static void the_rest_follow(void)
         cJSON_ArrayForEach (m, json_at(l, "items")) {
                 const cJSON *ref = cJSON_GetArrayItem(json_at(m, "metadata.ownerReferences"), 0);
 
-                assert_str(json_at_str(ref, "kind"), "MachineDeployment");
+                /* controlled by its MachineSet, <md>-<5 characters>, as CAPI's */
+                assert_str(json_at_str(ref, "kind"), "MachineSet");
+                assert_true(cJSON_IsTrue(json_at(ref, "controller")));
+                assert_int_equal(strlen(json_at_str(ref, "name")), strlen("c2-md-") + 5);
+                assert_int_equal(strncmp(json_at_str(ref, "name"), "c2-md-", 6), 0);
+                assert_str(label(m, "cluster.x-k8s.io/set-name"), json_at_str(ref, "name"));
                 assert_null(label(m, SEL_CP));
                 x = cl_wait(&KUBE_RES_MAASMACHINES, json_at_str(m, "metadata.name"), pred_exists,
                             NULL);

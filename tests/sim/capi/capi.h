@@ -9,6 +9,9 @@
  *     deletion of everything below a deleted Cluster (finalizer cluster.cluster.x-k8s.io);
  *   - kcp / md: KubeadmControlPlane and MachineDeployment replicas → Machines (scale up
  *     and down), replicas/readyReplicas; the KCP writes the <cluster>-kubeconfig Secret;
+ *     a changed template rolls out as CAPI's does (rollout.c): a MachineDeployment through
+ *     a new MachineSet within maxSurge/maxUnavailable, a KubeadmControlPlane one control
+ *     plane at a time, new before old unless rolloutStrategy.rollingUpdate.maxSurge is 0;
  *   - machine: bootstrap Secret, MaasMachine from the template, Node in the workload API,
  *     status mirrored from the MaasMachine, deletion (finalizer machine.cluster.x-k8s.io);
  *     standing in for kubelet, the Node's Ready goes Unknown while the MaasMachine is not
@@ -48,6 +51,9 @@
 #define CAPI_FINALIZER_CLUSTER "cluster.cluster.x-k8s.io"
 #define CAPI_FINALIZER_MACHINE "machine.cluster.x-k8s.io"
 #define CAPI_LABEL_DEPLOYMENT  "cluster.x-k8s.io/deployment-name"
+#define CAPI_LABEL_SET         "cluster.x-k8s.io/set-name"
+#define CAPI_LABEL_HASH        "machine-template-hash"
+#define CAPI_LABEL_CP_NAME     "cluster.x-k8s.io/control-plane-name"
 #define CAPI_ANN_TEMPLATE      "cluster.x-k8s.io/cloned-from-name"
 #define CAPI_ANN_MACHINE       "cluster.x-k8s.io/machine"
 #define CAPI_ANN_CLUSTER_NS    "cluster.x-k8s.io/cluster-namespace"
@@ -71,10 +77,10 @@ MUST_CHECK int capi_set_contract(const char *version);
 /* The owner controllers' paths for capi_contract (called by capi_set_contract). */
 void capi_owner_set_contract(void);
 
-/* Cluster, Machine, KubeadmControlPlane, MachineDeployment, MachineHealthCheck at the
- * contract's version. */
+/* Cluster, Machine, KubeadmControlPlane, MachineDeployment, MachineSet, MachineHealthCheck
+ * at the contract's version. */
 extern struct kube_resource CAPI_RES_CLUSTERS, CAPI_RES_MACHINES, CAPI_RES_KCPS, CAPI_RES_MDS,
-        CAPI_RES_MHCS;
+        CAPI_RES_MSS, CAPI_RES_MHCS;
 
 /* The two kinds that own Machines. */
 enum capi_owner_kind {
@@ -97,20 +103,22 @@ struct capi_member {
         bool remediate;   /* OwnerRemediated False: marked by a MachineHealthCheck */
         /* spec.failureDomain, "" for none */
         char failure_domain[64];
+        char hash[64];    /* a MachineDeployment's: its MachineSet's machine-template-hash */
+        char tmpl[254];   /* the MaasMachineTemplate it was cloned from */
+        char version[64]; /* spec.version, "" for none */
 };
 
 struct capi_index *capi_index_new(void);
 struct capi_index *capi_index_free(struct capi_index *x);
 /* The machines informer's handler (arg = the index). */
 struct informer_handler capi_index_handler(struct capi_index *x);
-/* Records a Machine just created (before the informer sees it; failure_domain may be NULL)
- * / just deleted by us. */
+/* Records a Machine just created (before the informer sees it: m's name, failure_domain,
+ * hash, tmpl and version are copied) / just deleted by us. */
 void capi_index_put_local(struct capi_index *x,
                           enum capi_owner_kind k,
                           const char *ns,
                           const char *owner,
-                          const char *machine,
-                          const char *failure_domain);
+                          const struct capi_member *m);
 void capi_index_mark_deleting(struct capi_index *x,
                               enum capi_owner_kind k,
                               const char *ns,
@@ -128,14 +136,93 @@ size_t capi_index_members(struct capi_index *x,
 struct capi {
         const struct kube_config *mgmt, *workload; /* borrowed */
         char *kubeconfig_b64;                      /* the workload kubeconfig, base64 */
-        struct informer *clusters, *maasclusters, *kcps, *mds, *machines, *maasmachines, *templates,
-                *nodes, *mhcs, *ipclaims, *ipaddresses, *pools, *gpools;
+        struct informer *clusters, *maasclusters, *kcps, *mds, *mss, *machines, *maasmachines,
+                *templates, *nodes, *mhcs, *ipclaims, *ipaddresses, *pools, *gpools;
         struct controller *cluster_ctl, *owner_ctl[CAPI_OWNER_KINDS], *machine_ctl, *mhc_ctl,
                 *ipclaim_ctl, *pool_ctl;
         struct capi_index *index;
         struct capi_kubelets *kubelets; /* NULL without --maas-sim */
         _Atomic uint64_t name_seed;
 };
+
+/* ---- rollouts (rollout.c; the rules at its top) ---- */
+
+struct capi_worker;
+
+#define CAPI_HASH_LEN     64
+#define CAPI_SET_NAME_LEN 64
+#define CAPI_UID_LEN      64
+
+/* A rolling-update intOrString: an integer, or "N%" of replicas (rounded up when round_up,
+ * else down); def when absent or not one of those. */
+size_t capi_int_or_percent(const cJSON *v, size_t replicas, bool round_up, size_t def);
+/* A MachineDeployment's maxSurge and maxUnavailable for `want` replicas (defaults 1 and 0;
+ * both 0 reads as maxUnavailable 1). */
+void capi_md_strategy(const cJSON *md, size_t want, size_t *ret_surge, size_t *ret_unavailable);
+/* The hash of the template's rollout fields, in decimal. */
+void capi_md_template_hash(const cJSON *md, char out[CAPI_HASH_LEN]);
+/* The new MachineSet's name (<md>-<5 characters>) and its machine-template-hash label
+ * (<hash>-<the same 5>), both derived from the hash and the MachineDeployment's uid. */
+void capi_md_set_name(const char *md_name,
+                      const char *md_uid,
+                      const char *hash,
+                      char name[CAPI_SET_NAME_LEN],
+                      char label[CAPI_HASH_LEN]);
+/* The MachineDeployment's MachineSet (by owner name: a moved one keeps its sets) whose
+ * machine-template-hash is <hash>-<suffix>: its name and label; false when none is cached. */
+bool capi_md_find_set(struct capi_worker *w,
+                      const struct kube_object *md,
+                      const char *cluster,
+                      const char *hash,
+                      char name[CAPI_SET_NAME_LEN],
+                      char label[CAPI_HASH_LEN]);
+/* One rolling-update step over m[0..n) (oldest first; is_new[i]: member i is the new
+ * MachineSet's): returns how many new Machines to create and sets del[i] for each old one
+ * to delete now. Pure. */
+size_t capi_md_rollout_plan(const struct capi_member *m,
+                            const bool *is_new,
+                            size_t n,
+                            size_t want,
+                            size_t surge,
+                            size_t unavailable,
+                            bool *del);
+/* Makes the MachineDeployment's new MachineSet exist; uid gets its uid, "" when it exists
+ * but the informer has not shown it yet (the caller creates no Machine this pass). */
+MUST_CHECK int capi_md_new_set(struct capi_worker *w,
+                               const struct kube_object *md,
+                               const char *cluster,
+                               const char *name,
+                               const char *label,
+                               size_t replicas,
+                               char uid[CAPI_UID_LEN]);
+/* Writes each MachineSet's replicas and status from m[0..n) (new_replicas for the new one,
+ * new_name) and deletes old ones with no Machine left. */
+MUST_CHECK int capi_md_sync_sets(struct capi_worker *w,
+                                 const struct kube_object *md,
+                                 const char *cluster,
+                                 const char *new_name,
+                                 const struct capi_member *m,
+                                 size_t n,
+                                 size_t new_replicas);
+
+enum capi_kcp_step {
+        CAPI_KCP_NONE, /* nothing to roll out, or the replica count acts first */
+        CAPI_KCP_WAIT, /* a Machine is not ready or is being deleted */
+        CAPI_KCP_UP,   /* create one new Machine */
+        CAPI_KCP_DOWN, /* delete m[*ret_del] */
+};
+
+/* Whether a control-plane Machine is outdated against the KCP's template name and version
+ * (NULL or "": not compared). */
+bool capi_kcp_outdated(const struct capi_member *m, const char *tmpl, const char *version);
+/* The next KubeadmControlPlane rollout step over m[0..n) (oldest first, outdated[i]), with
+ * rolloutStrategy.rollingUpdate.maxSurge `surge` (0 or 1). Pure. */
+enum capi_kcp_step capi_kcp_rollout_step(const struct capi_member *m,
+                                         const bool *outdated,
+                                         size_t n,
+                                         size_t want,
+                                         size_t surge,
+                                         size_t *ret_del);
 
 /* ---- kubelets (kubelets.c): with --maas-sim, Nodes follow maas-sim's kubelets ---- */
 

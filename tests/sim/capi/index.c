@@ -113,9 +113,16 @@ static struct capi_member *member_of(struct capi_index *x,
         return &g->m[g->n++];
 }
 
-/* The owner kind of a Machine, or CAPI_OWNER_KINDS when neither owns it. */
+/* The owner kind of a Machine, or CAPI_OWNER_KINDS when neither owns it. A MachineSet's
+ * Machine belongs to the MachineDeployment its deployment-name label names. */
 static enum capi_owner_kind owner_kind(const cJSON *m, const char **ret_owner)
 {
+        const char *md = json_find_str(m, "metadata", "labels", CAPI_LABEL_DEPLOYMENT, NULL);
+
+        if (md && capi_owner_name(m, "MachineSet")) {
+                *ret_owner = md;
+                return CAPI_OWNER_MD;
+        }
         for (int k = 0; k < CAPI_OWNER_KINDS; k++) {
                 const char *o = capi_owner_name(m, owner_kinds[k]);
 
@@ -148,6 +155,9 @@ static void upsert(void *arg, const struct kube_object *obj)
         const cJSON *m = kube_object_json(obj);
         const char *owner = NULL, *created;
         const char *fd = json_find_str(m, "spec", "failureDomain", NULL);
+        const char *th = json_find_str(m, "metadata", "labels", CAPI_LABEL_HASH, NULL);
+        const char *tmpl = json_find_str(m, "metadata", "annotations", CAPI_ANN_TEMPLATE, NULL);
+        const char *ver = json_find_str(m, "spec", "version", NULL);
         enum capi_owner_kind k = owner_kind(m, &owner);
         struct capi_member *mem;
 
@@ -162,6 +172,9 @@ static void upsert(void *arg, const struct kube_object *obj)
         mem->deleting = mem->deleting || capi_deleting(m);
         mem->remediate = owner_remediated_false(m);
         snprintf(mem->failure_domain, sizeof(mem->failure_domain), "%s", fd ? fd : "");
+        snprintf(mem->hash, sizeof(mem->hash), "%s", th ? th : "");
+        snprintf(mem->tmpl, sizeof(mem->tmpl), "%s", tmpl ? tmpl : "");
+        snprintf(mem->version, sizeof(mem->version), "%s", ver ? ver : "");
         pthread_mutex_unlock(&x->lock);
 }
 
@@ -200,15 +213,16 @@ void capi_index_put_local(struct capi_index *x,
                           enum capi_owner_kind k,
                           const char *ns,
                           const char *owner,
-                          const char *machine,
-                          const char *failure_domain)
+                          const struct capi_member *m)
 {
         struct capi_member *mem;
 
         pthread_mutex_lock(&x->lock);
-        mem = member_of(x, group_of(x, k, ns, owner, true), machine, true);
-        snprintf(mem->failure_domain, sizeof(mem->failure_domain), "%s",
-                 failure_domain ? failure_domain : "");
+        mem = member_of(x, group_of(x, k, ns, owner, true), m->name, true);
+        memcpy(mem->failure_domain, m->failure_domain, sizeof(mem->failure_domain));
+        memcpy(mem->hash, m->hash, sizeof(mem->hash));
+        memcpy(mem->tmpl, m->tmpl, sizeof(mem->tmpl));
+        memcpy(mem->version, m->version, sizeof(mem->version));
         pthread_mutex_unlock(&x->lock);
 }
 

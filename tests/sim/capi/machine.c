@@ -109,6 +109,7 @@ static int create_maasmachine(struct mctx *c, struct reconcile_result *res)
         struct kube_object *t = tname ? informer_get(c->w->s->templates, c->ns, tname) : NULL;
         const cJSON *spec =
                 t ? json_find(kube_object_json(t), "spec", "template", "spec", NULL) : NULL;
+        const cJSON *label;
         cJSON *mm;
         int err;
 
@@ -118,8 +119,11 @@ static int create_maasmachine(struct mctx *c, struct reconcile_result *res)
                 return 0;
         }
         mm = new_obj(c, SCHEMA_API_VERSION, SCHEMA_KIND_MACHINE, c->mm_name);
-        if (is_control_plane(kube_object_json(c->m)))
-                capi_set_label(mm, SCHEMA_LABEL_CONTROL_PLANE, "");
+        /* the Machine's labels, as CAPI clones the infrastructure machine with them
+         * (cluster-name, control-plane, control-plane-name, deployment-name, set-name, ...) */
+        cJSON_ArrayForEach (label, json_find(kube_object_json(c->m), "metadata", "labels", NULL))
+                if (cJSON_IsString(label))
+                        capi_set_label(mm, label->string, label->valuestring);
         capi_set_owner(mm, capi_contract.api_version, "Machine", kube_object_name(c->m),
                        kube_object_uid(c->m), true);
         json_set_item(mm, "spec", cJSON_Duplicate(spec, true));

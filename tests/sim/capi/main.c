@@ -157,9 +157,14 @@ static void map_machine_to_kcp(void *arg, const struct kube_object *obj, add_fn 
                 add(ctl, kube_object_namespace(obj), o);
 }
 
+/* A Machine → its MachineDeployment: the deployment-name label its MachineSet gave it. */
 static void map_machine_to_md(void *arg, const struct kube_object *obj, add_fn *add, void *ctl)
 {
-        const char *o = capi_owner_name(kube_object_json(obj), CAPI_RES_MDS.kind);
+        const cJSON *m = kube_object_json(obj);
+        const char *o =
+                capi_owner_name(m, CAPI_RES_MSS.kind)
+                        ? json_find_str(m, "metadata", "labels", CAPI_LABEL_DEPLOYMENT, NULL)
+                        : capi_owner_name(m, CAPI_RES_MDS.kind);
 
         (void)arg;
         if (o)
@@ -247,6 +252,7 @@ static int build_informers(struct capi *s)
                 { &KUBE_RES_MAASCLUSTERS, &s->maasclusters },
                 { &CAPI_RES_KCPS, &s->kcps },
                 { &CAPI_RES_MDS, &s->mds },
+                { &CAPI_RES_MSS, &s->mss },
                 { &CAPI_RES_MACHINES, &s->machines },
                 { &KUBE_RES_MAASMACHINES, &s->maasmachines },
                 { &KUBE_RES_MAASMACHINETEMPLATES, &s->templates },
@@ -343,9 +349,9 @@ static int watch_all(struct capi *s)
 
 static int start_all(struct capi *s)
 {
-        struct informer *inf[] = { s->clusters,     s->maasclusters, s->kcps,  s->mds,  s->machines,
-                                   s->maasmachines, s->templates,    s->nodes, s->mhcs, s->ipclaims,
-                                   s->ipaddresses,  s->pools,        s->gpools };
+        struct informer *inf[] = { s->clusters, s->maasclusters, s->kcps,      s->mds,   s->mss,
+                                   s->machines, s->maasmachines, s->templates, s->nodes, s->mhcs,
+                                   s->ipclaims, s->ipaddresses,  s->pools,     s->gpools };
         struct controller *ctl[] = { s->cluster_ctl, s->owner_ctl[0], s->owner_ctl[1],
                                      s->machine_ctl, s->mhc_ctl,      s->ipclaim_ctl,
                                      s->pool_ctl };
@@ -362,10 +368,11 @@ static int start_all(struct capi *s)
 
 static void stop_all(struct capi *s)
 {
-        struct informer **inf[] = { &s->clusters, &s->maasclusters, &s->kcps,        &s->mds,
-                                    &s->machines, &s->maasmachines, &s->templates,   &s->nodes,
-                                    &s->mhcs,     &s->ipclaims,     &s->ipaddresses, &s->pools,
-                                    &s->gpools };
+        struct informer **inf[] = { &s->clusters,     &s->maasclusters, &s->kcps,
+                                    &s->mds,          &s->mss,          &s->machines,
+                                    &s->maasmachines, &s->templates,    &s->nodes,
+                                    &s->mhcs,         &s->ipclaims,     &s->ipaddresses,
+                                    &s->pools,        &s->gpools };
         struct controller **ctl[] = { &s->cluster_ctl, &s->owner_ctl[0], &s->owner_ctl[1],
                                       &s->machine_ctl, &s->mhc_ctl,      &s->ipclaim_ctl,
                                       &s->pool_ctl };

@@ -6,8 +6,10 @@
  * in a failure domain as CAPI's does (util/failuredomains PickFewest): of the Cluster's
  * status.failureDomains marked controlPlane, the one with the fewest of its Machines not
  * being deleted, ties to the first listed; a MachineDeployment's Machines take its
- * template's spec.failureDomain.
+ * template's spec.failureDomain. A changed template rolls out (rollout.c): a
+ * MachineDeployment's Machines belong to MachineSets, one per template hash.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +61,8 @@ struct owner_ctx {
         const char *ns, *cluster;
         struct capi_member *m;
         size_t n, active, ready;
+        /* a MachineDeployment's new MachineSet */
+        char set_name[CAPI_SET_NAME_LEN], set_label[CAPI_HASH_LEN], set_uid[CAPI_UID_LEN];
 };
 
 static const cJSON *path4(const cJSON *o, const char *const p[4])
@@ -90,8 +94,16 @@ static cJSON *machine_doc(const struct owner_ctx *c,
                        c->d->control_plane ? "" : kube_object_name(c->owner));
         json_set_string(json_child_object(meta, "annotations", NULL), CAPI_ANN_TEMPLATE, tmpl);
         capi_add_finalizer(m, CAPI_FINALIZER_MACHINE);
-        capi_set_owner(m, c->d->api_version, c->d->r->kind, kube_object_name(c->owner),
-                       kube_object_uid(c->owner), true);
+        if (c->d->control_plane) {
+                capi_set_label(m, CAPI_LABEL_CP_NAME, kube_object_name(c->owner));
+                capi_set_owner(m, c->d->api_version, c->d->r->kind, kube_object_name(c->owner),
+                               kube_object_uid(c->owner), true);
+        } else { /* its MachineSet's, as CAPI's */
+                capi_set_label(m, CAPI_LABEL_SET, c->set_name);
+                capi_set_label(m, CAPI_LABEL_HASH, c->set_label);
+                capi_set_owner(m, capi_contract.api_version, "MachineSet", c->set_name, c->set_uid,
+                               true);
+        }
         json_set_string(spec, "clusterName", c->cluster);
         if (cJSON_IsString(ver))
                 json_set_string(spec, "version", ver->valuestring);
@@ -154,12 +166,20 @@ static int create_machine(struct owner_ctx *c, const struct kube_object *cl, con
                         ? pick_failure_domain(c, cl)
                         : json_find_str(path4(kube_object_json(c->owner), c->d->fd_path), NULL);
         cJSON *m = machine_doc(c, name, secret, tmpl, fd);
+        const char *ver =
+                json_find_str(path4(kube_object_json(c->owner), c->d->version_path), NULL);
+        struct capi_member proto = { 0 };
         int err;
 
+        snprintf(proto.name, sizeof(proto.name), "%s", name);
+        snprintf(proto.failure_domain, sizeof(proto.failure_domain), "%s", fd ? fd : "");
+        snprintf(proto.hash, sizeof(proto.hash), "%s", c->set_label);
+        snprintf(proto.tmpl, sizeof(proto.tmpl), "%s", tmpl);
+        snprintf(proto.version, sizeof(proto.version), "%s", ver ? ver : "");
         err = kube_create(c->w->kube, &CAPI_RES_MACHINES, c->ns, m, NULL, NULL);
         if (err == 0) {
-                capi_index_put_local(c->w->s->index, c->k, c->ns, kube_object_name(c->owner), name,
-                                     fd);
+                capi_index_put_local(c->w->s->index, c->k, c->ns, kube_object_name(c->owner),
+                                     &proto);
                 log_info(LOGGER, "created machine", "owner=%s/%s machine=%s failure_domain=%s",
                          c->ns, kube_object_name(c->owner), name, fd ? fd : "");
         }
@@ -169,24 +189,33 @@ static int create_machine(struct owner_ctx *c, const struct kube_object *cl, con
         return err == CM_EEXIST ? 0 : err; /* a name clash: the next reconcile retries */
 }
 
-/* How many Machines this reconcile may create (kubeadm: the first control plane alone). */
-static size_t to_create(const struct owner_ctx *c, const struct kube_object *cl, size_t want)
+/* Whether any Machine is being deleted. */
+static bool any_deleting(const struct owner_ctx *c)
+{
+        for (size_t i = 0; i < c->n; i++)
+                if (c->m[i].deleting)
+                        return true;
+        return false;
+}
+
+/* How many of `more` Machines this reconcile may create (kubeadm: the first control plane
+ * alone, the others once one is ready and, as KCP's preflight checks, none is being
+ * deleted; workers once the control plane is). */
+static size_t may_create(const struct owner_ctx *c, const struct kube_object *cl, size_t more)
 {
         const cJSON *o = kube_object_json(cl);
 
-        if (!capi_status_true(o, "infrastructureReady", "infrastructureProvisioned") ||
-            c->active >= want)
+        if (!capi_status_true(o, "infrastructureReady", "infrastructureProvisioned") || !more)
                 return 0;
         if (c->d->control_plane) {
                 if (c->active == 0)
                         return 1;
-                if (c->ready == 0)
+                if (c->ready == 0 || any_deleting(c))
                         return 0;
         } else if (!capi_status_true(o, "controlPlaneReady", "controlPlaneInitialized")) {
                 return 0;
         }
-        want -= c->active;
-        return want < CAPI_CREATE_BATCH ? want : CAPI_CREATE_BATCH;
+        return more < CAPI_CREATE_BATCH ? more : CAPI_CREATE_BATCH;
 }
 
 static int delete_member(struct owner_ctx *c, size_t i, const char *why)
@@ -268,7 +297,10 @@ static int kubeconfig_secret(struct owner_ctx *c, const struct kube_object *cl)
         return err;
 }
 
-static int write_status(struct owner_ctx *c, const struct kube_object *cl, size_t want)
+static int write_status(struct owner_ctx *c,
+                        const struct kube_object *cl,
+                        size_t want,
+                        size_t updated)
 {
         const cJSON *o = kube_object_json(c->owner);
         cJSON *after = cJSON_Duplicate(o, true);
@@ -282,7 +314,7 @@ static int write_status(struct owner_ctx *c, const struct kube_object *cl, size_
         }
         json_set_int64(st, "replicas", (int64_t)c->active);
         json_set_int64(st, "readyReplicas", (int64_t)c->ready);
-        json_set_int64(st, "updatedReplicas", (int64_t)c->active);
+        json_set_int64(st, "updatedReplicas", (int64_t)updated);
         json_set_int64(st, "availableReplicas", (int64_t)c->ready);
         json_set_int64(st, "unavailableReplicas", (int64_t)(c->active - c->ready));
         if (c->d->control_plane && c->ready > 0 &&
@@ -302,15 +334,142 @@ static int write_status(struct owner_ctx *c, const struct kube_object *cl, size_
         return err;
 }
 
-static void count(struct owner_ctx *c)
+static void count_members(struct owner_ctx *c)
 {
         c->n = capi_index_members(c->w->s->index, c->k, c->ns, kube_object_name(c->owner), &c->m);
+}
+
+static void count(struct owner_ctx *c)
+{
+        count_members(c);
         for (size_t i = 0; i < c->n; i++) {
                 if (c->m[i].deleting)
                         continue;
                 c->active++;
                 c->ready += c->m[i].ready;
         }
+}
+
+/* Whether a control-plane Machine not being deleted is outdated (a rollout runs). */
+static bool kcp_any_outdated(const struct owner_ctx *c, const char *tmpl)
+{
+        const char *ver =
+                json_find_str(path4(kube_object_json(c->owner), c->d->version_path), NULL);
+
+        for (size_t i = 0; i < c->n; i++)
+                if (!c->m[i].deleting && capi_kcp_outdated(&c->m[i], tmpl, ver))
+                        return true;
+        return false;
+}
+
+/* The control plane's rollout step (rollout.c): creates or deletes at most one Machine,
+ * none when this pass already created `created`; *ret_updated the up-to-date Machines. */
+static int kcp_rollout(struct owner_ctx *c,
+                       const struct kube_object *cl,
+                       const char *tmpl,
+                       size_t want,
+                       size_t created,
+                       size_t *ret_updated)
+{
+        const cJSON *o = kube_object_json(c->owner);
+        const char *ver = json_find_str(path4(o, c->d->version_path), NULL);
+        size_t surge = capi_int_or_percent(
+                json_find(o, "spec", "rolloutStrategy", "rollingUpdate", "maxSurge", NULL), want,
+                true, 1);
+        bool *outdated = xcalloc(c->n ? c->n : 1, sizeof(*outdated));
+        size_t del = 0;
+        int err = 0;
+
+        *ret_updated = created;
+        for (size_t i = 0; i < c->n; i++) {
+                outdated[i] = capi_kcp_outdated(&c->m[i], tmpl, ver);
+                *ret_updated += !c->m[i].deleting && !outdated[i];
+        }
+        if (created)
+                goto out;
+        switch (capi_kcp_rollout_step(c->m, outdated, c->n, want, surge ? 1 : 0, &del)) {
+        case CAPI_KCP_UP:
+                if (may_create(c, cl, 1)) {
+                        err = create_machine(c, cl, tmpl);
+                        c->active += err == 0;
+                        *ret_updated += err == 0;
+                }
+                break;
+        case CAPI_KCP_DOWN:
+                err = delete_member(c, del, "rollout");
+                break;
+        case CAPI_KCP_NONE:
+        case CAPI_KCP_WAIT:
+                break;
+        }
+out:
+        free(outdated);
+        return err;
+}
+
+/* The MachineDeployment's rolling update (rollout.c): the new MachineSet, its Machines
+ * created, old ones deleted, every MachineSet's counts written. */
+static int md_rollout(struct owner_ctx *c,
+                      const struct kube_object *cl,
+                      const char *tmpl,
+                      size_t want,
+                      size_t *ret_updated,
+                      struct reconcile_result *res)
+{
+        const cJSON *o = kube_object_json(c->owner);
+        bool *is_new = xcalloc(c->n ? c->n : 1, sizeof(*is_new));
+        bool *del = xcalloc(c->n ? c->n : 1, sizeof(*del));
+        size_t surge, unav, create, new_active = 0, old_active = 0;
+        char hash[CAPI_HASH_LEN];
+        int err = 0;
+
+        capi_md_template_hash(o, hash);
+        if (!capi_md_find_set(c->w, c->owner, c->cluster, hash, c->set_name, c->set_label))
+                capi_md_set_name(kube_object_name(c->owner), kube_object_uid(c->owner), hash,
+                                 c->set_name, c->set_label);
+        capi_md_strategy(o, want, &surge, &unav);
+        for (size_t i = 0; i < c->n; i++) {
+                is_new[i] = strcmp(c->m[i].hash, c->set_label) == 0;
+                if (!c->m[i].deleting) {
+                        new_active += is_new[i];
+                        old_active += !is_new[i];
+                }
+        }
+        create = capi_md_rollout_plan(c->m, is_new, c->n, want, surge, unav, del);
+        create = may_create(c, cl, create);
+        if (create && !tmpl) {
+                err = CM_EINVAL; /* logged by the controller */
+                goto out;
+        }
+        err = capi_md_new_set(c->w, c->owner, c->cluster, c->set_name, c->set_label,
+                              new_active + create, c->set_uid);
+        if (err == 0 && create && !c->set_uid[0]) {
+                create = 0; /* the informer has not shown the new MachineSet yet */
+                *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, 200 };
+        }
+        for (size_t i = 0; i < create && err == 0; i++) {
+                err = create_machine(c, cl, tmpl);
+                c->active += err == 0;
+                new_active += err == 0;
+        }
+        for (size_t i = 0; i < c->n && err == 0; i++)
+                if (del[i])
+                        err = delete_member(c, i, "rollout");
+        if (err == 0 && old_active == 0 && c->active > want)
+                err = scale_down(c, want);
+        if (err == 0) {
+                free(c->m);
+                count_members(c); /* with what this pass created and deleted */
+                err = capi_md_sync_sets(c->w, c->owner, c->cluster, c->set_name, c->m, c->n,
+                                        new_active < want ? new_active : want);
+        }
+        *ret_updated = new_active < c->active ? new_active : c->active;
+        if (err == 0 && create == CAPI_CREATE_BATCH)
+                *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, 1 };
+out:
+        free(del);
+        free(is_new);
+        return err;
 }
 
 static int reconcile_replicas(struct owner_ctx *c,
@@ -321,24 +480,31 @@ static int reconcile_replicas(struct owner_ctx *c,
         const cJSON *rep = json_find(o, "spec", "replicas", NULL);
         size_t want = cJSON_IsNumber(rep) && rep->valuedouble >= 0 ? (size_t)rep->valuedouble : 1;
         const char *tmpl = json_find_str(path4(o, c->d->ref_path), "name", NULL);
-        size_t create;
+        size_t create, created = 0, updated = 0;
         int err = 0;
 
         count(c);
         err = remediate(c);
         if (err)
                 return err;
-        create = to_create(c, cl, want);
+        if (!c->d->control_plane) {
+                err = md_rollout(c, cl, tmpl, want, &updated, res);
+                return err ? err : write_status(c, cl, want, updated);
+        }
+        create = may_create(c, cl, c->active < want ? want - c->active : 0);
         if (create && !tmpl)
                 return CM_EINVAL; /* logged by the controller */
         for (size_t i = 0; i < create && err == 0; i++) {
                 err = create_machine(c, cl, tmpl);
                 c->active += err == 0;
+                created += err == 0;
         }
-        if (err == 0 && c->active > want)
+        if (err == 0 && c->active > want && !kcp_any_outdated(c, tmpl))
                 err = scale_down(c, want);
+        if (err == 0 && tmpl)
+                err = kcp_rollout(c, cl, tmpl, want, created, &updated);
         if (err == 0)
-                err = write_status(c, cl, want);
+                err = write_status(c, cl, want, updated);
         if (err == 0 && create == CAPI_CREATE_BATCH)
                 *res = (struct reconcile_result){ RECONCILE_REQUEUE_AFTER, 1 };
         return err;

@@ -16,14 +16,13 @@
 
 struct capi_contract capi_contract;
 struct kube_resource CAPI_RES_CLUSTERS, CAPI_RES_MACHINES, CAPI_RES_KCPS, CAPI_RES_MDS,
-        CAPI_RES_MHCS;
+        CAPI_RES_MSS, CAPI_RES_MHCS;
 
 int capi_set_contract(const char *version)
 {
-        struct kube_resource *all[] = { &CAPI_RES_CLUSTERS,   &CAPI_RES_MACHINES,
-                                        &CAPI_RES_KCPS,       &CAPI_RES_MDS,
-                                        &CAPI_RES_MHCS,       &CAPI_RES_IPCLAIMS,
-                                        &CAPI_RES_IPADDRESSES };
+        struct kube_resource *all[] = { &CAPI_RES_CLUSTERS, &CAPI_RES_MACHINES,   &CAPI_RES_KCPS,
+                                        &CAPI_RES_MDS,      &CAPI_RES_MSS,        &CAPI_RES_MHCS,
+                                        &CAPI_RES_IPCLAIMS, &CAPI_RES_IPADDRESSES };
         bool v2 = version && strcmp(version, "v1beta2") == 0;
 
         if (!v2 && !(version && strcmp(version, "v1beta1") == 0))
@@ -41,6 +40,8 @@ int capi_set_contract(const char *version)
                                         "kubeadmcontrolplanes", "KubeadmControlPlane", true };
         CAPI_RES_MDS = (struct kube_resource){ CAPI_GROUP, NULL, "machinedeployments",
                                                "MachineDeployment", true };
+        CAPI_RES_MSS =
+                (struct kube_resource){ CAPI_GROUP, NULL, "machinesets", "MachineSet", true };
         CAPI_RES_MHCS = (struct kube_resource){ CAPI_GROUP, NULL, "machinehealthchecks",
                                                 "MachineHealthCheck", true };
         CAPI_RES_IPCLAIMS = (struct kube_resource){ CAPI_IPAM_GROUP, NULL, "ipaddressclaims",

@@ -20,6 +20,11 @@
  * user (Allocated, that owner); release and recommission (Commissioning until the sim
  * stops: the host is being fixed; its links back to the initial AUTO ones, as commissioning
  * redoes them); mark Broken.
+ * GET /_sim/state lists each machine with, beyond its API fields, tag_names (tags survive
+ * release, as in MAAS), disk_marker (the data on its disks: written by the first deploy after
+ * an erase, cleared by a release with erase, kept by one without; null when none), erasures
+ * (how many releases erased it) and erase_mode ("full", "quick" or "secure" while Disk
+ * erasing).
  * GET /_sim/kubelets and POST /_sim/kubelets {"<system_id>": "hung" | "dead" | "up"}: the
  * kubelet of a Deployed machine (kubelet.c; capi-sim's Nodes follow it); a power cycle
  * (off, then on) clears "hung" after --boot-seconds.
@@ -347,7 +352,7 @@ static cJSON *state_json(struct sim *s)
 
         for (size_t i = 0; i < s->n_machines; i++) {
                 struct sim_machine *m = &s->machines[i];
-                cJSON *o = cJSON_CreateObject();
+                cJSON *o = cJSON_CreateObject(), *tags;
 
                 sim_machine_tick(s, m);
                 cJSON_AddStringToObject(o, "system_id", m->system_id);
@@ -374,6 +379,15 @@ static cJSON *state_json(struct sim *s)
                                       m->user_data ? cJSON_CreateString(m->user_data)
                                                    : cJSON_CreateNull());
                 cJSON_AddItemToObject(o, "owner_data", cJSON_Duplicate(m->owner_data, true));
+                tags = cJSON_AddArrayToObject(o, "tag_names");
+                for (size_t t = 0; t < m->tags.n; t++)
+                        cJSON_AddItemToArray(tags, cJSON_CreateString(m->tags.v[t]));
+                cJSON_AddItemToObject(o, "disk_marker",
+                                      m->disk_marker ? cJSON_CreateString(m->disk_marker)
+                                                     : cJSON_CreateNull());
+                cJSON_AddNumberToObject(o, "erasures", m->erasures);
+                if (m->erase_mode)
+                        cJSON_AddStringToObject(o, "erase_mode", m->erase_mode);
                 cJSON_AddItemToObject(o, "ip_addresses", sim_machine_ips_json(m));
                 cJSON_AddItemToObject(o, "links", links_json(s, m));
                 cJSON_AddItemToObject(o, "default_gateways", sim_default_gateways_json(s, m));

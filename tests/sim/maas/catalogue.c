@@ -1,10 +1,12 @@
 /*
  * catalogue: maas-sim handlers for everything but machines: version (anonymous), users (whoami),
  * zones, resource pools (and the emulator-only pools/ alias, routed in http.c), tags (with
- * op=machines), domains, boot resources and DNS resources (maas-api.md §6.2–6.9, §7.1–7.2,
+ * op=machines; an admin creates them and, with op=update_nodes, puts them on machines and
+ * takes them off), domains, boot resources and DNS resources (maas-api.md §6.2–6.9, §7.1–7.2,
  * §7.8). sim.lock is held by the dispatcher.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +123,87 @@ static void tag_read(struct sim *s, const struct sim_req *rq, struct sim_resp *r
         reply_item(s, sim_find_tag(s, rq->arg), sim_tag_json, "Tag", rp);
 }
 
+/* MAAS's tag names: letters, digits, '-' and '_' (its name validator). */
+static bool tag_name_ok(const char *name)
+{
+        if (!name || !*name || strlen(name) > 256)
+                return false;
+        for (const char *p = name; *p; p++)
+                if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_')
+                        return false;
+        return true;
+}
+
+static bool admin_only(const struct sim_req *rq, struct sim_resp *rp)
+{
+        if (rq->user && strcmp(rq->user, "admin") == 0)
+                return true;
+        sim_reply_text(rp, 403, "You do not have permission to perform this action.");
+        return false;
+}
+
+/* POST tags/ (admin): name, comment, definition, kernel_opts. A definition is kept, not
+ * evaluated (maas-sim has no hardware XML). */
+static void tag_create(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        const char *name = sim_params_get(&rq->form, "name");
+        const char *comment = sim_params_get(&rq->form, "comment");
+        ssize_t i;
+
+        if (!admin_only(rq, rp))
+                return;
+        if (!name || !*name) {
+                sim_reply_field_error(rp, "name", "This field is required.");
+                return;
+        }
+        if (!tag_name_ok(name)) {
+                sim_reply_field_error(rp, "name", "Invalid character in tag name.");
+                return;
+        }
+        if (sim_find_tag(s, name) >= 0) {
+                sim_reply_field_error(rp, "name", "Tag with this Name already exists.");
+                return;
+        }
+        sim_add_tag(s, name, comment ? comment : "");
+        i = sim_find_tag(s, name);
+        sim_reply_json(rp, sim_tag_json(s, (size_t)i));
+}
+
+/* POST tags/<name>/?op=update_nodes (admin): add=<sid> / remove=<sid>, repeated; unknown
+ * system ids are skipped, as MAAS's filter skips them. */
+static void tag_update_nodes(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        unsigned added = 0, removed = 0;
+        cJSON *doc;
+
+        if (!admin_only(rq, rp))
+                return;
+        if (sim_find_tag(s, rq->arg) < 0) {
+                sim_reply_text(rp, 404, "No Tag matches the given query.");
+                return;
+        }
+        for (size_t i = 0; i < rq->form.n; i++) {
+                bool add = strcmp(rq->form.keys[i], "add") == 0;
+                struct sim_machine *m;
+
+                if (!add && strcmp(rq->form.keys[i], "remove") != 0)
+                        continue;
+                m = sim_find_machine(s, rq->form.vals[i]);
+                if (!m)
+                        continue;
+                if (add && !sim_strv_has(&m->tags, rq->arg)) {
+                        sim_strv_add(&m->tags, rq->arg);
+                        added++;
+                } else if (!add && sim_strv_remove(&m->tags, rq->arg)) {
+                        removed++;
+                }
+        }
+        doc = cJSON_CreateObject();
+        cJSON_AddNumberToObject(doc, "added", added);
+        cJSON_AddNumberToObject(doc, "removed", removed);
+        sim_reply_json(rp, doc);
+}
+
 static void tag_machines(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
 {
         cJSON *arr;
@@ -208,9 +291,12 @@ const struct sim_op sim_ops_zones[] = { { "GET", NULL, zones_list }, { NULL, NUL
 const struct sim_op sim_ops_zone[] = { { "GET", NULL, zone_read }, { NULL, NULL, NULL } };
 const struct sim_op sim_ops_pools[] = { { "GET", NULL, pools_list }, { NULL, NULL, NULL } };
 const struct sim_op sim_ops_pool[] = { { "GET", NULL, pool_read }, { NULL, NULL, NULL } };
-const struct sim_op sim_ops_tags[] = { { "GET", NULL, tags_list }, { NULL, NULL, NULL } };
+const struct sim_op sim_ops_tags[] = { { "GET", NULL, tags_list },
+                                       { "POST", NULL, tag_create },
+                                       { NULL, NULL, NULL } };
 const struct sim_op sim_ops_tag[] = { { "GET", NULL, tag_read },
                                       { "GET", "machines", tag_machines },
+                                      { "POST", "update_nodes", tag_update_nodes },
                                       { NULL, NULL, NULL } };
 const struct sim_op sim_ops_domains[] = { { "GET", NULL, domains_list }, { NULL, NULL, NULL } };
 const struct sim_op sim_ops_domain[] = { { "GET", NULL, domain_read }, { NULL, NULL, NULL } };

@@ -87,6 +87,20 @@ void sim_strv_add(struct sim_strv *v, const char *s)
         v->v[v->n++] = xstrdup(s);
 }
 
+bool sim_strv_remove(struct sim_strv *v, const char *s)
+{
+        bool found = false;
+
+        for (size_t i = v->n; i-- > 0;) {
+                if (strcmp(v->v[i], s) != 0)
+                        continue;
+                free(v->v[i]);
+                v->v[i] = v->v[--v->n];
+                found = true;
+        }
+        return found;
+}
+
 void sim_strv_release(struct sim_strv *v)
 {
         for (size_t i = 0; i < v->n; i++)
@@ -374,7 +388,7 @@ static void add_domain(struct sim *s, const char *name, int ttl, bool authoritat
         s->n_domains++;
 }
 
-static void add_tag(struct sim *s, const char *name, const char *comment)
+void sim_add_tag(struct sim *s, const char *name, const char *comment)
 {
         if (sim_find_tag(s, name) >= 0)
                 return;
@@ -478,7 +492,7 @@ static int machine_placement(struct sim *s, struct sim_machine *m, const cJSON *
         for (const cJSON *t = cJSON_IsArray(tags) ? tags->child : NULL; t; t = t->next) {
                 if (!cJSON_IsString(t))
                         continue;
-                add_tag(s, t->valuestring, "");
+                sim_add_tag(s, t->valuestring, "");
                 sim_strv_add(&m->tags, t->valuestring);
         }
         return 0;
@@ -486,6 +500,7 @@ static int machine_placement(struct sim *s, struct sim_machine *m, const cJSON *
 
 static void machine_release_fields(struct sim_machine *m)
 {
+        free(m->disk_marker);
         free(m->disk_text);
         free(m->hw_text);
         free(m->storage_text);
@@ -600,7 +615,7 @@ static void load_simple_lists(struct sim *s, const cJSON *root)
                 add_domain(s, jstr(e, "name", "maas"), (int)jnum(e, "ttl", -1),
                            !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(e, "authoritative")));
         cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(root, "tags"))
-                add_tag(s, jstr(e, "name", "tag"), jstr(e, "comment", ""));
+                sim_add_tag(s, jstr(e, "name", "tag"), jstr(e, "comment", ""));
         cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(root, "boot_resources"))
                 add_boot(s, e);
 }
@@ -642,6 +657,12 @@ out:
 
 void sim_machine_finish_release(struct sim_machine *m)
 {
+        if (m->status == ST_DISK_ERASING) { /* the data goes with the erase; tags stay */
+                free(m->disk_marker);
+                m->disk_marker = NULL;
+                m->erasures++;
+                m->erase_mode = NULL;
+        }
         m->status = ST_READY;
         m->kubelet = SIM_KUBELET_UP; /* the next deploy installs a fresh OS */
         free(m->owner);
@@ -683,6 +704,9 @@ void sim_machine_tick(struct sim *s, struct sim_machine *m)
                 bool fail = sim_strv_has(&s->faults.fail_deploy, m->system_id);
 
                 m->status = fail ? ST_FAILED_DEPLOYMENT : ST_DEPLOYED;
+                m->deploys++;
+                if (!fail && !m->disk_marker) /* the workload writes its data */
+                        m->disk_marker = xasprintf("%s-data-%u", m->system_id, m->deploys);
                 free(m->status_message);
                 m->status_message = xstrdup(fail ? "Failed deployment" : "Deployed");
         } else if (m->status == ST_RELEASING || m->status == ST_DISK_ERASING) {

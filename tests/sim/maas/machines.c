@@ -498,12 +498,14 @@ static bool releasable(enum sim_status st)
         return false;
 }
 
-static void start_release(struct sim *s, struct sim_machine *m, bool erase, const char *user)
+/* erase: NULL, or "full", "quick" or "secure" (what Disk erasing does to the disks). */
+static void start_release(struct sim *s, struct sim_machine *m, const char *erase, const char *user)
 {
         if (!erase && strcmp(m->power_state, "off") == 0 && s->release_seconds <= 0) {
                 sim_machine_finish_release(m);
                 return;
         }
+        m->erase_mode = erase;
         set_status(m, erase ? ST_DISK_ERASING : ST_RELEASING, user);
         m->deadline = sim_now() + s->release_seconds;
 }
@@ -511,14 +513,18 @@ static void start_release(struct sim *s, struct sim_machine *m, bool erase, cons
 static void machine_release(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
 {
         struct sim_machine *m = get_machine(s, rq, rp);
-        const char *e = sim_params_get(&rq->form, "erase");
-        bool erase = false;
+        static const char *const flags[] = { "erase", "quick_erase", "secure_erase" };
+        bool set[3] = { false, false, false };
 
         if (!m)
                 return;
-        if (e && sim_parse_bool(e, &erase) < 0) {
-                sim_reply_field_error(rp, "erase", "Must be a boolean: %s", e);
-                return;
+        for (size_t i = 0; i < ARRAY_SIZE(flags); i++) {
+                const char *e = sim_params_get(&rq->form, flags[i]);
+
+                if (e && sim_parse_bool(e, &set[i]) < 0) {
+                        sim_reply_field_error(rp, flags[i], "Must be a boolean: %s", e);
+                        return;
+                }
         }
         if (forbidden(m, rq->user)) {
                 sim_reply_text(rp, 403, "User is not allowed access to this API.");
@@ -531,7 +537,13 @@ static void machine_release(struct sim *s, const struct sim_req *rq, struct sim_
                                        sim_status_name(m->status));
                         return;
                 }
-                start_release(s, m, erase, rq->user);
+                /* secure_erase and quick_erase choose how erase wipes; alone they do not */
+                start_release(s, m,
+                              !set[0]  ? NULL
+                              : set[2] ? "secure"
+                              : set[1] ? "quick"
+                                       : "full",
+                              rq->user);
         }
         reply_machine(s, m, rp);
 }
@@ -604,7 +616,7 @@ static void machines_release(struct sim *s, const struct sim_req *rq, struct sim
                 m = sim_find_machine(s, rq->form.vals[i]);
                 if (!releasable(m->status))
                         continue;
-                start_release(s, m, false, rq->user);
+                start_release(s, m, NULL, rq->user);
                 cJSON_AddItemToArray(arr, cJSON_CreateString(m->system_id));
         }
         sim_reply_json(rp, arr);

@@ -174,6 +174,12 @@ struct sim_machine {
         int pod_id;         /* the VM host a composed VM runs on; 0 = not a VM */
         size_t pod_storage; /* its disk's storage pool (index into the host's) */
         int64_t pod_disk;   /* its disk, bytes */
+        /* the data on its disks: written by the first deploy after an erase (or ever),
+         * cleared by a release that erases, kept by one that does not (tests see it in
+         * /_sim/state); NULL when the disks hold none */
+        char *disk_marker;
+        unsigned deploys, erasures;
+        const char *erase_mode; /* "full", "quick" or "secure" while Disk erasing */
 };
 
 /* A VM host (MAAS "pod", pods.c): capacity, over-commit ratios and storage pools; what its
@@ -366,6 +372,10 @@ ssize_t sim_find_tag(const struct sim *s, const char *name);
 ssize_t sim_find_domain(const struct sim *s, const char *id_or_name);
 bool sim_strv_has(const struct sim_strv *v, const char *s);
 void sim_strv_add(struct sim_strv *v, const char *s);
+/* Removes s (every copy); true when it was there. */
+bool sim_strv_remove(struct sim_strv *v, const char *s);
+/* Adds a tag unless one of that name exists (the inventory's, POST tags/). */
+void sim_add_tag(struct sim *s, const char *name, const char *comment);
 void sim_strv_release(struct sim_strv *v);
 
 /* --- kubelet.c (lock held) --- */

@@ -156,6 +156,10 @@ struct capi_worker;
 /* A rolling-update intOrString: an integer, or "N%" of replicas (rounded up when round_up,
  * else down); def when absent or not one of those. */
 size_t capi_int_or_percent(const cJSON *v, size_t replicas, bool round_up, size_t def);
+/* The owner's rolling-update settings: v1beta2 spec.rollout.strategy.rollingUpdate, v1beta1
+ * spec.strategy.rollingUpdate (MachineDeployment) or spec.rolloutStrategy.rollingUpdate
+ * (KubeadmControlPlane); NULL when none. */
+const cJSON *capi_rolling_update(const cJSON *owner);
 /* A MachineDeployment's maxSurge and maxUnavailable for `want` replicas (defaults 1 and 0;
  * both 0 reads as maxUnavailable 1). */
 void capi_md_strategy(const cJSON *md, size_t want, size_t *ret_surge, size_t *ret_unavailable);

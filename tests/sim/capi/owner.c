@@ -373,9 +373,8 @@ static int kcp_rollout(struct owner_ctx *c,
 {
         const cJSON *o = kube_object_json(c->owner);
         const char *ver = json_find_str(path4(o, c->d->version_path), NULL);
-        size_t surge = capi_int_or_percent(
-                json_find(o, "spec", "rolloutStrategy", "rollingUpdate", "maxSurge", NULL), want,
-                true, 1);
+        size_t surge = capi_int_or_percent(json_find(capi_rolling_update(o), "maxSurge", NULL),
+                                           want, true, 1);
         bool *outdated = xcalloc(c->n ? c->n : 1, sizeof(*outdated));
         size_t del = 0;
         int err = 0;

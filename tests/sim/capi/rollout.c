@@ -19,7 +19,8 @@
  * KubeadmControlPlane (CAPI controlplane/kubeadm, rollout):
  *   - a Machine is outdated when its template (the cloned-from annotation) or version
  *     differs from the KCP's; while any is, and every Machine is ready and none is being
- *     deleted: with rolloutStrategy.rollingUpdate.maxSurge 1 (the default) one new Machine
+ *     deleted: with maxSurge 1 (the default; v1beta2 spec.rollout.strategy.rollingUpdate,
+ *     v1beta1 spec.rolloutStrategy.rollingUpdate) one new Machine
  *     is created while there are no more than replicas, then the oldest outdated Machine of
  *     the failure domain holding the most goes; with maxSurge 0 that Machine goes first and
  *     the replica count brings the new one. One control plane at a time, either way.
@@ -60,9 +61,20 @@ size_t capi_int_or_percent(const cJSON *v, size_t replicas, bool round_up, size_
         return round_up ? (replicas * pct + 99) / 100 : replicas * pct / 100;
 }
 
+const cJSON *capi_rolling_update(const cJSON *owner)
+{
+        const cJSON *ru = json_find(owner, "spec", "rollout", "strategy", "rollingUpdate", NULL);
+
+        if (!ru) /* v1beta1: MachineDeployment spec.strategy, KCP spec.rolloutStrategy */
+                ru = json_find(owner, "spec", "strategy", "rollingUpdate", NULL);
+        if (!ru)
+                ru = json_find(owner, "spec", "rolloutStrategy", "rollingUpdate", NULL);
+        return ru;
+}
+
 void capi_md_strategy(const cJSON *md, size_t want, size_t *ret_surge, size_t *ret_unavailable)
 {
-        const cJSON *ru = json_find(md, "spec", "strategy", "rollingUpdate", NULL);
+        const cJSON *ru = capi_rolling_update(md);
         size_t surge = capi_int_or_percent(json_find(ru, "maxSurge", NULL), want, true, 1);
         size_t unav = capi_int_or_percent(json_find(ru, "maxUnavailable", NULL), want, false, 0);
 

@@ -896,6 +896,8 @@ int maas_release(struct maas_client *mc,
                 form_add_bool(&c, "erase", true);
         if (o && o->quick_erase)
                 form_add_bool(&c, "quick_erase", true);
+        if (o && o->secure_erase)
+                form_add_bool(&c, "secure_erase", true);
         if (o && o->force)
                 form_add_bool(&c, "force", true);
         if (o)
@@ -1030,6 +1032,60 @@ int maas_delete_dns_resource(struct maas_client *mc, int id, struct maas_error *
 
         call_init(&c, mc, "DELETE", path, NULL, true);
         free(path);
+        return run(mc, &c, NULL, NULL, err);
+}
+
+/* --- tags ------------------------------------------------------------------------------------ */
+
+/* MAAS's 400 for a tag name in use: {"name": ["Tag with this Name already exists."]}. */
+static bool tag_exists_error(const struct maas_error *e)
+{
+        const cJSON *msgs = e ? cJSON_GetObjectItemCaseSensitive(e->fields, "name") : NULL;
+        const cJSON *m;
+
+        if (!e || e->cls != MAAS_ERR_VALIDATION)
+                return false;
+        cJSON_ArrayForEach (m, msgs)
+                if (cJSON_IsString(m) && strstr(m->valuestring, "already exists"))
+                        return true;
+        return e->message && strstr(e->message, "already exists");
+}
+
+int maas_create_tag(struct maas_client *mc,
+                    const char *name,
+                    const char *comment,
+                    struct maas_error *err)
+{
+        struct call c;
+        int r;
+
+        if (!id_ok(name))
+                return bad_id(err);
+        call_init(&c, mc, "POST", "tags/", NULL, false);
+        form_add(&c, "name", name);
+        form_add_opt(&c, "comment", comment);
+        r = run(mc, &c, NULL, NULL, err);
+        return r && tag_exists_error(err) ? CM_EEXIST : r;
+}
+
+int maas_tag_update_nodes(struct maas_client *mc,
+                          const char *name,
+                          const char *const *add,
+                          size_t n_add,
+                          const char *const *remove,
+                          size_t n_remove,
+                          struct maas_error *err)
+{
+        struct call c;
+        char *path;
+
+        if (!id_ok(name))
+                return bad_id(err);
+        path = xasprintf("tags/%s/", name);
+        call_init(&c, mc, "POST", path, "update_nodes", true); /* adding twice adds once */
+        free(path);
+        form_add_all(&c, "add", add, n_add);
+        form_add_all(&c, "remove", remove, n_remove);
         return run(mc, &c, NULL, NULL, err);
 }
 

@@ -379,7 +379,7 @@ MUST_CHECK int maas_set_storage_layout(struct maas_client *mc,
                                        struct maas_error *err);
 
 struct maas_release_opts {
-        bool erase, quick_erase, force;
+        bool erase, quick_erase, secure_erase, force; /* the last two erase kinds need erase */
         const char *comment;
 };
 
@@ -411,6 +411,22 @@ MUST_CHECK int maas_set_owner_data(struct maas_client *mc,
                                    size_t n,
                                    struct maas_node *ret,
                                    struct maas_error *err);
+
+/* Tags (admin calls in MAAS). maas_create_tag: POST tags/ {name, comment}; CM_EEXIST when
+ * MAAS answers that a tag of that name exists. maas_tag_update_nodes: POST
+ * tags/<name>/?op=update_nodes with add= / remove= per system id (MAAS skips unknown ids);
+ * CM_ENOTFOUND when the tag does not exist. Both are safe to repeat. */
+MUST_CHECK int maas_create_tag(struct maas_client *mc,
+                               const char *name,
+                               const char *comment,
+                               struct maas_error *err);
+MUST_CHECK int maas_tag_update_nodes(struct maas_client *mc,
+                                     const char *name,
+                                     const char *const *add,
+                                     size_t n_add,
+                                     const char *const *remove,
+                                     size_t n_remove,
+                                     struct maas_error *err);
 
 /* DNS resources. fqdn may be NULL to list all. */
 MUST_CHECK int maas_list_dns_resources(struct maas_client *mc,

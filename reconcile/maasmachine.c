@@ -16,6 +16,7 @@
 #include "legacy.h"
 #include "log.h"
 #include "maasmachine_context.h"
+#include "maasmachine_reuse.h"
 #include "maasmachine_steps.h"
 #include "xalloc.h"
 
@@ -123,6 +124,7 @@ static int state_deployed(struct maasmachine_ctx *c, struct reconcile_result *re
         set_ready(c, true);
         reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_TRUE,
                         SCHEMA_REASON_MACHINE_DEPLOYED, NULL);
+        maasmachine_reuse_deployed(c); /* a kept host in use again: its reuse tag goes */
         /* next just after the fleet list falls due: drift is seen within an interval */
         maasmachine_requeue(res, fleet_snapshot_next_ms(c->w));
         if (c->control_plane) {

@@ -12,6 +12,7 @@
 #include "fleet_snapshot.h"
 #include "log.h"
 #include "maasmachine_context.h"
+#include "maasmachine_reuse.h"
 #include "maasmachine_steps.h"
 #include "metrics.h"
 #include "xalloc.h"
@@ -232,9 +233,18 @@ int maasmachine_allocate(struct maasmachine_ctx *c, struct reconcile_result *res
         };
         struct maas_node n = { 0 };
         struct maas_error me = { 0 };
+        enum maasmachine_reuse_outcome reuse = MAASMACHINE_REUSE_NONE;
+        char **excluded = NULL;
+        size_t n_excluded = 0;
         int err;
 
         *ret_got = false;
+        err = maasmachine_reuse_allocate(c, &o, &n, res, &reuse); /* a kept host first */
+        if (err || reuse == MAASMACHINE_REUSE_WAIT)
+                goto out;
+        if (reuse == MAASMACHINE_REUSE_GOT)
+                goto allocated;
+        excluded = maasmachine_reuse_exclude(c, &o, &n_excluded); /* hosts kept for others */
         err = maasmachine_storage_layout(c, &o, res, &pinned);
         if (err == MAAS_ENOMATCH) {
                 err = allocate_failed(c, err, &me, res);
@@ -247,6 +257,13 @@ int maasmachine_allocate(struct maasmachine_ctx *c, struct reconcile_result *res
                 fleet_snapshot_allocating(c->p, c->mm.meta.uid);
         err = maas_allocate(c->w->maas, &o, &n, &me);
         reconciler_maas_count(c->p, "allocate", err, &me);
+        if (err == MAAS_ENOMATCH && excluded && !pinned) { /* only kept hosts are left */
+                o.not_tags = (const char *const *)s->exclude_tags.items;
+                o.n_not_tags = s->exclude_tags.n;
+                maas_error_release(&me);
+                err = maas_allocate(c->w->maas, &o, &n, &me);
+                reconciler_maas_count(c->p, "allocate", err, &me);
+        }
         if (err == MAAS_ENOMATCH && pinned) { /* taken since the dry run: pick again */
                 res->outcome = RECONCILE_REQUEUE_AFTER;
                 res->after_ms = 1000;
@@ -257,6 +274,8 @@ int maasmachine_allocate(struct maasmachine_ctx *c, struct reconcile_result *res
                 err = allocate_failed(c, err, &me, res);
                 goto out;
         }
+allocated:
+        maasmachine_reuse_count(c->p, reuse == MAASMACHINE_REUSE_GOT);
         maasmachine_stamp_owner_data(c, n.system_id);
         maasmachine_set_ids(c, n.zone, n.system_id);
         (void)snprintf(started, sizeof(started), "%lld", (long long)c->now);
@@ -269,6 +288,7 @@ int maasmachine_allocate(struct maasmachine_ctx *c, struct reconcile_result *res
         /* Persist the providerID before anything else happens to the machine. */
         err = maasmachine_flush(c, true);
 out:
+        maasmachine_reuse_exclude_free(excluded, n_excluded);
         maas_node_release(&n);
         maas_error_release(&me);
         free(pinned);

@@ -14,6 +14,7 @@
 #include "fleet_snapshot.h"
 #include "log.h"
 #include "maasmachine_context.h"
+#include "maasmachine_reuse.h"
 #include "maasmachine_steps.h"
 #include "xalloc.h"
 
@@ -228,6 +229,9 @@ int maasmachine_delete_pass(struct maasmachine_ctx *c, struct reconcile_result *
                          "object=%s/%s system_id=%s owner=%s", c->ns, c->name, sid,
                          c->node.owner ? c->node.owner : "");
         } else if (sid && releasable(c->node.status_name)) {
+                err = maasmachine_reuse_keep(c, sid); /* nodeReuse: tag it for its owner */
+                if (err)
+                        return err;
                 err = maasmachine_release(c, sid);
                 if (err)
                         return err;

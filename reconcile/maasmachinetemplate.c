@@ -14,6 +14,7 @@
 #include "json.h"
 #include "log.h"
 #include "maas_identity.h"
+#include "maasmachine_reuse.h"
 #include "reconciler.h"
 #include "rfc3339.h"
 #include "worker.h"
@@ -230,6 +231,7 @@ int maasmachinetemplate_reconcile(void *wctx,
         if (json_find_str(o, "metadata", "deletionTimestamp", NULL) ||
             reconciler_pause_cause(NULL, o))
                 goto out;
+        maasmachine_reuse_sweep(w); /* the kept hosts' hold time, once per refresh at most */
         /* the inventory is the process-wide MAAS's: a template of a cluster with its own
          * MAAS (spec.identityRef) gets no capacity from another region's machines */
         ident = maas_ident_of_cluster(

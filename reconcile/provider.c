@@ -15,6 +15,7 @@
 #include "maas_identity.h"
 #include "maascluster.h"
 #include "maasmachine.h"
+#include "maasmachine_reuse.h"
 #include "maasmachinetemplate.h"
 #include "maasremediation.h"
 #include "metrics.h"
@@ -312,6 +313,8 @@ static int register_metrics(struct provider *p)
                 err = fleet_snapshot_phase_metrics(p);
         if (err == 0)
                 err = register_remediation_metrics(p);
+        if (err == 0)
+                err = maasmachine_reuse_metrics(p);
         return err;
 }
 
@@ -741,6 +744,9 @@ struct provider *provider_free(struct provider *p)
                 return NULL;
         provider_stop(p);
         reconciler_table_release(&p->power_off_reads);
+        reconciler_table_release(&p->reuse_held);
+        reconciler_table_release(&p->reuse_untagged);
+        reconciler_table_release(&p->reuse_tags);
         reconciler_table_release(&p->node_done);
         reconciler_table_release(&p->api_probe);
         fleet_snapshot_release(&p->fleets.fleet);

@@ -134,6 +134,14 @@ struct provider {
         struct metric_family *remediations;             /* capmaas_remediations_total{result} */
         struct metric_series *remediation_power_cycles; /* ..._remediation_power_cycles_total */
         struct metric_series *remediations_in_progress; /* capmaas_remediations_in_progress */
+        /* host reuse (maasmachine_reuse.h): capmaas_host_reuse_allocations_total{source},
+         * _waiting_hosts, _tags_expired_total; under p->lock: reuse_held ("<sid> <tag>" → a:
+         * ms first seen Ready), reuse_untagged (system id → a: wall s of our untag) */
+        struct metric_family *reuse_allocations;
+        struct metric_series *reuse_waiting, *reuse_expired;
+        struct reconciler_table reuse_held, reuse_untagged;
+        struct reconciler_table reuse_tags; /* the reuse tags seen (keys; a: wall s seen) */
+        _Atomic uint64_t reuse_swept_ms;
 
         pthread_mutex_t lock;
         struct reconciler_table

@@ -189,6 +189,12 @@ static const struct schema_field storage_layout_fields[] = {
 static const struct schema_type storage_layout_type =
         TYPE(struct schema_storage_layout, storage_layout_fields, NULL);
 
+static const struct schema_field machine_release_fields[] = {
+        SF_STR("erase", struct maas_machine_release, erase),
+};
+static const struct schema_type machine_release_type =
+        TYPE(struct maas_machine_release, machine_release_fields, NULL);
+
 static const struct schema_field machine_spec_fields[] = {
         SF_STR("failureDomain", struct maas_machine_spec, failure_domain),
         SF_STR("systemID", struct maas_machine_spec, system_id),
@@ -211,6 +217,8 @@ static const struct schema_field machine_spec_fields[] = {
         SF_STR("architecture", struct maas_machine_spec, architecture),
         SF_STRV("excludeTags", struct maas_machine_spec, exclude_tags),
         SF_OBJ("storageLayout", struct maas_machine_spec, storage_layout, &storage_layout_type),
+        SF_BOOL("nodeReuse", struct maas_machine_spec, node_reuse),
+        SF_OBJ("release", struct maas_machine_spec, release, &machine_release_type),
 };
 static const struct schema_type machine_spec_type =
         TYPE(struct maas_machine_spec, machine_spec_fields, NULL);

@@ -222,6 +222,16 @@ const struct cfg_key config_keys[] = {
           .expect = "expected none, quick or full",
           .group = GROUP_CONTROLLERS,
           .help = "Disk erasure MAAS performs when a machine is released." },
+        { .name = "host-reuse-hold",
+          .type = CFG_DURATION,
+          .offset = OFF(reuse_hold_ms),
+          .def = "30m",
+          .min = SECS(1),
+          .max = HOURS(168),
+          .group = GROUP_CONTROLLERS,
+          .help = "How long a host released by a MaasMachine with nodeReuse stays kept for "
+                  "its MachineDeployment or control plane before others may have it "
+                  "(docs/host-reuse.md)." },
 
         /* Webhook server */
         { .name = "webhook-host",

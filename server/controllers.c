@@ -68,6 +68,7 @@ static struct provider_settings provider_settings_of(const struct config *cfg)
                 .maas_api_burst = cfg->maas_api_burst,
                 .release_erase = cfg->release_erase != RELEASE_ERASE_NONE,
                 .release_quick_erase = cfg->release_erase == RELEASE_ERASE_QUICK,
+                .reuse_hold_ms = cfg->reuse_hold_ms,
         };
 }
 

@@ -151,6 +151,15 @@ void validate_machine_addresses(const struct maas_machine_spec *s,
 void validate_template_static_ip(const struct maas_machine_spec *s,
                                  const char *path,
                                  struct admission_response *warn);
+/* spec.release.erase none, quick or secure, and not secure with nodeReuse
+ * (validate_reuse.c; docs/host-reuse.md). */
+void validate_machine_reuse(const struct maas_machine_spec *s,
+                            const char *path,
+                            struct field_errors *fe);
+/* A template with nodeReuse: the warning that reuse needs maxSurge: 0. */
+void validate_template_reuse(const struct maas_machine_spec *s,
+                             const char *path,
+                             struct admission_response *warn);
 /* dnsRecordAddresses at path.dnsRecordAddresses: cidr required, a network; interface a
  * Linux interface name. */
 void validate_dns_record_addresses(const struct schema_dns_record_addresses *d,

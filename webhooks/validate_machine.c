@@ -50,6 +50,7 @@ void validate_machine_spec(const struct maas_machine_spec *s,
         validate_machine_addresses(s, path, fe, warn);
         validate_deploy_options(s, path, fe);
         validate_machine_unused(s, path, fe);
+        validate_machine_reuse(s, path, fe);
         if (warn && s->has_min_cpu && s->has_min_memory && s->min_cpu == 0 && s->min_memory == 0)
                 admission_response_warn(warn,
                                         "%s.minCPU and %s.minMemory are both 0: any machine "
@@ -155,6 +156,7 @@ static void machine_template_check(const void *spec,
 {
         validate_machine_spec(spec, path, fe, warn);
         validate_template_static_ip(spec, path, warn);
+        validate_template_reuse(spec, path, warn);
 }
 
 const struct spec_ops spec_ops_machine_template = {

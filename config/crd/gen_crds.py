@@ -114,6 +114,10 @@ machine_spec = obj({
     }, "LXD VM placement."),
     "minCPU": i("Minimum CPU count (MAAS cpu_count). Immutable.", minimum=0),
     "minDiskSize": i("Minimum size of the root disk in GB (MAAS allocate storage). Immutable.", minimum=0),
+    "nodeReuse": b("Keep a released host for the MachineDeployment or control plane that owned it: its next machine gets the same host back (docs/host-reuse.md).", default=False),
+    "release": obj({
+        "erase": s("What MAAS does to the disks on release: none, quick (quick_erase) or secure (secure_erase); absent: the --release-erase flag.", enum=["none", "quick", "secure"]),
+    }, "How the host is given back to MAAS."),
     "minMemory": i("Minimum memory in MiB (MAAS mem). Immutable.", minimum=0),
     "parent": s("System ID of the parent host (LXD VMs)."),
     "providerID": s("maas:///<zone>/<system_id>, written by the controller."),

@@ -40,6 +40,7 @@ struct provider_settings {
         unsigned maas_api_burst;
         bool release_erase;       /* erase disks on release */
         bool release_quick_erase; /* ... with MAAS's quick erase */
+        uint64_t reuse_hold_ms;   /* a kept host loses its reuse tag after this unused */
 };
 
 struct provider_opts {

@@ -335,6 +335,12 @@ struct schema_storage_layout {
         bool cache_no_part, has_cache_no_part;
 };
 
+/* spec.release: how the host goes back to MAAS (docs/host-reuse.md). erase NULL = the
+ * --release-erase flag; else "none", "quick" or "secure" (the webhook checks it). */
+struct maas_machine_release {
+        char *erase;
+};
+
 struct maas_machine_spec {
         char *failure_domain;
         char *system_id;
@@ -358,6 +364,9 @@ struct maas_machine_spec {
         char *architecture;              /* allocate arch */
         struct schema_strv exclude_tags; /* allocate not_tags */
         struct schema_storage_layout *storage_layout;
+        /* host reuse (docs/host-reuse.md) */
+        bool node_reuse, has_node_reuse;
+        struct maas_machine_release *release;
 };
 
 struct schema_address {

@@ -97,6 +97,7 @@ struct config {
         uint64_t deploy_timeout_ms;       /* --deploy-timeout, 30m */
         uint64_t machine_refresh_ms;      /* --machine-refresh-interval, 60s */
         enum release_erase release_erase; /* --release-erase, none */
+        uint64_t reuse_hold_ms;           /* --host-reuse-hold, 30m */
 
         /* Webhook server (HTTPS) */
         char *webhook_host;      /* --webhook-host, "" = all addresses */

@@ -44,6 +44,7 @@ struct row {
 #define STATIC_IP   "reconcile/maasmachine_network.c: STATIC link in MAAS (docs/static-ips.md)"
 #define IPAM        "reconcile/maasmachine_ipam.c: the IPAddressClaim's poolRef"
 #define LXD_HOSTS   "'lxdConfig':{'enabled':true,"
+#define REUSE       "reconcile/maasmachine_reuse.c: "
 
 static const struct row rows[] = {
         /* MaasMachine and MaasMachineTemplate (spec.template.spec) */
@@ -95,6 +96,12 @@ static const struct row rows[] = {
         { MACHINE, "storageLayout.cacheMode", LAYOUT "cache_mode", NULL },
         { MACHINE, "storageLayout.cacheSize", LAYOUT "cache_size", NULL },
         { MACHINE, "storageLayout.cacheNoPart", LAYOUT "cache_no_part", NULL },
+        { MACHINE, "nodeReuse", REUSE "the owner's reuse tag, kept hosts allocated first", NULL },
+        { MACHINE, "release", "reconcile/maasmachine_release.c: release erase options", NULL },
+        { MACHINE, "release.erase",
+          "reconcile/maasmachine_release.c: erase, quick_erase, "
+          "secure_erase",
+          NULL },
 
         /* MaasCluster and MaasClusterTemplate */
         { CLUSTER, "dnsDomain", "reconcile/maascluster.c: the API-server DNS record's domain",

@@ -1512,3 +1512,67 @@ int maas_delete_machine(struct maas_client *mc, const char *system_id, struct ma
                 return bad_id(err);
         return run(mc, &c, NULL, NULL, err);
 }
+
+/* --- IP addresses: user reservations and IP ranges -------------------------------------------- */
+
+static int dec_ip_address(const cJSON *d, void *ret)
+{
+        return maas_ip_address_from_json(d, ret);
+}
+
+static int dec_ip_address_list(const cJSON *d, void *ret)
+{
+        return maas_ip_address_list_from_json(d, ret);
+}
+
+static int dec_ip_range_list(const cJSON *d, void *ret)
+{
+        return maas_ip_range_list_from_json(d, ret);
+}
+
+int maas_reserve_ip(struct maas_client *mc,
+                    const struct maas_reserve_ip *o,
+                    struct maas_ip_address *ret,
+                    struct maas_error *err)
+{
+        struct call c;
+
+        call_init(&c, mc, "POST", "ipaddresses/", "reserve", false);
+        form_add_opt(&c, "ip", o->ip);
+        form_add_opt(&c, "subnet", o->subnet);
+        form_add_opt(&c, "hostname", o->hostname);
+        form_add_opt(&c, "mac", o->mac);
+        return run(mc, &c, dec_ip_address, ret, err);
+}
+
+int maas_release_ip(struct maas_client *mc, const char *ip, struct maas_error *err)
+{
+        struct call c;
+
+        call_init(&c, mc, "POST", "ipaddresses/", "release", true);
+        form_add(&c, "ip", ip);
+        return run(mc, &c, NULL, NULL, err);
+}
+
+int maas_list_ip_addresses(struct maas_client *mc,
+                           const char *ip,
+                           bool all,
+                           struct maas_ip_address_list *ret,
+                           struct maas_error *err)
+{
+        struct call c;
+
+        call_init(&c, mc, "GET", "ipaddresses/", NULL, true);
+        form_add_opt(&c, "ip", ip);
+        if (all)
+                form_add_bool(&c, "all", true);
+        call_query(&c);
+        return run(mc, &c, dec_ip_address_list, ret, err);
+}
+
+int maas_list_ip_ranges(struct maas_client *mc,
+                        struct maas_ip_range_list *ret,
+                        struct maas_error *err)
+{
+        return get_simple(mc, "ipranges/", NULL, dec_ip_range_list, ret, err);
+}

@@ -702,3 +702,110 @@ void maas_interface_list_release(struct maas_interface_list *l)
         array_release(l->items, l->n, sizeof(*l->items), iface_release);
         *l = (struct maas_interface_list){ 0 };
 }
+
+/* --- IP addresses and IP ranges -----------------------------------------------------------------
+ */
+
+/* A username written as a string or as a user object. */
+static char *owner_name(const cJSON *o)
+{
+        const cJSON *ow = cJSON_GetObjectItemCaseSensitive(o, "owner");
+
+        if (cJSON_IsString(ow))
+                return xstrdup(ow->valuestring);
+        return cJSON_IsObject(ow) ? jdup(ow, "username", NULL) : NULL;
+}
+
+int maas_ip_address_from_json(const cJSON *o, struct maas_ip_address *ret)
+{
+        if (!cJSON_IsObject(o) || !json_find_str(o, "ip", NULL))
+                return CM_EPARSE;
+        *ret = (struct maas_ip_address){
+                .ip = jdup(o, "ip", NULL),
+                .alloc_type = (int)jint(o, "alloc_type", -1, 0, INT_MAX),
+                .owner = owner_name(o),
+                .subnet_cidr = jdup(cJSON_GetObjectItemCaseSensitive(o, "subnet"), "cidr", NULL),
+        };
+        return 0;
+}
+
+void maas_ip_address_release(struct maas_ip_address *a)
+{
+        free(a->ip);
+        free(a->owner);
+        free(a->subnet_cidr);
+        *a = (struct maas_ip_address){ 0 };
+}
+
+static int ip_address_decode(const cJSON *o, void *ret)
+{
+        return maas_ip_address_from_json(o, ret);
+}
+
+static void ip_address_release(void *elem)
+{
+        maas_ip_address_release(elem);
+}
+
+int maas_ip_address_list_from_json(const cJSON *arr, struct maas_ip_address_list *ret)
+{
+        size_t n = 0;
+        void *items = array_from_json(arr, sizeof(*ret->items), ip_address_decode,
+                                      ip_address_release, &n);
+
+        if (!items)
+                return CM_EPARSE;
+        *ret = (struct maas_ip_address_list){ .items = items, .n = n };
+        return 0;
+}
+
+void maas_ip_address_list_release(struct maas_ip_address_list *l)
+{
+        array_release(l->items, l->n, sizeof(*l->items), ip_address_release);
+        *l = (struct maas_ip_address_list){ 0 };
+}
+
+static int ip_range_decode(const cJSON *o, void *ret)
+{
+        struct maas_ip_range *r = ret;
+
+        if (!cJSON_IsObject(o) || !json_find_str(o, "start_ip", NULL) ||
+            !json_find_str(o, "end_ip", NULL))
+                return CM_EPARSE;
+        *r = (struct maas_ip_range){
+                .type = jdup(o, "type", ""),
+                .start_ip = jdup(o, "start_ip", NULL),
+                .end_ip = jdup(o, "end_ip", NULL),
+                .subnet_cidr = jdup(cJSON_GetObjectItemCaseSensitive(o, "subnet"), "cidr", NULL),
+        };
+        return 0;
+}
+
+static void ip_range_release(void *elem)
+{
+        struct maas_ip_range *r = elem;
+
+        free(r->type);
+        free(r->start_ip);
+        free(r->end_ip);
+        free(r->subnet_cidr);
+        *r = (struct maas_ip_range){ 0 };
+}
+
+int maas_ip_range_list_from_json(const cJSON *arr, struct maas_ip_range_list *ret)
+{
+        size_t n = 0;
+        void *items =
+                array_from_json(arr, sizeof(*ret->items), ip_range_decode, ip_range_release, &n);
+
+        if (!items)
+                return CM_EPARSE;
+        *ret = (struct maas_ip_range_list){ .items = items, .n = n };
+        return 0;
+}
+
+void maas_ip_range_list_release(struct maas_ip_range_list *l)
+{
+        array_release(l->items, l->n, sizeof(*l->items), ip_range_release);
+        *l = (struct maas_ip_range_list){ 0 };
+}

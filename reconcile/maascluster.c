@@ -11,7 +11,7 @@
  * merely look down or have not reported yet (an empty status after a move); it is deleted with the
  * cluster, but not for a move (delete-for-move). Pause (the Cluster's or ours) stops every branch,
  * delete included; a MaasCluster managed by another controller (cluster.x-k8s.io/managed-by) is
- * left alone.
+ * left alone. spec.endpoint.type VIP or External: maascluster_vip.h instead of the record.
  */
 #include "maascluster.h"
 
@@ -27,6 +27,7 @@
 #include "log.h"
 #include "maas_inventory.h"
 #include "maascluster_addresses.h"
+#include "maascluster_vip.h"
 #include "patch_helper.h"
 #include "reconciler.h"
 #include "worker.h"
@@ -528,11 +529,146 @@ static int persist_record_name(struct maascluster_ctx *c)
         return err;
 }
 
+/* --- the VIP and External endpoints (maascluster_vip.h, docs/endpoints.md) ------------------ */
+
+static struct vip_pass vip_pass_of(struct maascluster_ctx *c)
+{
+        return (struct vip_pass){ .w = c->w,
+                                  .p = c->p,
+                                  .ns = c->ns,
+                                  .name = c->name,
+                                  .mc = &c->mc,
+                                  .obj = c->cur,
+                                  .conds = &c->conds };
+}
+
+/* spec.endpoint.dnsRecord with dnsDomain: a MAAS record (named as the DNS endpoint's)
+ * holding the VIP alone, named before it is created. */
+static int vip_record(struct maascluster_ctx *c, const char *ip)
+{
+        struct maas_dns_resource rec = { 0 }, made = { 0 };
+        struct maas_error me = { 0 };
+        const char *want[1] = { ip };
+        bool found = false;
+        int err = 0;
+
+        if (!schema_strmap_get(&c->mc.meta.annotations, RECONCILER_ANNOTATION_DNS_RECORD))
+                err = persist_record_name(c);
+        if (err == 0)
+                err = find_record(c, record_name(c), &rec, &found);
+        if (err == 0 && !found) {
+                err = maas_create_dns_resource(c->w->maas, record_name(c), DNS_TTL, want, 1, &made,
+                                               &me);
+                reconciler_maas_count(c->p, "create_dns_resource", err, &me);
+                if (err == 0)
+                        reconciler_event(c->p, c->cur, "Normal", "DNSRecordCreated",
+                                         "Created MAAS DNS record %s for the VIP %s",
+                                         record_name(c), ip);
+        } else if (err == 0 && !same_set(want, 1, &rec.ips)) {
+                err = maas_update_dns_resource_ips(c->w->maas, rec.id, want, 1, &made, &me);
+                reconciler_maas_count(c->p, "update_dns_resource", err, &me);
+        }
+        if (err)
+                reconciler_cond(&c->conds, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
+                                SCHEMA_REASON_LOAD_BALANCER_FAILED, "%s",
+                                me.message ? me.message : maas_strerror(err));
+        else
+                status_dns_name(c, record_name(c));
+        maas_dns_resource_release(&made);
+        maas_dns_resource_release(&rec);
+        maas_error_release(&me);
+        return err;
+}
+
+static int endpoint_vip(struct maascluster_ctx *c, bool *ret_go)
+{
+        struct vip_pass v = vip_pass_of(c);
+        const struct schema_api_endpoint *ep = c->mc.spec.control_plane_endpoint;
+        const char *ann = schema_strmap_get(&c->mc.meta.annotations, RECONCILER_ANNOTATION_VIP);
+        /* seen reserved by an earlier pass (status survives a restart, not a move) */
+        bool verify = !(ann && ep && ep->host && strcmp(ep->host, ann) == 0 &&
+                        schema_conditions_is_true(&c->mc.status.conditions,
+                                                  SCHEMA_COND_LOAD_BALANCER_READY));
+        bool fresh = false;
+        char *ip;
+        int err, ferr = 0;
+
+        *ret_go = false;
+        err = maascluster_vip_ensure(&v, verify, &fresh);
+        if (fresh) /* MAAS picked it: persisted before anything else can go wrong */
+                ferr = flush(c, true);
+        if (err || ferr)
+                return err ? err : ferr;
+        ip = xstrdup(maascluster_vip_address(&c->mc));
+        if (c->mc.spec.endpoint->dns_record && c->mc.spec.dns_domain)
+                err = vip_record(c, ip);
+        if (err == 0) {
+                set_endpoint(c, ip, api_port(kube_object_json(c->cluster)));
+                err = flush(c, true);
+        }
+        if (err == 0) {
+                reconciler_cond(&c->conds, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_TRUE,
+                                SCHEMA_REASON_LOAD_BALANCER_READY, "VIP %s reserved in MAAS", ip);
+                *ret_go = true;
+        }
+        free(ip);
+        return err;
+}
+
+/* External: the endpoint the user set (the MaasCluster's, else the Cluster's); no MAAS call. */
+static int endpoint_external(struct maascluster_ctx *c, bool *ret_go)
+{
+        const struct schema_api_endpoint *ep = c->mc.spec.control_plane_endpoint;
+        const char *mine = ep && ep->host && *ep->host ? ep->host : NULL;
+        const char *theirs = capi_cluster_endpoint_host(kube_object_json(c->cluster));
+        char *host = mine ? xstrdup(mine) : theirs && *theirs ? xstrdup(theirs) : NULL;
+        int64_t port = mine && ep->has_port && ep->port ? ep->port
+                                                        : api_port(kube_object_json(c->cluster));
+        int err;
+
+        *ret_go = false;
+        if (!host) {
+                reconciler_cond(&c->conds, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_FALSE,
+                                SCHEMA_REASON_WAITING_FOR_ENDPOINT,
+                                "spec.endpoint.type is External: set spec.controlPlaneEndpoint "
+                                "(or the Cluster's)");
+                return 0;
+        }
+        set_endpoint(c, host, port);
+        free(host);
+        err = flush(c, true);
+        if (err)
+                return err;
+        reconciler_cond(&c->conds, SCHEMA_COND_LOAD_BALANCER_READY, SCHEMA_CONDITION_TRUE,
+                        SCHEMA_REASON_LOAD_BALANCER_READY, "the External endpoint is set");
+        *ret_go = true;
+        return 0;
+}
+
+/* At cluster deletion, the machines gone: the VIP's record, then its reservation. */
+static int delete_vip(struct maascluster_ctx *c)
+{
+        struct vip_pass v = vip_pass_of(c);
+        int err = 0;
+
+        if (schema_strmap_get(&c->mc.meta.annotations, RECONCILER_ANNOTATION_DNS_RECORD))
+                err = delete_record(c, record_name(c));
+        return err ? err : maascluster_vip_release(&v);
+}
+
 static int reconcile_endpoint(struct maascluster_ctx *c, struct reconcile_result *res, bool *ret_go)
 {
         const char *host;
         int err;
 
+        switch (maascluster_endpoint_type(&c->mc.spec)) {
+        case ENDPOINT_VIP:
+                return endpoint_vip(c, ret_go);
+        case ENDPOINT_EXTERNAL:
+                return endpoint_external(c, ret_go);
+        case ENDPOINT_DNS:
+                break;
+        }
         adopt_reference_record(c);
         host = user_endpoint(c);
 
@@ -619,13 +755,15 @@ static int flush_deleting(struct maascluster_ctx *c, size_t remaining)
 
 static int reconcile_delete(struct maascluster_ctx *c, struct reconcile_result *res)
 {
+        enum endpoint_type type = maascluster_endpoint_type(&c->mc.spec);
         size_t n = 0;
         int err;
 
         if (!schema_meta_has_finalizer(&c->mc.meta, SCHEMA_FINALIZER_CLUSTER))
                 return 0;
         if (schema_strmap_get(&c->mc.meta.annotations, RECONCILER_ANNOTATION_DELETE_FOR_MOVE)) {
-                /* Moved to another management cluster, which now owns the record. */
+                /* Moved to another management cluster, which now owns the record (or the
+                 * VIP's reservation: never released for a move). */
                 log_info(LOGGER, "delete for move: keeping the DNS record", "object=%s/%s", c->ns,
                          c->name);
                 (void)schema_strv_remove(&c->mc.meta.finalizers, SCHEMA_FINALIZER_CLUSTER);
@@ -633,7 +771,7 @@ static int reconcile_delete(struct maascluster_ctx *c, struct reconcile_result *
         }
         if (c->cluster_name) /* a count: nothing parsed */
                 n = informer_each_key(c->p->maasmachines, c->ns, c->cluster_name, count_key, NULL);
-        if (n > 0 && record_name(c) && !user_endpoint(c)) {
+        if (n > 0 && type == ENDPOINT_DNS && record_name(c) && !user_endpoint(c)) {
                 /* Deleting control planes wait for their address to leave the record. */
                 err = sync_record(c, record_name(c));
                 if (err)
@@ -646,7 +784,11 @@ static int reconcile_delete(struct maascluster_ctx *c, struct reconcile_result *
                 res->after_ms = 10000;
                 return flush_deleting(c, n);
         }
-        if (record_name(c) && !user_endpoint(c)) {
+        if (type == ENDPOINT_VIP) {
+                err = delete_vip(c);
+                if (err)
+                        return err;
+        } else if (type == ENDPOINT_DNS && record_name(c) && !user_endpoint(c)) {
                 err = delete_record(c, record_name(c));
                 if (err)
                         return err;

@@ -89,6 +89,8 @@ static int dns_attachment(struct maasmachine_ctx *c, struct reconcile_result *re
 
         if (k && strcmp(k->status, SCHEMA_CONDITION_TRUE) == 0 && c->mm.status.ready)
                 return 0; /* attached and steady: no MAAS read per interval */
+        if (!maasmachine_dns_expected(c))
+                return 0; /* a VIP or External endpoint: no record to be in */
         err = maasmachine_dns_registered(c, &registered);
         if (err)
                 return err;

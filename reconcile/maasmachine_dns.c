@@ -2,7 +2,8 @@
  * maasmachine_dns: whether a control-plane machine's address is in its cluster's API
  * endpoint record (the MaasCluster's dns-record annotation, else status.network.dnsName),
  * read from MAAS. Asking also
- * nudges the MaasCluster controller, which owns the record.
+ * nudges the MaasCluster controller, which owns the record. A cluster whose spec.endpoint.type
+ * is VIP or External has no such record (maasmachine_dns_expected).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,22 @@ static char *endpoint_fqdn(struct maasmachine_ctx *c)
                 controller_enqueue(c->p->cluster_ctl, c->ns, kube_object_name(mc));
         kube_object_unref(mc);
         return out;
+}
+
+bool maasmachine_dns_expected(struct maasmachine_ctx *c)
+{
+        const char *infra =
+                c->cluster ? capi_ref_name(&c->p->capi, kube_object_json(c->cluster),
+                                           "infrastructureRef", SCHEMA_GROUP, SCHEMA_KIND_CLUSTER)
+                           : NULL;
+        struct kube_object *mc = infra ? informer_get(c->p->maasclusters, c->ns, infra) : NULL;
+        const char *type =
+                mc ? json_find_str(kube_object_json(mc), "spec", "endpoint", "type", NULL) : NULL;
+        /* a VIP or External endpoint has no record of the control planes' addresses */
+        bool expected = !type || strcmp(type, SCHEMA_ENDPOINT_DNS) == 0;
+
+        kube_object_unref(mc);
+        return expected;
 }
 
 int maasmachine_dns_registered(struct maasmachine_ctx *c, bool *ret)

@@ -134,7 +134,10 @@ MUST_CHECK int maasmachine_replace(struct maasmachine_ctx *c,
 /* maasmachine_power.c: the Deployed-machine power policy (B4). */
 MUST_CHECK int maasmachine_power(struct maasmachine_ctx *c, struct reconcile_result *res);
 
-/* maasmachine_dns.c: true in *ret when a control plane's IP is in the API endpoint record. */
+/* maasmachine_dns.c: false when the cluster's endpoint is not the DNS record
+ * (spec.endpoint.type VIP or External); true in *ret when a control plane's IP is in the API
+ * endpoint record. */
+bool maasmachine_dns_expected(struct maasmachine_ctx *c);
 MUST_CHECK int maasmachine_dns_registered(struct maasmachine_ctx *c, bool *ret);
 
 /* maasmachine_node.c: sets the workload Node's spec.providerID (and zone label) once. */

@@ -95,8 +95,18 @@ static const struct schema_field identity_ref_fields[] = {
 static const struct schema_type identity_ref_type =
         TYPE(struct schema_identity_ref, identity_ref_fields, NULL);
 
+static const struct schema_field endpoint_source_fields[] = {
+        SF_STR("type", struct schema_endpoint, type),
+        SF_STR("address", struct schema_endpoint, address),
+        SF_STR("subnet", struct schema_endpoint, subnet),
+        SF_BOOL("dnsRecord", struct schema_endpoint, dns_record),
+};
+static const struct schema_type endpoint_source_type =
+        TYPE(struct schema_endpoint, endpoint_source_fields, NULL);
+
 static const struct schema_field cluster_spec_fields[] = {
         SF_STR("dnsDomain", struct maas_cluster_spec, dns_domain),
+        SF_OBJ("endpoint", struct maas_cluster_spec, endpoint, &endpoint_source_type),
         SF_OBJ("controlPlaneEndpoint",
                struct maas_cluster_spec,
                control_plane_endpoint,

@@ -148,8 +148,16 @@ endpoint = obj({"host": s("Host name or IP of the API server."),
                 "port": i("Port of the API server; the mutating webhook sets 6443 when a host is given without one.", format="int32")},
                "Endpoint of the workload cluster's API server.", ["host", "port"])
 
+endpoint_source = obj({
+    "type": s("Where the API endpoint comes from: DNS (a MAAS DNS record over the control planes, the default), VIP (an address MAAS reserves for the cluster, held by the control planes, e.g. kube-vip) or External (an endpoint the user runs, set in controlPlaneEndpoint). Immutable once the cluster has an endpoint.", enum=["DNS", "VIP", "External"], default="DNS"),
+    "address": s("VIP: the address to reserve in MAAS; absent: MAAS picks one from subnet.", minLength=1, maxLength=64),
+    "subnet": s("VIP: the CIDR of the MAAS subnet the address is picked from when no address is given.", minLength=1, maxLength=64),
+    "dnsRecord": b("VIP: also name the address with a MAAS DNS record in dnsDomain."),
+}, "The kind of API endpoint (docs/endpoints.md); absent: DNS.")
+
 cluster_spec = obj({
     "controlPlaneEndpoint": endpoint,
+    "endpoint": endpoint_source,
     "dnsDomain": s("MAAS DNS domain the API-server record is created in. Immutable.", minLength=1),
     "dnsRecordAddresses": obj({
         "cidr": s("Only control-plane addresses inside this CIDR go into the record.", minLength=1),

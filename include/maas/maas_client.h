@@ -450,6 +450,75 @@ MUST_CHECK int maas_update_dns_resource_ips(struct maas_client *mc,
                                             struct maas_error *err);
 MUST_CHECK int maas_delete_dns_resource(struct maas_client *mc, int id, struct maas_error *err);
 
+/* --- IP addresses: user reservations and IP ranges (docs/endpoints.md) ---------------------- */
+
+#define MAAS_ALLOC_USER_RESERVED 4 /* StaticIPAddress alloc_type "User reserved" */
+
+/* One StaticIPAddress as GET/POST ipaddresses/ answer it. */
+struct maas_ip_address {
+        char *ip;
+        int alloc_type;    /* -1 when MAAS did not say */
+        char *owner;       /* its owner's username (a string or {"username": ...}); may be NULL */
+        char *subnet_cidr; /* its subnet's CIDR; may be NULL */
+};
+
+struct maas_ip_address_list {
+        struct maas_ip_address *items;
+        size_t n;
+};
+
+/* One IP range (GET ipranges/): type "dynamic" (DHCP) or "reserved". */
+struct maas_ip_range {
+        char *type;
+        char *start_ip, *end_ip;
+        char *subnet_cidr; /* may be NULL */
+};
+
+struct maas_ip_range_list {
+        struct maas_ip_range *items;
+        size_t n;
+};
+
+void maas_ip_address_release(struct maas_ip_address *a);
+void maas_ip_address_list_release(struct maas_ip_address_list *l);
+void maas_ip_range_list_release(struct maas_ip_range_list *l);
+MUST_CHECK int maas_ip_address_from_json(const cJSON *o, struct maas_ip_address *ret);
+MUST_CHECK int maas_ip_address_list_from_json(const cJSON *arr, struct maas_ip_address_list *ret);
+MUST_CHECK int maas_ip_range_list_from_json(const cJSON *arr, struct maas_ip_range_list *ret);
+
+/* POST ipaddresses/?op=reserve (MAAS 2.x/3.x keywords): ip (the address; MAAS finds its
+ * subnet) or subnet (a CIDR or specifier: MAAS picks a free address), hostname and mac
+ * optional (NULL = not sent). Never repeated (a second reserve after a lost answer would
+ * hold a second address). MAAS's refusals keep its text: outside every subnet 400 "No known
+ * subnet for IP address: X.", an unknown subnet 400 "Unable to identify subnet: S.", an
+ * address in use (a machine's, or reserved) 404 "The IP address X is already in use.", in a
+ * dynamic range 403, the subnet full 503. */
+struct maas_reserve_ip {
+        const char *ip;
+        const char *subnet;
+        const char *hostname;
+        const char *mac;
+};
+
+MUST_CHECK int maas_reserve_ip(struct maas_client *mc,
+                               const struct maas_reserve_ip *o,
+                               struct maas_ip_address *ret,
+                               struct maas_error *err);
+/* POST ipaddresses/?op=release ip=...: 204. An address that is not the user's reservation
+ * is a 400 (CM_EINVAL) "IP address X does not exist, ...". */
+MUST_CHECK int maas_release_ip(struct maas_client *mc, const char *ip, struct maas_error *err);
+/* GET ipaddresses/ (the caller's user-reserved addresses), ip = one address (NULL = all of
+ * them), all = every user's (admins only: 403 otherwise). */
+MUST_CHECK int maas_list_ip_addresses(struct maas_client *mc,
+                                      const char *ip,
+                                      bool all,
+                                      struct maas_ip_address_list *ret,
+                                      struct maas_error *err);
+/* GET ipranges/. */
+MUST_CHECK int maas_list_ip_ranges(struct maas_client *mc,
+                                   struct maas_ip_range_list *ret,
+                                   struct maas_error *err);
+
 /* --- network: subnets and interface links --------------------------------------------------- */
 
 MUST_CHECK int maas_list_subnets(struct maas_client *mc,

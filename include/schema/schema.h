@@ -225,8 +225,25 @@ struct schema_identity_ref {
         char *name;
 };
 
+/* spec.endpoint: where the API endpoint comes from (docs/endpoints.md). type NULL or "DNS":
+ * the MAAS DNS record (the default); "VIP": an address MAAS reserves for the cluster
+ * (address, else one MAAS picks from subnet), held by the control planes (kube-vip);
+ * "External": an endpoint the user runs, set in controlPlaneEndpoint (nothing in MAAS).
+ * dnsRecord (VIP with dnsDomain): a MAAS DNS record also names the address. */
+struct schema_endpoint {
+        char *type;
+        char *address;
+        char *subnet;
+        bool dns_record, has_dns_record;
+};
+
+#define SCHEMA_ENDPOINT_DNS      "DNS"
+#define SCHEMA_ENDPOINT_VIP      "VIP"
+#define SCHEMA_ENDPOINT_EXTERNAL "External"
+
 struct maas_cluster_spec {
         char *dns_domain;
+        struct schema_endpoint *endpoint;
         struct schema_api_endpoint *control_plane_endpoint;
         struct schema_strv failure_domains;
         struct maas_lxd_config *lxd_config;

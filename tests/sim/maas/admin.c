@@ -344,6 +344,26 @@ static cJSON *links_json(const struct sim *s, const struct sim_machine *m)
         return arr;
 }
 
+/* The user reservations (ipaddresses.c): [{ip, owner, subnet, hostname}]. */
+static cJSON *reservations_json(const struct sim *s)
+{
+        cJSON *rs = cJSON_CreateArray();
+
+        for (size_t i = 0; i < s->n_reservations; i++) {
+                const struct sim_reservation *r = &s->reservations[i];
+                cJSON *o = cJSON_CreateObject();
+
+                cJSON_AddStringToObject(o, "ip", r->ip);
+                cJSON_AddStringToObject(o, "owner", r->owner);
+                cJSON_AddStringToObject(o, "subnet", s->subnets[r->subnet].cidr);
+                cJSON_AddItemToObject(o, "hostname",
+                                      r->hostname ? cJSON_CreateString(r->hostname)
+                                                  : cJSON_CreateNull());
+                cJSON_AddItemToArray(rs, o);
+        }
+        return rs;
+}
+
 static cJSON *state_json(struct sim *s)
 {
         cJSON *doc = cJSON_CreateObject();
@@ -405,6 +425,7 @@ static cJSON *state_json(struct sim *s)
                 cJSON_AddItemToArray(dns, o);
                 free(fqdn);
         }
+        cJSON_AddItemToObject(doc, "reservations", reservations_json(s));
         return doc;
 }
 

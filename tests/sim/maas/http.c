@@ -51,6 +51,8 @@ static const struct sim_route routes[] = {
         { "vm-hosts/", "pods", sim_ops_pods, false },
         { "vm-hosts/*/", "pod", sim_ops_pod, false },
         { "nodes/*/interfaces/*/", "interface", sim_ops_interface, false },
+        { "ipaddresses/", "ipaddresses", sim_ops_ipaddresses, false },
+        { "ipranges/", "ipranges", sim_ops_ipranges, false },
 };
 
 /* --- responses ----------------------------------------------------------------------------- */

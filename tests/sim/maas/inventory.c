@@ -12,7 +12,8 @@
  *               cpu_speed, memory (MiB), storage (MB), swap_size, zone, pool, domain,
  *               tags: [..], power_type, power_state, status (name or code; default Ready),
  *               owner, interfaces: [{name, mac, ip, cidr}]}]
- *   subnets: [{cidr (IPv4, required), name, gateway_ip, dns_servers: [..], vid}]
+ *   subnets: [{cidr (IPv4, required), name, gateway_ip, dns_servers: [..], vid,
+ *             dynamic_range: {start, end}}]
  *   vm_hosts: [{name, zone, pool, tags, cores, memory, over-commit ratios, storage_pools}]
  *             (MAAS's VM hosts; pods.c describes the keys)
  * An interface's cidr names its subnet (created without a gateway when not listed) and its
@@ -716,6 +717,7 @@ void sim_machine_tick(struct sim *s, struct sim_machine *m)
 
 void sim_release(struct sim *s)
 {
+        sim_reservations_release(s);
         for (size_t i = 0; i < s->n_machines; i++)
                 machine_release_fields(&s->machines[i]);
         free(s->machines);

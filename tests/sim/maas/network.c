@@ -107,19 +107,61 @@ static const struct sim_link *holder(const struct sim *s, uint32_t a)
         return NULL;
 }
 
-/* The first address of the subnet no link holds (not its network, broadcast or gateway
- * address); prefer first when it is one. NULL when the subnet is full. */
+/* Held by a link, reserved by a user, or inside a dynamic range: not MAAS's to assign. */
+static bool taken(const struct sim *s, uint32_t a)
+{
+        return holder(s, a) || sim_ip_reserved(s, a) || sim_ip_in_dynamic(s, a);
+}
+
+/* The first address of the subnet nothing holds (not its network, broadcast or gateway
+ * address, no user's reservation, not in its dynamic range); prefer first when it is one.
+ * NULL when the subnet is full. */
 static char *free_address(const struct sim *s, const struct sim_subnet *sn, const char *prefer)
 {
         uint32_t a, gw = 0, last = sn->net | ~prefix_mask(sn->prefix);
         bool has_gw = parse_v4(sn->gateway_ip, &gw);
 
-        if (parse_v4(prefer, &a) && in_subnet(sn, a) && !holder(s, a) && !(has_gw && a == gw))
+        if (parse_v4(prefer, &a) && in_subnet(sn, a) && !taken(s, a) && !(has_gw && a == gw))
                 return format_v4(a);
         for (a = sn->net + 1; sn->prefix < 31 && a < last; a++)
-                if (!(has_gw && a == gw) && !holder(s, a))
+                if (!(has_gw && a == gw) && !taken(s, a))
                         return format_v4(a);
         return NULL;
+}
+
+bool sim_parse_v4(const char *s, uint32_t *ret)
+{
+        return parse_v4(s, ret);
+}
+
+char *sim_format_v4(uint32_t a)
+{
+        return format_v4(a);
+}
+
+ssize_t sim_subnet_of(const struct sim *s, uint32_t a)
+{
+        for (size_t i = 0; i < s->n_subnets; i++)
+                if (in_subnet(&s->subnets[i], a))
+                        return (ssize_t)i;
+        return -1;
+}
+
+const struct sim_machine *sim_ip_machine(const struct sim *s, uint32_t a)
+{
+        const struct sim_link *l = holder(s, a);
+
+        for (size_t i = 0; l && i < s->n_machines; i++)
+                for (size_t j = 0; j < s->machines[i].n_ifaces; j++)
+                        for (size_t k = 0; k < s->machines[i].ifaces[j].n_links; k++)
+                                if (&s->machines[i].ifaces[j].links[k] == l)
+                                        return &s->machines[i];
+        return NULL;
+}
+
+char *sim_free_address(const struct sim *s, size_t i)
+{
+        return free_address(s, &s->subnets[i], NULL);
 }
 
 /* --- subnets -------------------------------------------------------------------------------- */
@@ -180,7 +222,8 @@ int sim_add_subnet_json(struct sim *s, const cJSON *o, char **ret_err)
         cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(o, "dns_servers"))
                 if (cJSON_IsString(e))
                         sim_strv_add(&s->subnets[i].dns_servers, e->valuestring);
-        return 0;
+        return sim_subnet_dynamic_json(
+                &s->subnets[i], cJSON_GetObjectItemCaseSensitive(o, "dynamic_range"), ret_err);
 }
 
 ssize_t sim_subnet_for_cidr(struct sim *s, const char *cidr)
@@ -715,7 +758,8 @@ static int save_link(struct sim *s,
         uint32_t a = 0;
 
         if (lf->mode == LINK_STATIC && lf->ip) {
-                if (parse_v4(lf->ip, &a) && holder(s, a)) {
+                /* a user's reservation is an address in use (MAAS's StaticIPAddress row) */
+                if (parse_v4(lf->ip, &a) && (holder(s, a) || sim_ip_reserved(s, a))) {
                         sim_reply_text(rp, 404, MSG_IN_USE);
                         return CM_EEXIST;
                 }

@@ -125,6 +125,19 @@ struct sim_subnet {
         int vid;
         uint32_t net; /* host order */
         unsigned prefix;
+        /* its dynamic (DHCP) range, inventory key dynamic_range {start, end} (ipaddresses.c):
+         * MAAS never assigns or reserves an address inside it */
+        bool has_dynamic;
+        uint32_t dynamic_lo, dynamic_hi;
+};
+
+/* A user-reserved address (POST ipaddresses/?op=reserve, ipaddresses.c). */
+struct sim_reservation {
+        int id;
+        char *ip;
+        char *owner;
+        char *hostname; /* as given (MAAS would also make a DNS record of it); may be NULL */
+        ssize_t subnet; /* index into sim.subnets */
 };
 
 /* What the workload Node of a Deployed machine reports, as its kubelet would (kubelet.c):
@@ -285,6 +298,9 @@ struct sim {
         struct sim_subnet *subnets;
         size_t n_subnets;
         int next_link_id;
+        struct sim_reservation *reservations;
+        size_t n_reservations;
+        int next_reservation_id;
         bool static_linked; /* a STATIC link was ever made: AUTO claims must check for conflicts */
         int next_dns_id;
         struct sim_key keys[SIM_MAX_KEYS];
@@ -462,7 +478,28 @@ void sim_pods_release(struct sim *s);
 /* GET /_sim/pods: the hosts as GET pods/ shows them, each with its VMs' system ids. */
 cJSON *sim_pods_json(struct sim *s);
 
+extern const struct sim_op sim_ops_ipaddresses[];
+extern const struct sim_op sim_ops_ipranges[];
+
+/* --- ipaddresses.c: user reservations and dynamic ranges (lock held) --- */
+/* Reads a subnet's inventory key dynamic_range {start, end} into sn; CM_EINVAL with
+ * *ret_err when it is malformed or outside the subnet. */
+MUST_CHECK int sim_subnet_dynamic_json(struct sim_subnet *sn, const cJSON *o, char **ret_err);
+/* Address a (host order) is reserved by some user, or inside a subnet's dynamic range:
+ * MAAS hands it to no machine. */
+bool sim_ip_reserved(const struct sim *s, uint32_t a);
+bool sim_ip_in_dynamic(const struct sim *s, uint32_t a);
+void sim_reservations_release(struct sim *s);
+
 /* --- network.c: subnets, interface links, addresses (lock held) --- */
+bool sim_parse_v4(const char *s, uint32_t *ret);
+char *sim_format_v4(uint32_t a); /* malloc'd */
+/* The subnet holding a, or -1. */
+ssize_t sim_subnet_of(const struct sim *s, uint32_t a);
+/* The machine whose link holds a, or NULL. */
+const struct sim_machine *sim_ip_machine(const struct sim *s, uint32_t a);
+/* The first address of subnet i that nothing holds (see free_address), or NULL. */
+char *sim_free_address(const struct sim *s, size_t i);
 /* Adds a subnet {cidr, name, gateway_ip, dns_servers, vid} (inventory key "subnets"). */
 MUST_CHECK int sim_add_subnet_json(struct sim *s, const cJSON *o, char **ret_err);
 /* The subnet whose CIDR is cidr, creating it (no gateway) when absent; -1 for a bad CIDR. */

@@ -45,6 +45,7 @@ struct row {
 #define IPAM        "reconcile/maasmachine_ipam.c: the IPAddressClaim's poolRef"
 #define LXD_HOSTS   "'lxdConfig':{'enabled':true,"
 #define REUSE       "reconcile/maasmachine_reuse.c: "
+#define VIP         "reconcile/maascluster_vip.c: the VIP reserved in MAAS (docs/endpoints.md)"
 
 static const struct row rows[] = {
         /* MaasMachine and MaasMachineTemplate (spec.template.spec) */
@@ -126,6 +127,13 @@ static const struct row rows[] = {
         { CLUSTER, "identityRef", "reconcile/maas_identity.c: the cluster's own MAAS", NULL },
         { CLUSTER, "identityRef.kind", "webhooks/validate_cluster.c: Secret only", NULL },
         { CLUSTER, "identityRef.name", "reconcile/maas_identity.c: the Secret read", NULL },
+        { CLUSTER, "endpoint", "reconcile/maascluster.c: the endpoint type (docs/endpoints.md)",
+          NULL },
+        { CLUSTER, "endpoint.type", "reconcile/maascluster.c: DNS record, VIP or External", NULL },
+        { CLUSTER, "endpoint.address", VIP " op=reserve ip", NULL },
+        { CLUSTER, "endpoint.subnet", VIP " op=reserve subnet", NULL },
+        { CLUSTER, "endpoint.dnsRecord", "reconcile/maascluster.c: vip_record, a MAAS DNS record",
+          NULL },
 
         /* MaasRemediation and MaasRemediationTemplate */
         { REMEDIATION, "strategy", "reconcile/maasremediation.c", NULL },

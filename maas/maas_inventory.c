@@ -547,6 +547,9 @@ static void lists_release(struct maas_inventory_lists *l)
         maas_named_list_release(&l->domains);
         maas_boot_resource_list_release(&l->images);
         maas_subnet_list_release(&l->subnets);
+        maas_ip_address_list_release(&l->reserved_mine);
+        maas_ip_address_list_release(&l->reserved_all);
+        maas_ip_range_list_release(&l->ranges);
         maas_node_list_release(&l->machines);
         maas_pod_list_release(&l->pods);
 }
@@ -623,7 +626,32 @@ static int list_subnets(struct maas_client *mc,
         return r;
 }
 
-/* The seven list calls; *ret_what names the one that failed. */
+/* A list MAAS may refuse without the inventory failing: 404 (a MAAS or stand-in without
+ * it) and 403 (every user's reservations need an administrator) are an empty list. */
+static int tolerate(int r, struct maas_error *err)
+{
+        if (r == CM_ENOTFOUND || r == CM_EFORBIDDEN) {
+                maas_error_release(err);
+                return 0;
+        }
+        return r;
+}
+
+/* User reservations (capmaas's user's, then everyone's) and IP ranges. */
+static int list_addresses(struct maas_client *mc,
+                          struct maas_inventory_lists *l,
+                          struct maas_error *err)
+{
+        int r = tolerate(maas_list_ip_addresses(mc, NULL, false, &l->reserved_mine, err), err);
+
+        if (r == 0)
+                r = tolerate(maas_list_ip_addresses(mc, NULL, true, &l->reserved_all, err), err);
+        if (r == 0)
+                r = tolerate(maas_list_ip_ranges(mc, &l->ranges, err), err);
+        return r;
+}
+
+/* The list calls; *ret_what names the one that failed. */
 static int fetch_lists(struct maas_client *mc,
                        struct maas_inventory_lists *l,
                        struct maas_error *err,
@@ -652,6 +680,10 @@ static int fetch_lists(struct maas_client *mc,
         if (r == 0) {
                 r = list_subnets(mc, l, err);
                 *ret_what = "subnets";
+        }
+        if (r == 0) {
+                r = list_addresses(mc, l, err);
+                *ret_what = "IP addresses";
         }
         if (r == 0) {
                 r = list_machines_by_zone(mc, &l->zones, &l->machines, err);

@@ -17,6 +17,8 @@ static void subnets_build(struct maas_inventory_snapshot *s, const struct maas_s
         for (size_t i = 0; i < l->n; i++) {
                 s->subnets[i].cidr = xstrdup(l->items[i].cidr);
                 s->subnets[i].name = xstrdup(l->items[i].name ? l->items[i].name : "");
+                s->subnets[i].gateway_ip =
+                        l->items[i].gateway_ip ? xstrdup(l->items[i].gateway_ip) : NULL;
         }
         s->n_subnets = l->n;
 }
@@ -66,6 +68,41 @@ static void node_ips(struct ips_acc *acc, const struct maas_node *nd, size_t mac
                 ips_add(acc, nd->ip_addresses.v[i], machine);
 }
 
+static void reserved_add(struct maas_inventory_snapshot *s,
+                         const struct maas_ip_address *a,
+                         bool mine)
+{
+        char buf[CIDR_TEXT_MAX];
+        const char *c = a->ip ? canonical(a->ip, buf, sizeof(buf)) : NULL;
+
+        if (!c || (a->alloc_type >= 0 && a->alloc_type != MAAS_ALLOC_USER_RESERVED))
+                return;
+        for (size_t i = 0; i < s->n_reserved; i++)
+                if (strcmp(s->reserved[i].ip, c) == 0)
+                        return; /* listed as mine first */
+        s->reserved = xrealloc(s->reserved, (s->n_reserved + 1) * sizeof(*s->reserved));
+        s->reserved[s->n_reserved++] = (struct maas_inv_reserved){
+                .ip = xstrdup(c), .owner = a->owner ? xstrdup(a->owner) : NULL, .mine = mine
+        };
+}
+
+/* The reservations (a few per cluster: searched in order) and the IP ranges. */
+static void addresses_build(struct maas_inventory_snapshot *s, const struct maas_inventory_lists *l)
+{
+        for (size_t i = 0; i < l->reserved_mine.n; i++)
+                reserved_add(s, &l->reserved_mine.items[i], true);
+        for (size_t i = 0; i < l->reserved_all.n; i++)
+                reserved_add(s, &l->reserved_all.items[i], false);
+        s->ranges = xcalloc(l->ranges.n ? l->ranges.n : 1, sizeof(*s->ranges));
+        for (size_t i = 0; i < l->ranges.n; i++)
+                s->ranges[i] = (struct maas_inv_range){
+                        .type = xstrdup(l->ranges.items[i].type ? l->ranges.items[i].type : ""),
+                        .start_ip = xstrdup(l->ranges.items[i].start_ip),
+                        .end_ip = xstrdup(l->ranges.items[i].end_ip),
+                };
+        s->n_ranges = l->ranges.n;
+}
+
 void maas_inv_net_build(struct maas_inventory_snapshot *s, const struct maas_inventory_lists *l)
 {
         struct ips_acc acc = { 0 };
@@ -78,6 +115,19 @@ void maas_inv_net_build(struct maas_inventory_snapshot *s, const struct maas_inv
                 qsort(acc.v, acc.n, sizeof(*acc.v), cmp_ip);
         s->ips = acc.v;
         s->n_ips = acc.n;
+        addresses_build(s, l);
+}
+
+const struct maas_inv_reserved *maas_inv_reservation(const struct maas_inventory_snapshot *s,
+                                                     const char *ip)
+{
+        char buf[CIDR_TEXT_MAX];
+        const char *c = ip ? canonical(ip, buf, sizeof(buf)) : NULL;
+
+        for (size_t i = 0; c && i < s->n_reserved; i++)
+                if (strcmp(s->reserved[i].ip, c) == 0)
+                        return &s->reserved[i];
+        return NULL;
 }
 
 void maas_inv_net_free(struct maas_inventory_snapshot *s)
@@ -85,7 +135,19 @@ void maas_inv_net_free(struct maas_inventory_snapshot *s)
         for (size_t i = 0; i < s->n_subnets; i++) {
                 free(s->subnets[i].cidr);
                 free(s->subnets[i].name);
+                free(s->subnets[i].gateway_ip);
         }
+        for (size_t i = 0; i < s->n_reserved; i++) {
+                free(s->reserved[i].ip);
+                free(s->reserved[i].owner);
+        }
+        free(s->reserved);
+        for (size_t i = 0; i < s->n_ranges; i++) {
+                free(s->ranges[i].type);
+                free(s->ranges[i].start_ip);
+                free(s->ranges[i].end_ip);
+        }
+        free(s->ranges);
         free(s->subnets);
         for (size_t i = 0; i < s->n_ips; i++)
                 free(s->ips[i].ip);

@@ -40,7 +40,7 @@
 #define ANNOTATION_TOPOLOGY_DRY_RUN "topology.cluster.x-k8s.io/dry-run"
 
 static const struct kind_ops kinds[] = {
-        { SCHEMA_KIND_CLUSTER, "cluster", false, &spec_ops_cluster, NULL },
+        { SCHEMA_KIND_CLUSTER, "cluster", false, &spec_ops_cluster, cluster_update },
         { SCHEMA_KIND_CLUSTER_TEMPLATE, NULL, true, &spec_ops_cluster, NULL },
         { SCHEMA_KIND_MACHINE, "machine", false, &spec_ops_machine, machine_update },
         { SCHEMA_KIND_MACHINE_TEMPLATE, "machine template", true, &spec_ops_machine_template,

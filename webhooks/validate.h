@@ -207,6 +207,23 @@ void maas_check_machine_lxd(const struct maas_machine_spec *s, struct maas_check
 /* MAAS checks of a MaasCluster spec: dnsDomain is a MAAS domain, every failureDomains
  * entry a MAAS zone. */
 void maas_check_cluster_spec(const struct maas_cluster_spec *sp, struct maas_check *c);
+
+/* ---- spec.endpoint (validate_endpoint.c, docs/endpoints.md) ---- */
+
+/* Value rules of spec.endpoint at path.endpoint. */
+void validate_endpoint_spec(const struct maas_cluster_spec *s,
+                            const char *path,
+                            struct field_errors *fe);
+/* MaasCluster update: spec.endpoint.type (and a VIP's address and subnet) may not change
+ * once the old object has spec.controlPlaneEndpoint.host. */
+void cluster_update(const cJSON *old_json,
+                    const union webhook_obj *old,
+                    const union webhook_obj *cur,
+                    struct field_errors *fe);
+/* A VIP's address or subnet against the snapshot. */
+void maas_check_endpoint(const struct maas_cluster_spec *sp, struct maas_check *c);
+/* True when the fields maas_check_endpoint reads are equal. */
+bool maas_endpoint_same(const struct maas_cluster_spec *a, const struct maas_cluster_spec *b);
 /* True when the fields the MAAS checks read are equal. */
 bool maas_machine_spec_same(const struct maas_machine_spec *a, const struct maas_machine_spec *b);
 bool maas_cluster_spec_same(const struct maas_cluster_spec *a, const struct maas_cluster_spec *b);

@@ -106,6 +106,7 @@ void validate_cluster_spec(const struct maas_cluster_spec *s,
                 validate_dns_record_addresses(s->dns_record_addresses, path, fe);
         if (s->identity_ref)
                 validate_identity_ref(s->identity_ref, path, fe);
+        validate_endpoint_spec(s, path, fe);
 }
 
 /* ---- the spec_ops of MaasCluster and MaasClusterTemplate (no reference counterpart for

@@ -293,6 +293,7 @@ void maas_check_cluster_spec(const struct maas_cluster_spec *sp, struct maas_che
                                 sp->failure_domains.items[i], fe);
         if (!ok)
                 c->miss = true;
+        maas_check_endpoint(sp, c);
 }
 
 /* --- the flow -------------------------------------------------------------------------------- */
@@ -477,5 +478,5 @@ bool maas_machine_spec_same(const struct maas_machine_spec *a, const struct maas
 bool maas_cluster_spec_same(const struct maas_cluster_spec *a, const struct maas_cluster_spec *b)
 {
         return str_same(a->dns_domain, b->dns_domain) &&
-               strv_same(&a->failure_domains, &b->failure_domains);
+               strv_same(&a->failure_domains, &b->failure_domains) && maas_endpoint_same(a, b);
 }

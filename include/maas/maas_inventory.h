@@ -77,6 +77,21 @@ struct maas_inv_names {
 struct maas_inv_subnet {
         char *cidr; /* as MAAS wrote it */
         char *name;
+        char *gateway_ip; /* NULL when none */
+};
+
+/* A user-reserved address (GET ipaddresses/: capmaas's user's, mine; with all=true, every
+ * user's when capmaas's user is an administrator): canonical text. */
+struct maas_inv_reserved {
+        char *ip;
+        char *owner; /* may be NULL */
+        bool mine;   /* reserved by capmaas's MAAS user */
+};
+
+/* An IP range of a subnet (GET ipranges/). */
+struct maas_inv_range {
+        char *type; /* "dynamic" | "reserved" */
+        char *start_ip, *end_ip;
 };
 
 /* An address some machine holds (its ip_addresses: MAAS lists a STATIC link's address there
@@ -122,6 +137,12 @@ struct maas_inventory_snapshot {
         size_t n_boots;
         enum maas_inv_pods pods_state;
         struct maas_pod_list pods; /* MAAS_INV_PODS_OK: the VM hosts as listed */
+        /* user reservations and IP ranges (docs/endpoints.md); empty when MAAS did not list
+         * them (404, or 403 for every user's reservations) */
+        struct maas_inv_reserved *reserved;
+        size_t n_reserved;
+        struct maas_inv_range *ranges;
+        size_t n_ranges;
 };
 
 /* Why the MAAS checks cannot run now (the label of ..._checks_skipped_total). */
@@ -258,12 +279,19 @@ long maas_inv_find_subnet(const struct maas_inventory_snapshot *s, const char *c
 const struct maas_inv_machine *maas_inv_ip_holder(const struct maas_inventory_snapshot *s,
                                                   const char *ip);
 
+/* The reservation of address ip (any spelling), or NULL. */
+const struct maas_inv_reserved *maas_inv_reservation(const struct maas_inventory_snapshot *s,
+                                                     const char *ip);
+
 /* What MAAS listed: the collections a snapshot is built from. */
 struct maas_inventory_lists {
         struct maas_named_list zones, pools, tags, domains;
         struct maas_boot_resource_list images;
         struct maas_subnet_list subnets;
         bool no_subnets; /* subnets/ answered 404 */
+        /* GET ipaddresses/ (mine) and ?all=true (everyone's; empty when refused) */
+        struct maas_ip_address_list reserved_mine, reserved_all;
+        struct maas_ip_range_list ranges;
         struct maas_node_list machines;
         enum maas_inv_pods pods_state;
         struct maas_pod_list pods;

@@ -280,6 +280,15 @@ static const char *body_for(const struct fake *f, const char *url)
                        "\"gateway_ip\":\"10.20.0.1\",\"dns_servers\":[],\"vlan\":{\"vid\":0}},"
                        "{\"id\":2,\"name\":\"v6\",\"cidr\":\"fd00:20::/64\","
                        "\"gateway_ip\":null}]";
+        /* capmaas's user's reservation; every user's (all=true): refused, a non-admin */
+        if (strstr(url, "/ipaddresses/") && strstr(url, "all=true"))
+                return NULL;
+        if (strstr(url, "/ipaddresses/"))
+                return "[{\"ip\":\"10.20.0.41\",\"alloc_type\":4,\"owner\":{\"username\":"
+                       "\"capmaas\"},\"subnet\":{\"cidr\":\"10.20.0.0/24\"}}]";
+        if (strstr(url, "/ipranges/"))
+                return "[{\"id\":1,\"type\":\"dynamic\",\"start_ip\":\"10.20.0.230\","
+                       "\"end_ip\":\"10.20.0.239\",\"subnet\":{\"cidr\":\"10.20.0.0/24\"}}]";
         if (strstr(url, "/machines/") && strstr(url, "pool=pool2"))
                 return "[{\"system_id\":\"def456\",\"status\":4,\"cpu_count\":64,"
                        "\"memory\":262144,\"zone\":{\"name\":\"az1\"},\"pool\":{\"name\":"
@@ -321,6 +330,14 @@ static int fake_send(struct http_transport *t,
                 resp->content_type = xstrdup("application/json");
                 resp->retry_after_s = -1;
                 free(name);
+                return 0;
+        }
+        if (!f->status && !body_for(f, req->url)) {
+                resp->status = 403;
+                resp->body = xstrdup("Listing all IP addresses requires admin privileges.");
+                resp->body_len = strlen(resp->body);
+                resp->content_type = xstrdup("text/plain");
+                resp->retry_after_s = -1;
                 return 0;
         }
         if (f->no_subnets && strstr(req->url, "/subnets/")) {
@@ -457,7 +474,8 @@ static void test_maas_inventory__states_follow_the_last_refresh(void **state)
         assert_int_equal(state_of(f, NULL), MAAS_INV_NOT_LOADED);
         assert_true(metric(f, "capmaas_maas_inventory_age_seconds") == -1);
         assert_int_equal(maas_inventory_refresh(f->inv), 0);
-        assert_int_equal(f->fake.calls, 7); /* seven list calls, none per machine */
+        /* ten list calls, none per machine */
+        assert_int_equal(f->fake.calls, 10);
         assert_int_equal(state_of(f, NULL), MAAS_INV_OK);
         f->fake.down = true;
         assert_int_equal(maas_inventory_refresh(f->inv), CM_ETRANSPORT);
@@ -491,11 +509,11 @@ static void test_maas_inventory__a_zone_is_one_list_and_oversize_names_it(void *
 
         f->fake.with_pool2 = true;
         assert_int_equal(maas_inventory_refresh(f->inv), 0);
-        assert_int_equal(f->fake.calls, 7); /* six lists, then the one zone's machines */
+        assert_int_equal(f->fake.calls, 10); /* nine lists, then the one zone's machines */
 
         f->fake.huge_machine = true;
         assert_int_equal(maas_inventory_refresh(f->inv), CM_ETOOBIG);
-        assert_int_equal(f->fake.calls, 7 + 7); /* neither retried nor split */
+        assert_int_equal(f->fake.calls, 10 + 10); /* neither retried nor split */
         assert_int_equal(state_of(f, &detail), MAAS_INV_FAILED);
         assert_non_null(strstr(detail, "listing machines: zone az1: MAAS's machine list: "
                                        "machine 1 of the array"));
@@ -505,7 +523,7 @@ static void test_maas_inventory__a_zone_is_one_list_and_oversize_names_it(void *
         f->fake.huge_machine = false;
         f->fake.zone_too_big = true;
         assert_int_equal(maas_inventory_refresh(f->inv), CM_ETOOBIG);
-        assert_int_equal(f->fake.calls, 7 + 7 + 7);
+        assert_int_equal(f->fake.calls, 10 + 10 + 10);
         assert_int_equal(state_of(f, &detail), MAAS_INV_FAILED);
         assert_non_null(
                 strstr(detail, "listing machines: zone az1: response body over the size cap"));
@@ -541,6 +559,17 @@ static void test_maas_inventory__subnets_and_held_addresses(void **state)
         assert_non_null(m);
         assert_string_equal(m->system_id, "abc123");
         assert_null(maas_inv_ip_holder(s, "10.20.0.11"));
+        /* user reservations (every user's refused: capmaas's own only) and IP ranges */
+        assert_string_equal(s->subnets[0].gateway_ip, "10.20.0.1");
+        assert_null(s->subnets[1].gateway_ip);
+        assert_int_equal(s->n_reserved, 1);
+        assert_non_null(maas_inv_reservation(s, "10.20.0.41"));
+        assert_true(maas_inv_reservation(s, "10.20.0.41")->mine);
+        assert_string_equal(maas_inv_reservation(s, "10.20.0.41")->owner, "capmaas");
+        assert_null(maas_inv_reservation(s, "10.20.0.40"));
+        assert_int_equal(s->n_ranges, 1);
+        assert_string_equal(s->ranges[0].type, "dynamic");
+        assert_string_equal(s->ranges[0].start_ip, "10.20.0.230");
         maas_inventory_snapshot_release(s);
 
         f->fake.no_subnets = true;
@@ -582,7 +611,7 @@ static void test_maas_inventory__miss_refresh_at_most_once_per_ten_seconds(void 
         maas_inventory_snapshot_release(s);
         clock_fake_advance(&f->clock, 9999);
         assert_int_equal(maas_inventory_refresh_on_miss(f->inv), MAAS_INV_MISS_LIMITED);
-        assert_int_equal(f->fake.calls, 14);
+        assert_int_equal(f->fake.calls, 20);
         clock_fake_advance(&f->clock, 1);
         f->fake.down = true;
         assert_int_equal(maas_inventory_refresh_on_miss(f->inv), MAAS_INV_MISS_FAILED);

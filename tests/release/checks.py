@@ -5,6 +5,8 @@
   checks.py template RENDERED           (default flavor, values of test_release.sh)
   checks.py defaults RENDERED           (default flavor, only the required variables set)
   checks.py clusterclass CLUSTER CLASS  (clusterclass flavor)
+  checks.py kube-vip RENDERED VIP IFACE (kube-vip flavor: runs its files' script as kubeadm
+                                         init and join nodes would, in a scratch root)
   checks.py admit PORT CA WANT FILE...  (AdmissionReviews for the capmaas kinds in FILEs;
                                          WANT: allowed | allowed-quiet | denied)
 
@@ -297,6 +299,94 @@ def admit(port, ca, want, paths):
     expect(n > 0, "%d capmaas objects reviewed" % n)
 
 
+def kcp_files(docs):
+    kcp = one(docs, "KubeadmControlPlane")
+    spec = kcp["spec"]["kubeadmConfigSpec"]
+    return spec, {f["path"]: f for f in spec.get("files", [])}
+
+
+# The node's paths the script touches, moved under a scratch root.
+NODE_PATHS = ("/etc/kubernetes", "/run/kubeadm", "/usr/local/sbin")
+
+
+def rooted(text, root):
+    for p in NODE_PATHS:
+        text = text.replace(p, root + p)
+    return text
+
+
+def run_node(files, spec, root, init):
+    """Writes the KCP files under root (paths rewritten), then runs the pre and post
+    commands that name kube-vip-prepare; returns the manifest's kubeconfig hostPath after
+    the pre commands and after the post commands."""
+    import os
+    import subprocess
+    for path, f in files.items():
+        dst = root + path
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        with open(dst, "w", encoding="utf-8") as out:
+            out.write(rooted(f["content"], root))
+        os.chmod(dst, int(f.get("permissions", "0644"), 8))
+    os.makedirs(root + "/run/kubeadm", exist_ok=True)
+    # kubeadm init reads /run/kubeadm/kubeadm.yaml; a join, kubeadm-join-config.yaml
+    name = "kubeadm.yaml" if init else "kubeadm-join-config.yaml"
+    with open(root + "/run/kubeadm/" + name, "w", encoding="utf-8") as out:
+        out.write("# written by the bootstrap provider\n")
+
+    def phase(cmds):
+        for c in cmds:
+            if "kube-vip-prepare" in c:
+                subprocess.run(["sh", "-c", rooted(c, root)], check=True)
+        with open(root + "/etc/kubernetes/manifests/kube-vip.yaml", encoding="utf-8") as f:
+            pod = yaml.safe_load(f)
+        hp = pod["spec"]["volumes"][0]["hostPath"]["path"]
+        return hp[len(root):] if hp.startswith(root) else hp, pod
+
+    during, pod = phase(spec.get("preKubeadmCommands", []))
+    after, _ = phase(spec.get("postKubeadmCommands", []))
+    return during, after, pod
+
+
+def kube_vip(path, vip, iface):
+    import tempfile
+    docs = load(path)
+    mc = one(docs, "MaasCluster")
+    expect(mc["spec"].get("endpoint") == {"type": "VIP", "address": vip},
+           "the MaasCluster asks capmaas for the VIP %s (spec.endpoint)" % vip)
+    spec, files = kcp_files(docs)
+    manifest = files.get("/etc/kubernetes/manifests/kube-vip.yaml")
+    expect(manifest is not None, "the KubeadmControlPlane writes the kube-vip static pod")
+    pod = yaml.safe_load(manifest["content"])
+    env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+    expect(env.get("address") == vip and env.get("vip_interface") == iface and
+           env.get("cp_enable") == "true" and env.get("vip_leaderelection") == "true",
+           "kube-vip holds %s on %s with leader election among the control planes" % (vip, iface))
+    expect(pod["spec"].get("hostNetwork") is True and
+           pod["spec"]["hostAliases"][0]["hostnames"] == ["kubernetes"],
+           "host network, and the kubernetes alias to 127.0.0.1")
+    pre = spec.get("preKubeadmCommands", [])
+    post = spec.get("postKubeadmCommands", [])
+    expect(any("kube-vip-prepare init" in c for c in pre) and
+           any("kube-vip-prepare done" in c for c in post),
+           "kube-vip-prepare runs before kubeadm (init) and after it (done)")
+    with tempfile.TemporaryDirectory() as root:
+        during, after, _ = run_node(files, spec, root + "/init", True)
+    expect(during == "/etc/kubernetes/super-admin.conf",
+           "first control plane: kube-vip reads super-admin.conf during kubeadm init")
+    expect(after == "/etc/kubernetes/admin.conf",
+           "first control plane: admin.conf again after kubeadm init")
+    with tempfile.TemporaryDirectory() as root:
+        during, after, pod = run_node(files, spec, root + "/join", False)
+    expect(during == "/etc/kubernetes/admin.conf" and after == "/etc/kubernetes/admin.conf",
+           "joining control planes: admin.conf before and after kubeadm join")
+    expect(pod["spec"]["containers"][0]["volumeMounts"][0]["mountPath"].endswith(
+           "/etc/kubernetes/admin.conf"), "kube-vip always reads its kubeconfig at admin.conf")
+    workers = one(docs, "KubeadmConfigTemplate")["spec"]["template"]["spec"]
+    expect("files" not in workers and not any("kube-vip" in c for c in
+                                             workers.get("preKubeadmCommands", [])),
+           "workers run no kube-vip")
+
+
 def main(argv):
     cmd = argv[1]
     if cmd == "components":
@@ -307,6 +397,8 @@ def main(argv):
         template(argv[2], defaults=True)
     elif cmd == "clusterclass":
         clusterclass(argv[2], argv[3])
+    elif cmd == "kube-vip":
+        kube_vip(argv[2], argv[3], argv[4])
     elif cmd == "admit":
         admit(argv[2], argv[3], argv[4], argv[5:])
     else:

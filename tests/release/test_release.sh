@@ -125,7 +125,7 @@ fi
 out=$work/release
 rel=$out/infrastructure-maas/$version
 expect "scripts/release --out DIR $version succeeds" "$src/scripts/release" --out "$out" "$version"
-want="cluster-template-clusterclass.yaml cluster-template-ipam.yaml cluster-template-v1beta1.yaml cluster-template.yaml clusterclass-maas-default.yaml infrastructure-components.yaml metadata.yaml"
+want="cluster-template-clusterclass.yaml cluster-template-ipam.yaml cluster-template-kube-vip.yaml cluster-template-v1beta1.yaml cluster-template.yaml clusterclass-maas-default.yaml infrastructure-components.yaml metadata.yaml"
 got=$(cd "$rel" 2>/dev/null && printf '%s\n' * | tr '\n' ' ' | sed 's/ $//')
 if [ "$got" = "$want" ]; then ok "layout infrastructure-maas/$version/: $got"; else
   bad "layout infrastructure-maas/$version/" "want: $want"$'\n'"got:  $got"
@@ -138,7 +138,7 @@ if [ -z "$others" ]; then ok "nothing else is left in infrastructure-maas/"; els
 fi
 expect "metadata.yaml is config/metadata.yaml" cmp "$src/config/metadata.yaml" "$rel/metadata.yaml"
 for t in cluster-template.yaml cluster-template-v1beta1.yaml cluster-template-clusterclass.yaml \
-  cluster-template-ipam.yaml clusterclass-maas-default.yaml; do
+  cluster-template-ipam.yaml cluster-template-kube-vip.yaml clusterclass-maas-default.yaml; do
   expect "$t is templates/$t" cmp "$src/templates/$t" "$rel/$t"
 done
 sum1=$(cd "$rel" && sha256sum -- *)
@@ -356,6 +356,28 @@ if [ "$have_yaml" = 1 ]; then
     clusterclass "$work/cc.yaml" "$work/class.yaml"
 fi
 
+# ---- the kube-vip flavor (docs/endpoints.md) ----
+kv=$rel/cluster-template-kube-vip.yaml
+kv_names=$(render --list "$kv" | awk '{print $1}' | tr '\n' ' ' | sed 's/ $//')
+want_kv=$(tr ' ' '\n' <<<"$documented CONTROL_PLANE_ENDPOINT_IP KUBE_VIP_INTERFACE KUBE_VIP_VERSION" | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')
+if [ "$kv_names" = "$want_kv" ]; then ok "the kube-vip flavor uses the default's variables and the VIP's"
+else bad "kube-vip flavor variables" "want: $want_kv"$'\n'"got:  $kv_names"; fi
+refused "the kube-vip flavor needs the VIP" "kube-vip without CONTROL_PLANE_ENDPOINT_IP" \
+  '\[CONTROL_PLANE_ENDPOINT_IP\]' "$kv" "${minimal[@]}"
+if render_env "$work/kv.yaml" "$kv" -- "${full[@]}" CONTROL_PLANE_ENDPOINT_IP=10.20.0.50 \
+  KUBE_VIP_INTERFACE=ens5 && render_env "$work/kv-min.yaml" "$kv" -- "${minimal[@]}" \
+  CONTROL_PLANE_ENDPOINT_IP=10.20.0.50; then
+  ok "the kube-vip flavor renders (with KUBE_VIP_INTERFACE, and with its default)"
+else
+  bad "rendering the kube-vip flavor" "$(cat "$work/kv.yaml.err" "$work/kv-min.yaml.err")"
+fi
+if [ "$have_yaml" = 1 ]; then
+  pycheck "kube-vip: super-admin.conf during kubeadm init on the first control plane, admin.conf after it and on joins" \
+    kube-vip "$work/kv.yaml" 10.20.0.50 ens5
+  pycheck "kube-vip defaults: the interface is found before kubeadm (auto)" \
+    kube-vip "$work/kv-min.yaml" 10.20.0.50 auto
+fi
+
 # ---- capmaas admission ----
 bin=${CAPMAAS_BIN:-$src/build/capmaas}
 if [ ! -x "$bin" ]; then
@@ -395,6 +417,14 @@ yaml.safe_dump_all([d for d in docs if d["kind"] == "MaasMachineTemplate"
                     and d["metadata"]["name"].endswith("-md-0")], sys.stdout)
 PY
 }
+# kind_only KIND FILE: the objects of that kind in FILE on stdout
+kind_only() {
+  "$py" - "$1" "$2" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[2])) if d]
+yaml.safe_dump_all([d for d in docs if d["kind"] == sys.argv[1]], sys.stdout)
+PY
+}
 start_capmaas "$work/capmaas.log"
 if wait_for 10 port_ready "$work/capmaas.log"; then
   cm_port=$(port_of "$work/capmaas.log")
@@ -403,6 +433,8 @@ if wait_for 10 port_ready "$work/capmaas.log"; then
     admit "$cm_port" "$certs/ca.crt" allowed "$work/c.yaml" "$work/min.yaml"
   pycheck "the rendered ClusterClass templates pass capmaas admission" \
     admit "$cm_port" "$certs/ca.crt" allowed "$work/class.yaml"
+  pycheck "the rendered kube-vip flavor passes capmaas admission" \
+    admit "$cm_port" "$certs/ca.crt" allowed "$work/kv.yaml"
   bad_env=("${full[@]}" WORKER_MACHINE_IMAGE=plan9/4e WORKER_MACHINE_MINCPU=4096)
   render_env "$work/bad.yaml" "$tmpl" -- "${bad_env[@]}"
   worker_template "$work/bad.yaml" >"$work/bad-md.yaml"
@@ -444,6 +476,13 @@ if wait_for 10 port_ready "$work/capmaas-maas.log" &&
   worker_template "$work/nofit.yaml" >"$work/nofit-md.yaml"
   pycheck "control: a resource pool MAAS does not have is denied" \
     admit "$cm_port" "$certs/ca.crt" denied "$work/nofit-md.yaml"
+  render_env "$work/kv-fit.yaml" "$kv" -- "${fit[@]}" CONTROL_PLANE_ENDPOINT_IP=10.20.0.50
+  pycheck "a kube-vip VIP that is free in MAAS is allowed with no warning" \
+    admit "$cm_port" "$certs/ca.crt" allowed-quiet "$work/kv-fit.yaml"
+  render_env "$work/kv-dhcp-all.yaml" "$kv" -- "${fit[@]}" CONTROL_PLANE_ENDPOINT_IP=10.20.0.233
+  kind_only MaasCluster "$work/kv-dhcp-all.yaml" >"$work/kv-dhcp.yaml"
+  pycheck "control: a VIP inside the subnet's dynamic range is denied" \
+    admit "$cm_port" "$certs/ca.crt" denied "$work/kv-dhcp.yaml"
 else
   bad "capmaas did not load the maas-sim inventory" "$(cat "$work/capmaas-maas.log")"
 fi

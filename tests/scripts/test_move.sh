@@ -10,6 +10,9 @@
 # is Ready again, workers scale, a paused cluster's MaasMachine delete releases nothing
 # until unpaused, and deleting the cluster returns every machine and leaves no record.
 # MOVE_CAPI_CONTRACT=v1beta1 runs it with capi-sim playing CAPI 1.10 (default v1beta2).
+# MOVE_VIP=<address> runs it with the kube-vip flavor (a VIP endpoint, docs/endpoints.md):
+# the reservation takes the record's place: kept in the vip annotation, never released nor
+# reserved again during the move (polled), found again by the target, released at the end.
 set -uo pipefail
 # shellcheck source=tests/scripts/kube_sim_lib.sh
 . "$(dirname "$0")/kube_sim_lib.sh"
@@ -20,6 +23,10 @@ STACK_DEPLOY_SECONDS=0.5
 STACK_RELEASE_SECONDS=0.3
 STACK_CAPMAAS_ARGS="--machine-refresh-interval 2s --maas-inventory-interval 1h"
 STACK_CAPI_CONTRACT=${MOVE_CAPI_CONTRACT:-v1beta2} # the Cluster API release capi-sim plays
+MOVE_VIP=${MOVE_VIP:-}
+[ -n "$MOVE_VIP" ] && STACK_FLAVOR=cluster-template-kube-vip.yaml
+ANN=dns-record # the annotation naming the endpoint capmaas owns
+[ -n "$MOVE_VIP" ] && ANN=vip
 trap 'kill "${POLL_PID:-}" 2>/dev/null; stack_down; ks_cleanup' EXIT
 PY=/usr/bin/python3
 
@@ -48,6 +55,12 @@ sys.exit(0 if ok else 1)' "$2"
 record_ips() { # the endpoint record's IPs, sorted, or "none"
   maas_state | $PY -c "import json,sys; d=[r for r in json.load(sys.stdin)['dnsresources'] if r['fqdn']=='$1']; print(' '.join(sorted(d[0]['ips'])) if len(d)==1 else 'none')"
 }
+# the VIP's reservations as "ip owner", or "none"
+reservations() {
+  maas_state | $PY -c "import json,sys; r=json.load(sys.stdin)['reservations']; print(' '.join(sorted(x['ip']+' '+x['owner'] for x in r)) or 'none')"
+}
+# what the endpoint is in MAAS: the record's IPs, or the VIP's reservation
+endpoint_state() { if [ -n "$MOVE_VIP" ]; then reservations; else record_ips "$1"; fi; }
 log_count() { stack_maas GET requests | $PY -c 'import json,sys; print(json.load(sys.stdin)["count"])'; }
 # MAAS calls since request number $1 that change machines or delete a DNS record
 maas_changes_since() {
@@ -58,7 +71,7 @@ first = d["count"] - len(d["requests"])
 since = int(sys.argv[1])
 assert since >= first, "the request log wrapped"
 bad = [r for i, r in enumerate(d["requests"], first) if i >= since and
-       (r["op"] in ("allocate", "deploy", "release") or
+       (r["op"] in ("allocate", "deploy", "release", "reserve") or
         (r["method"] == "DELETE" and "dnsresources" in r["path"]))]
 print(len(bad), " ".join("%s %s %s" % (r["method"], r["path"], r["op"]) for r in bad))' "$1"
 }
@@ -84,7 +97,8 @@ stack_up_target "$KS_WORK/target" || {
 check "the target management cluster starts (its own kube-sim, capmaas, capi-sim)" 0 '' -- true
 
 MANIFEST=$KS_WORK/cluster.yaml
-stack_render_cluster "$MANIFEST" CONTROL_PLANE_MACHINE_COUNT=1 WORKER_MACHINE_COUNT=2 || {
+stack_render_cluster "$MANIFEST" CONTROL_PLANE_MACHINE_COUNT=1 WORKER_MACHINE_COUNT=2 \
+  ${MOVE_VIP:+CONTROL_PLANE_ENDPOINT_IP=$MOVE_VIP} || {
   echo "not ok - the release's cluster template does not render"
   exit 1
 }
@@ -92,13 +106,15 @@ check "the cluster is applied on the source" 0 'maasmachinetemplate' -- src_k ap
 check "3 MaasMachines Ready and the cluster Ready on the source" 0 '' -- \
   wait_until 120 ready_is src_k 3
 HOST=$(src_k get maascluster demo -o jsonpath='{.spec.controlPlaneEndpoint.host}')
-check "the endpoint record's name is kept in the MaasCluster's metadata" 0 "^$HOST\$" -- \
+[ -n "$MOVE_VIP" ] && check "the endpoint is the VIP" 0 "^$MOVE_VIP\$" -- echo "$HOST"
+check "the endpoint's identity ($ANN) is kept in the MaasCluster's metadata" 0 "^$HOST\$" -- \
   src_k get maascluster demo \
-  -o jsonpath='{.metadata.annotations.maas\.infrastructure\.cluster\.x-k8s\.io/dns-record}'
-record_filled() { [ "$(record_ips "$HOST")" != none ] && [ -n "$(record_ips "$HOST")" ]; }
-check "the endpoint record $HOST holds the control plane's IP" 0 '' -- wait_until 30 record_filled
-IPS=$(record_ips "$HOST")
-echo "# record $HOST: $IPS"
+  -o jsonpath="{.metadata.annotations.maas\.infrastructure\.cluster\.x-k8s\.io/$ANN}"
+record_filled() { [ "$(endpoint_state "$HOST")" != none ] && [ -n "$(endpoint_state "$HOST")" ]; }
+check "the endpoint $HOST is in MAAS (the record holds the control plane's IP, or the VIP is reserved)" 0 '' -- \
+  wait_until 30 record_filled
+IPS=$(endpoint_state "$HOST")
+echo "# endpoint $HOST in MAAS: $IPS"
 addresses_ok() {
   src_k get maasmachines -o json | $PY -c '
 import json, sys
@@ -114,7 +130,7 @@ check "addresses are the reference's (FQDN as External/InternalDNS, then each IP
 # --- the move ---------------------------------------------------------------------------
 SINCE=$(log_count)
 # the record's IPs, polled every 0.1 s from the pause to the end of the checks after the move
-(while :; do record_ips "$HOST" >>"$KS_WORK/record.log"; sleep 0.1; done) &
+(while :; do endpoint_state "$HOST" >>"$KS_WORK/record.log"; sleep 0.1; done) &
 POLL_PID=$!
 
 check "clusterctl move pauses the Cluster on the source" 0 'patched' -- \
@@ -202,9 +218,9 @@ source_empty() {
 check "nothing of the cluster is left on the source" 0 '' -- wait_until 30 source_empty
 check "the target's capmaas reports Paused while the Cluster is paused" 0 '' -- \
   wait_until 30 all_paused dst_k
-check "the moved MaasCluster has no status but the record's name in its metadata" 0 "^$HOST\$" -- \
+check "the moved MaasCluster has no status but the endpoint's identity in its metadata" 0 "^$HOST\$" -- \
   dst_k get maascluster demo \
-  -o jsonpath='{.metadata.annotations.maas\.infrastructure\.cluster\.x-k8s\.io/dns-record}'
+  -o jsonpath="{.metadata.annotations.maas\.infrastructure\.cluster\.x-k8s\.io/$ANN}"
 no_status_name() { [ -z "$(dst_k get maascluster demo -o jsonpath='{.status.network.dnsName}')" ]; }
 check "move copied no status: the target's MaasCluster has no status.network.dnsName" 0 '' -- \
   no_status_name
@@ -214,8 +230,14 @@ check "clusterctl move unpauses the Cluster on the target" 0 'patched' -- \
   dst_k patch cluster demo --type merge -p '{"spec":{"paused":false}}'
 check "3 MaasMachines Ready and the cluster Ready on the target" 0 '' -- \
   wait_until 120 ready_is dst_k 3
-check "the target rebuilt the endpoint from the record" 0 "^$HOST\$" -- \
-  dst_k get maascluster demo -o jsonpath='{.status.network.dnsName}'
+if [ -n "$MOVE_VIP" ]; then
+  check "the target found the VIP's reservation again (LoadBalancerReady), endpoint unchanged" 0 \
+    "^True VIP $HOST reserved in MAAS $HOST\$" -- dst_k get maascluster demo \
+    -o jsonpath='{.status.conditions[?(@.type=="LoadBalancerReady")].status} {.status.conditions[?(@.type=="LoadBalancerReady")].message} {.spec.controlPlaneEndpoint.host}'
+else
+  check "the target rebuilt the endpoint from the record" 0 "^$HOST\$" -- \
+    dst_k get maascluster demo -o jsonpath='{.status.network.dnsName}'
+fi
 settled() { # no MAAS write for 2 s
   local a b
   a=$(stack_maas GET requests | $PY -c 'import json,sys; print(json.load(sys.stdin)["writes"])')
@@ -227,7 +249,7 @@ wait_until 20 settled
 kill "$POLL_PID" 2>/dev/null
 wait "$POLL_PID" 2>/dev/null
 POLL_PID=
-check "no allocate, deploy, release or DNS delete from the pause to the target's Ready" 0 '^0 ' -- \
+check "no allocate, deploy, release, reserve or DNS delete from the pause to the target's Ready" 0 '^0 ' -- \
   maas_changes_since "$SINCE"
 record_steady() { # every poll saw the same IPs
   local n seen
@@ -236,7 +258,7 @@ record_steady() { # every poll saw the same IPs
   echo "$n polls saw: $seen"
   [ "$n" -gt 10 ] && [ "$seen" = "$IPS|" ]
 }
-check "the endpoint record kept its IPs throughout the move" 0 'polls saw' -- record_steady
+check "the endpoint kept its IPs (or its one reservation) throughout the move" 0 'polls saw' -- record_steady
 echo "# record polled $(wc -l <"$KS_WORK/record.log") times from the pause to the target's Ready"
 check "capmaas on the target adopted every machine (3 in use in MAAS)" 0 '' -- in_use_is 3
 
@@ -270,6 +292,7 @@ gone() { [ "$(dst_k get maasmachines,maasclusters -A -o name 2>/dev/null | wc -l
 check "no Maas object is left on the target" 0 '' -- wait_until 90 gone
 check "every machine is Ready in MAAS again" 0 '' -- wait_until 30 in_use_is 0
 check "the endpoint record is gone" 0 '^0$' -- n_records
+check "no reservation is left" 0 '^none$' -- reservations
 check "no capmaas logged a sanitizer report" 1 '' -- grep -Eq 'runtime error|AddressSanitizer' \
   "$STACK_DIR/capmaas.log" "$TARGET_DIR/capmaas.log"
 stack_down

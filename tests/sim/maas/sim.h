@@ -8,8 +8,9 @@
  * Files: main.c (flags, daemon, signals), http.c (libmicrohttpd glue, bodies, OAuth, routing),
  * params.c (query/form/multipart/JSON parameter parsing), inventory.c (YAML/JSON inventory ->
  * state), machines.c (machine handlers and JSON), catalogue.c (zones, pools, tags, domains, boot
- * resources, DNS, users, version), network.c (subnets, interface links, addresses), admin.c
- * (/_sim/ endpoints, faults, request log).
+ * resources, DNS, users, version), network.c (subnets, interface links, addresses),
+ * ipaddresses.c (user reservations, dynamic ranges), admin.c (/_sim/ endpoints, faults,
+ * request log).
  */
 
 #include <pthread.h>

@@ -352,8 +352,12 @@ int maasmachine_reuse_metrics(struct provider *p)
                                       "time (--host-reuse-hold).",
                                       NULL, &f);
         }
-        if (err == 0)
+        if (err == 0) {
                 p->reuse_expired = metric_series(f, NULL);
+                /* both sources shown from the start, at 0 */
+                (void)metric_series(p->reuse_allocations, "reused");
+                (void)metric_series(p->reuse_allocations, "fresh");
+        }
         return err;
 }
 

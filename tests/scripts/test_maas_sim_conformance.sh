@@ -354,6 +354,45 @@ ok(any(e.get("params") == "op=deploy&distro_series=ubuntu/jammy&hwe_kernel=ga-22
        "hwe_kernel=ga-22.04" in e.get("params", "") for e in log), "the request log shows parameters")
 js(*call("POST", "machines/%s/" % rid, {"op": "release"})[:2])
 
+# tags: an admin creates them (a name in use is a 400 naming the field) and puts them on
+# machines; they survive release; a release with erase wipes the disks' data, one without
+# keeps it (maas-sim's data marker, /_sim/state)
+s, b, _ = call("POST", "tags/", {"name": "keep-me", "comment": "kept hosts"},
+               user=("ck2", "tk2", "secret2"))
+ok(s == 403, "creating a tag is for administrators: %d %s" % (s, b))
+t = js(*call("POST", "tags/", {"name": "keep-me", "comment": "kept hosts"})[:2])
+ok(t["name"] == "keep-me" and t["comment"] == "kept hosts", repr(t))
+s, b, _ = call("POST", "tags/", {"name": "keep-me"})
+ok(s == 400 and json.loads(b) == {"name": ["Tag with this Name already exists."]}, b)
+s, b, _ = call("POST", "tags/", {"name": "no spaces"})
+ok(s == 400 and "name" in json.loads(b), b)
+s, b, _ = call("POST", "tags/nope/", {"add": rid}, query={"op": "update_nodes"})
+ok(s == 404, "update_nodes of an unknown tag: %d %s" % (s, b))
+got = js(*call("POST", "tags/keep-me/", {"add": [rid, "zzz9"]}, query={"op": "update_nodes"})[:2])
+ok(got == {"added": 1, "removed": 0}, "unknown ids are skipped: %r" % got)
+got = js(*call("POST", "tags/keep-me/", {"add": rid}, query={"op": "update_nodes"})[:2])
+ok(got == {"added": 0, "removed": 0}, "tagging twice tags once: %r" % got)
+wait_status(rid, "Ready")
+js(*call("POST", "machines/", {"op": "allocate", "system_id": rid, "tags": "keep-me"})[:2])
+js(*call("POST", "machines/%s/" % rid, {"op": "deploy", "distro_series": "ubuntu/jammy"})[:2])
+wait_status(rid, "Deployed")
+st = lambda: [x for x in admin("GET", "state")["machines"] if x["system_id"] == rid][0]
+marker = st()["disk_marker"]
+ok(marker, "a deploy writes data on the disks: %r" % st())
+js(*call("POST", "machines/%s/" % rid, {"op": "release"})[:2])
+wait_status(rid, "Ready")
+ok(st()["disk_marker"] == marker and st()["erasures"] == 0, "a release without erase keeps it")
+ok("keep-me" in st()["tag_names"], "tags survive release: %r" % st()["tag_names"])
+js(*call("POST", "machines/", {"op": "allocate", "system_id": rid})[:2])
+m = js(*call("POST", "machines/%s/" % rid, {"op": "release", "erase": "true",
+                                            "quick_erase": "true"})[:2])
+ok(m["status_name"] == "Disk erasing", "erase goes through Disk erasing: %s" % m["status_name"])
+ok(st()["erase_mode"] == "quick", repr(st()))
+wait_status(rid, "Ready")
+ok(st()["disk_marker"] is None and st()["erasures"] == 1, "erase wipes the data: %r" % st())
+got = js(*call("POST", "tags/keep-me/", {"remove": rid}, query={"op": "update_nodes"})[:2])
+ok(got == {"added": 0, "removed": 1} and "keep-me" not in st()["tag_names"], repr(got))
+
 print("python checks passed")
 PY
 echo "conformance: all checks passed"

@@ -36,6 +36,7 @@ struct maas_ident_pool {
         pthread_mutex_t lock;
         struct reconciler_table idents;   /* "ns/secret" -> ptr: struct ident_slot */
         struct reconciler_table clusters; /* "ns/cluster" -> ptr: "ns/secret" (owned) */
+        struct reconciler_table zones;    /* "ns/secret" -> a: its inventory's zone digest */
         _Atomic size_t n_clusters;
         double qps;
         unsigned burst;
@@ -150,6 +151,7 @@ struct maas_ident_pool *maas_ident_pool_free(struct maas_ident_pool *pool)
         for (size_t i = 0; i < pool->clusters.n; i++)
                 free(pool->clusters.items[i].ptr);
         reconciler_table_release(&pool->clusters);
+        reconciler_table_release(&pool->zones);
         pthread_mutex_destroy(&pool->lock);
         free(pool);
         return NULL;
@@ -262,6 +264,37 @@ bool maas_ident_cluster_is(struct maas_ident_pool *pool,
         is = e ? ident_key && strcmp(e->ptr, ident_key) == 0 : ident_key == NULL;
         pthread_mutex_unlock(&pool->lock);
         return is;
+}
+
+size_t maas_ident_clusters_naming(struct maas_ident_pool *pool, const char *ident_key, char ***ret)
+{
+        size_t n = 0;
+
+        *ret = NULL;
+        if (!maas_ident_any(pool))
+                return 0;
+        pthread_mutex_lock(&pool->lock);
+        for (size_t i = 0; i < pool->clusters.n; i++) {
+                if (strcmp(pool->clusters.items[i].ptr, ident_key) != 0)
+                        continue;
+                *ret = xrealloc(*ret, (n + 1) * sizeof(**ret));
+                (*ret)[n++] = xstrdup(pool->clusters.items[i].key);
+        }
+        pthread_mutex_unlock(&pool->lock);
+        return n;
+}
+
+bool maas_ident_zones_changed(struct maas_ident_pool *pool, const char *ident_key, uint64_t digest)
+{
+        struct reconciler_entry *e;
+        bool changed;
+
+        pthread_mutex_lock(&pool->lock);
+        e = reconciler_table_put(&pool->zones, ident_key); /* a new one: a = 0, never a digest */
+        changed = (uint64_t)e->a != digest;
+        e->a = (int64_t)digest;
+        pthread_mutex_unlock(&pool->lock);
+        return changed;
 }
 
 /* --- the Secret ------------------------------------------------------------------------------ */
@@ -570,6 +603,15 @@ size_t maas_ident_forget_unused(struct maas_ident_pool *pool)
                 slot_free(pool->idents.items[i].ptr);
                 reconciler_table_del(&pool->idents, key);
                 gone++;
+        }
+        for (size_t i = pool->zones.n; i-- > 0;) {
+                const char *key = pool->zones.items[i].key;
+                bool used = false;
+
+                for (size_t j = 0; j < pool->clusters.n && !used; j++)
+                        used = strcmp(pool->clusters.items[j].ptr, key) == 0;
+                if (!used)
+                        reconciler_table_del(&pool->zones, key);
         }
         pthread_mutex_unlock(&pool->lock);
         return gone;

@@ -107,6 +107,13 @@ bool maas_ident_cluster_is(struct maas_ident_pool *pool,
                            const char *cluster_key,
                            const char *ident_key);
 
+/* The clusters ("ns/cluster" keys, a new array of new strings in *ret) naming Secret
+ * ident_key ("ns/secret"); returns how many. */
+size_t maas_ident_clusters_naming(struct maas_ident_pool *pool, const char *ident_key, char ***ret);
+/* Records digest as the zone set last seen in the inventory of ident_key's MAAS; true when
+ * it differs from the one recorded before (or none was). Forgotten with the identity. */
+bool maas_ident_zones_changed(struct maas_ident_pool *pool, const char *ident_key, uint64_t digest);
+
 /* --- identities --- */
 /*
  * The current identity of Secret ns/secret, with a reference (maas_ident_put it), reading

@@ -9,6 +9,7 @@
 #include "json.h"
 #include "log.h"
 #include "maas_identity.h"
+#include "maas_inventory.h"
 #include "reconciler.h"
 #include "worker.h"
 #include "xalloc.h"
@@ -56,4 +57,33 @@ bool reconciler_maas_pick(struct reconciler_worker *w,
         maas_ident_failure_release(&f);
         free(named);
         return false;
+}
+
+struct maas_inventory_snapshot *reconciler_ident_inventory(struct provider *p,
+                                                           const char *ns,
+                                                           const char *secret)
+{
+        const struct provider_inventory_source *src = p->ident_inventories;
+        struct maas_inventory_snapshot *s = NULL;
+        struct maas_inventory *inv = NULL;
+        enum maas_inv_state st = MAAS_INV_NOT_LOADED;
+        char *why = NULL;
+        int err;
+
+        if (!src || !src->acquire || !secret)
+                return NULL;
+        err = src->acquire(src->ud, ns, secret, &inv, &why);
+        if (err) {
+                log_debug("reconciler", "no inventory of the cluster's MAAS",
+                          "identity=%s/%s why=%s", ns, secret, why ? why : cm_strerror(err));
+                free(why);
+                return NULL;
+        }
+        s = maas_inventory_acquire(inv, &st, NULL);
+        src->release(src->ud, inv);
+        if (s && st != MAAS_INV_OK) { /* a guess is worse: what was written stays */
+                maas_inventory_snapshot_release(s);
+                s = NULL;
+        }
+        return s;
 }

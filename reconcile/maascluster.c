@@ -105,13 +105,18 @@ static void failure_domains(struct maascluster_ctx *c)
         size_t n;
 
         c->mc.status.present = true;
-        /* the inventory is the process-wide MAAS's: another MAAS's zones are only the spec's */
-        if (spec->n || !c->p->inventory || c->w->ident) {
+        if (spec->n || !c->p->inventory) {
                 failure_domains_set(&c->mc.status.failure_domains, (const char *const *)spec->items,
                                     spec->n);
                 return;
         }
-        s = maas_inventory_acquire(c->p->inventory, &st, NULL);
+        /* a cluster with its own MAAS: the zones of that MAAS's inventory */
+        if (c->mc.spec.identity_ref && c->mc.spec.identity_ref->name) {
+                s = reconciler_ident_inventory(c->p, c->ns, c->mc.spec.identity_ref->name);
+                st = s ? MAAS_INV_OK : MAAS_INV_NOT_LOADED;
+        } else {
+                s = maas_inventory_acquire(c->p->inventory, &st, NULL);
+        }
         if (s && st == MAAS_INV_OK) {
                 n = maas_inv_zones_with_machines(s, &zones);
                 failure_domains_set(&c->mc.status.failure_domains, zones, n);

@@ -232,14 +232,17 @@ int maasmachinetemplate_reconcile(void *wctx,
             reconciler_pause_cause(NULL, o))
                 goto out;
         maasmachine_reuse_sweep(w); /* the kept hosts' hold time, once per refresh at most */
-        /* the inventory is the process-wide MAAS's: a template of a cluster with its own
-         * MAAS (spec.identityRef) gets no capacity from another region's machines */
+        /* a template of a cluster with its own MAAS (spec.identityRef) gets its capacity from
+         * that MAAS's inventory, never from another region's machines */
         ident = maas_ident_of_cluster(
                 w->p->idents, ns,
                 json_find_str(o, "metadata", "labels", "cluster.x-k8s.io/cluster-name", NULL));
-        if (ident)
-                goto out;
-        s = maas_inventory_acquire(w->p->inventory, &st, NULL);
+        if (ident) {
+                s = reconciler_ident_inventory(w->p, ns, ident);
+                st = s ? MAAS_INV_OK : MAAS_INV_NOT_LOADED;
+        } else {
+                s = maas_inventory_acquire(w->p->inventory, &st, NULL);
+        }
         /* A stale or failed inventory keeps what was last written: a guess is worse. */
         if (!s || st != MAAS_INV_OK || !decode_spec(o, &t))
                 goto out;

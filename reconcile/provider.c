@@ -219,6 +219,32 @@ static void on_inventory(void *ud, const struct maas_inventory_snapshot *snap)
                 (void)informer_each_key(p->maasclusters, NULL, NULL, enqueue_key, p->cluster_ctl);
 }
 
+void reconciler_ident_inventory_refreshed(void *arg,
+                                          const char *ns,
+                                          const char *secret,
+                                          const struct maas_inventory_snapshot *snap)
+{
+        struct provider *p = arg;
+        char *key = xasprintf("%s/%s", ns, secret);
+        char **clusters = NULL;
+        size_t n = maas_ident_clusters_naming(p->idents, key, &clusters);
+        bool zones = n && maas_ident_zones_changed(p->idents, key, zones_digest(snap));
+
+        for (size_t i = 0; i < n; i++) {
+                const char *cluster = strchr(clusters[i], '/') + 1;
+
+                if (p->template_ctl)
+                        (void)informer_each_key(p->templates, ns, cluster, enqueue_key,
+                                                p->template_ctl);
+                if (zones)
+                        (void)informer_each_key(p->maasclusters, ns, cluster, enqueue_key,
+                                                p->cluster_ctl);
+                free(clusters[i]);
+        }
+        free(clusters);
+        free(key);
+}
+
 /* A Machine → the MaasRemediation named after it (CAPI's external remediation), when one
  * is cached. */
 static void map_machine_to_remediation(void *arg,
@@ -336,6 +362,7 @@ int provider_new(const struct provider_opts *o, struct provider **ret)
         p->maas_ca_file = o->maas_ca_file;
         p->maas_insecure = o->maas_insecure_skip_verify;
         p->inventory = o->inventory;
+        p->ident_inventories = o->ident_inventories;
         pthread_mutex_init(&p->lock, NULL);
         pthread_mutex_init(&p->fleet_lock, NULL);
         pthread_mutex_init(&p->fleet_index_lock, NULL);
@@ -681,6 +708,9 @@ int provider_start(struct provider *p)
                 err = controller_start(p->template_ctl);
         if (err == 0 && p->inventory)
                 maas_inventory_set_listener(p->inventory, on_inventory, p);
+        if (err == 0 && p->ident_inventories && p->ident_inventories->set_listener)
+                p->ident_inventories->set_listener(p->ident_inventories->ud,
+                                                   reconciler_ident_inventory_refreshed, p);
         if (err == 0 && p->remediation_ctl)
                 err = controller_start(p->remediation_ctl);
         if (err) {
@@ -710,6 +740,8 @@ void provider_stop(struct provider *p)
          * controllers. */
         if (p->inventory)
                 maas_inventory_set_listener(p->inventory, NULL, NULL);
+        if (p->ident_inventories && p->ident_inventories->set_listener)
+                p->ident_inventories->set_listener(p->ident_inventories->ud, NULL, NULL);
         atomic_store(&p->zones_digest, 0);
         for (size_t i = 0; i < ARRAY_SIZE(all); i++)
                 if (all[i])

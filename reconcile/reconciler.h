@@ -102,6 +102,8 @@ struct provider {
         const char *maas_ca_file;
         bool maas_insecure;
         struct maas_inventory *inventory; /* borrowed; NULL = none */
+        /* borrowed; NULL = none: the inventories of the per-cluster MAAS (provider.h) */
+        const struct provider_inventory_source *ident_inventories;
         /* per-cluster MAAS credentials (spec.identityRef; maas_identity.h), owned */
         struct maas_ident_pool *idents;
 
@@ -334,3 +336,20 @@ bool reconciler_maas_pick(struct reconciler_worker *w,
                           const struct reconciler_conditions *conds,
                           const cJSON *obj,
                           struct reconcile_result *res);
+/*
+ * The inventory of the MAAS the Secret ns/secret names (p->ident_inventories): its snapshot
+ * with a reference (maas_inventory_snapshot_release) when it may be used (MAAS_INV_OK), else
+ * NULL: no source, the Secret unusable (logged at debug, never the key), or the inventory
+ * not loaded yet, stale or failed (its listener brings the object back after a refresh).
+ * Any thread; it may read the Secret.
+ */
+struct maas_inventory_snapshot *reconciler_ident_inventory(struct provider *p,
+                                                           const char *ns,
+                                                           const char *secret);
+/* Queues the MaasMachineTemplates of every cluster naming Secret ns/secret, and its
+ * MaasClusters when the zones holding machines in snap changed since the last refresh of
+ * that MAAS: the ident_inventories listener (provider.c). */
+void reconciler_ident_inventory_refreshed(void *arg,
+                                          const char *ns,
+                                          const char *secret,
+                                          const struct maas_inventory_snapshot *snap);

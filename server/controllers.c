@@ -76,6 +76,7 @@ static int controllers_new(const struct config *cfg,
                            struct metrics *m,
                            struct token_bucket *maas_budget,
                            struct maas_inventory *inventory,
+                           const struct provider_inventory_source *ident_inventories,
                            struct controllers **ret,
                            char **reterr)
 {
@@ -96,6 +97,7 @@ static int controllers_new(const struct config *cfg,
                                                           .maas_budget = maas_budget,
                                                           .metrics = m,
                                                           .inventory = inventory,
+                                                          .ident_inventories = ident_inventories,
                                                           .maas_ca_file = cfg->maas_ca_file,
                                                           .maas_insecure_skip_verify =
                                                                   cfg->maas_insecure_skip_verify },
@@ -123,6 +125,7 @@ int controllers_start(const struct config *cfg,
                       struct metrics *m,
                       struct token_bucket *maas_budget,
                       struct maas_inventory *inventory,
+                      const struct provider_inventory_source *ident_inventories,
                       struct controllers **ret,
                       char **reterr)
 {
@@ -137,7 +140,7 @@ int controllers_start(const struct config *cfg,
                                   "(or run with --webhooks-only)");
                 return CM_EINVAL;
         }
-        r = controllers_new(cfg, m, maas_budget, inventory, ret, reterr);
+        r = controllers_new(cfg, m, maas_budget, inventory, ident_inventories, ret, reterr);
         c = *ret;
         if (r == 0 && c->leader) {
                 log_info("leader", "campaigning for leadership", "lease=%s/%s identity=%s",

@@ -19,6 +19,7 @@
 #include "maas_client.h"
 #include "maas_inventory.h"
 #include "memfile.h"
+#include "provider.h"
 #include "token_bucket.h"
 #include "webhooks.h"
 #include "xalloc.h"
@@ -41,7 +42,8 @@ struct inv_entry {
         unsigned refs; /* the cache's (while listed) and each acquire's; under lock */
         bool listed;
         uint64_t used_ms, checked_ms;
-        struct inv_entry *next; /* every entry alive, listed or still held (mi->all) */
+        struct maas_inventories *mi; /* its cache: the refresh listener's */
+        struct inv_entry *next;      /* every entry alive, listed or still held (mi->all) */
 };
 
 /* What a cluster names: "ns/cluster" -> secret name ("" = no identityRef). */
@@ -62,7 +64,14 @@ struct maas_inventories {
         struct cluster_entry *clusters;
         size_t n_clusters, cap_clusters;
         const struct config *cfg;
+        const struct clock_ops *clock;
         struct webhooks_inventory_source source;
+        struct provider_inventory_source provider_source;
+        /* the controllers' refresh listener, called under listen_lock (set_listener waits
+         * for a call in flight) */
+        pthread_mutex_t listen_lock;
+        provider_ident_inventory_fn *listen_fn;
+        void *listen_arg;
 };
 
 static void entry_free(struct inv_entry *e)
@@ -114,7 +123,7 @@ static void clusters_clear(struct maas_inventories *mi)
  * server), at most one attempt per RECHECK_MS. io_lock held. */
 static int kube_ready(struct maas_inventories *mi, char **ret_why)
 {
-        uint64_t now = clock_now_ms(NULL);
+        uint64_t now = clock_now_ms(mi->clock);
         char *why = NULL;
         int r;
 
@@ -182,7 +191,7 @@ static int cluster_secret(struct maas_inventories *mi,
                           char **ret_why)
 {
         char *key = xasprintf("%s/%s", ns, cluster);
-        uint64_t now = clock_now_ms(NULL);
+        uint64_t now = clock_now_ms(mi->clock);
         struct cluster_entry *c;
         char *secret = NULL;
         int err = 0;
@@ -233,6 +242,21 @@ static struct inv_entry *inv_find(struct maas_inventories *mi, const char *key)
         return NULL;
 }
 
+/* On e's refresh thread: tells the controllers' listener, if any, which identity it is. */
+static void on_refresh(void *ud, const struct maas_inventory_snapshot *snap)
+{
+        struct inv_entry *e = ud;
+        struct maas_inventories *mi = e->mi;
+        const char *slash = strchr(e->key, '/');
+        char *ns = xstrndup(e->key, (size_t)(slash - e->key));
+
+        pthread_mutex_lock(&mi->listen_lock);
+        if (mi->listen_fn)
+                mi->listen_fn(mi->listen_arg, ns, slash + 1, snap);
+        pthread_mutex_unlock(&mi->listen_lock);
+        free(ns);
+}
+
 /* A new entry from the Secret's JSON (io_lock held, not lock). */
 static int inv_build(struct maas_inventories *mi,
                      const char *key,
@@ -281,6 +305,8 @@ static int inv_build(struct maas_inventories *mi,
 
                 e->key = xstrdup(key);
                 e->rv = xstrdup(rv ? rv : "");
+                e->mi = mi;
+                maas_inventory_set_listener(e->inv, on_refresh, e);
                 log_info(LOGGER, "MAAS inventory for an identity", "identity=%s endpoint=%s", key,
                          mc.base_url);
         }
@@ -365,7 +391,7 @@ static int inv_get(struct maas_inventories *mi,
 {
         char *key = xasprintf("%s/%s", ns, secret);
         struct inv_entry *e, *gone[MAAS_INVENTORIES_MAX + 1];
-        uint64_t now = clock_now_ms(NULL);
+        uint64_t now = clock_now_ms(mi->clock);
         cJSON *json = NULL;
         size_t n_gone;
         int err = 0;
@@ -384,6 +410,9 @@ static int inv_get(struct maas_inventories *mi,
                 goto out;
 
         pthread_mutex_lock(&mi->io_lock);
+        err = kube_ready(mi, ret_why);
+        if (err)
+                goto unlock;
         err = kube_get(mi->kc, &KUBE_RES_SECRETS, ns, secret, &json, NULL);
         if (err) {
                 *ret_why =
@@ -463,6 +492,34 @@ static void source_release(void *ud, struct maas_inventory *inv)
         entry_free(gone);
 }
 
+/* --- the controllers' source ------------------------------------------------------------------ */
+
+static int provider_acquire(
+        void *ud, const char *ns, const char *secret, struct maas_inventory **ret, char **ret_why)
+{
+        struct inv_entry *e = NULL;
+        int err = inv_get(ud, ns, secret, &e, ret_why);
+
+        *ret = e ? e->inv : NULL;
+        return err;
+}
+
+static void provider_set_listener(void *ud, provider_ident_inventory_fn *fn, void *arg)
+{
+        struct maas_inventories *mi = ud;
+
+        pthread_mutex_lock(&mi->listen_lock);
+        mi->listen_fn = fn;
+        mi->listen_arg = arg;
+        pthread_mutex_unlock(&mi->listen_lock);
+}
+
+const struct provider_inventory_source *maas_inventories_provider_source(
+        struct maas_inventories *mi)
+{
+        return mi ? &mi->provider_source : NULL;
+}
+
 const struct webhooks_inventory_source *maas_inventories_source(struct maas_inventories *mi)
 {
         return mi ? &mi->source : NULL;
@@ -470,15 +527,30 @@ const struct webhooks_inventory_source *maas_inventories_source(struct maas_inve
 
 int maas_inventories_new(const struct config *cfg, struct maas_inventories **ret, char **reterr)
 {
+        return maas_inventories_new_clock(cfg, NULL, ret, reterr);
+}
+
+int maas_inventories_new_clock(const struct config *cfg,
+                               const struct clock_ops *clock,
+                               struct maas_inventories **ret,
+                               char **reterr)
+{
         struct maas_inventories *mi = xcalloc(1, sizeof(*mi));
 
         (void)reterr;
         pthread_mutex_init(&mi->lock, NULL);
         pthread_mutex_init(&mi->io_lock, NULL);
         mi->cfg = cfg;
+        pthread_mutex_init(&mi->listen_lock, NULL);
+        mi->clock = clock;
         mi->source = (struct webhooks_inventory_source){ .acquire = source_acquire,
                                                          .release = source_release,
                                                          .ud = mi };
+        mi->provider_source =
+                (struct provider_inventory_source){ .acquire = provider_acquire,
+                                                    .release = source_release,
+                                                    .set_listener = provider_set_listener,
+                                                    .ud = mi };
         *ret = mi;
         return CM_OK;
 }
@@ -499,6 +571,7 @@ struct maas_inventories *maas_inventories_free(struct maas_inventories *mi)
         kube_config_release(&mi->kube);
         pthread_mutex_destroy(&mi->lock);
         pthread_mutex_destroy(&mi->io_lock);
+        pthread_mutex_destroy(&mi->listen_lock);
         free(mi);
         return NULL;
 }

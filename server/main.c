@@ -20,6 +20,7 @@
 #include "controllers.h"
 #include "curl_lib.h"
 #include "log.h"
+#include "maas_inventories.h"
 #include "maas_inventory.h"
 #include "maas_setup.h"
 #include "serving.h"
@@ -32,7 +33,10 @@ struct app {
         struct token_bucket *maas_budget; /* owned; shared by the inventory and controllers */
         struct maas_inventory *inventory; /* owned; NULL without MAAS, or for webhooks alone
                                            * with the MAAS checks off */
-        struct controllers *ctl;          /* owned; NULL with --webhooks-only */
+        /* owned; the per-cluster MAAS's inventories (spec.identityRef) for admission and the
+         * controllers; NULL without an inventory */
+        struct maas_inventories *inventories;
+        struct controllers *ctl; /* owned; NULL with --webhooks-only */
 };
 
 static int app_start(struct app *app, char **reterr)
@@ -46,12 +50,16 @@ static int app_start(struct app *app, char **reterr)
         if (r == 0)
                 r = maas_setup_inventory(app->cfg, serving_metrics(app->serving), app->maas_budget,
                                          &app->inventory, reterr);
+        if (r == 0 && app->inventory)
+                r = maas_inventories_new(app->cfg, &app->inventories, reterr);
         if (r == 0)
                 r = serving_start(app->serving,
-                                  app->cfg->admission_maas_checks ? app->inventory : NULL, reterr);
+                                  app->cfg->admission_maas_checks ? app->inventory : NULL,
+                                  app->inventories, reterr);
         if (r == 0)
-                r = controllers_start(app->cfg, serving_metrics(app->serving), app->maas_budget,
-                                      app->inventory, &app->ctl, reterr);
+                r = controllers_start(
+                        app->cfg, serving_metrics(app->serving), app->maas_budget, app->inventory,
+                        maas_inventories_provider_source(app->inventories), &app->ctl, reterr);
         return r;
 }
 
@@ -60,6 +68,7 @@ static void app_stop(struct app *app)
         app->ctl = controllers_free(app->ctl);
         if (app->serving)
                 serving_stop(app->serving);
+        app->inventories = maas_inventories_free(app->inventories);
         app->inventory = maas_inventory_free(app->inventory);
         app->serving = serving_free(app->serving);
         app->maas_budget = token_bucket_free(app->maas_budget);

@@ -59,8 +59,8 @@ struct serving {
         struct http_server *diag_srv;     /* owned */
         struct maas_inventory *inventory; /* borrowed; NULL when the MAAS checks are off */
         struct webhooks *hooks;           /* owned */
-        /* owned; per-cluster MAAS inventories (spec.identityRef), NULL without MAAS checks
-         * or a Kubernetes configuration */
+        /* borrowed; per-cluster MAAS inventories (spec.identityRef), NULL without MAAS
+         * checks */
         struct maas_inventories *inventories;
 };
 
@@ -170,8 +170,6 @@ static int start_webhook_server(struct serving *s, char **reterr)
         int r;
 
         r = router_new(&s->webhook_routes);
-        if (r == 0 && s->inventory)
-                r = maas_inventories_new(cfg, &s->inventories, reterr);
         if (r < 0)
                 return r;
         r = webhooks_new_opts(
@@ -355,11 +353,15 @@ static uint16_t port_of(struct http_server *srv)
         return srv ? http_server_port(srv) : 0;
 }
 
-int serving_start(struct serving *s, struct maas_inventory *inv, char **reterr)
+int serving_start(struct serving *s,
+                  struct maas_inventory *inv,
+                  struct maas_inventories *inventories,
+                  char **reterr)
 {
         int r;
 
         s->inventory = inv;
+        s->inventories = inv ? inventories : NULL;
         r = start_webhook_server(s, reterr);
         if (r == 0)
                 r = start_health(s, reterr);
@@ -399,7 +401,7 @@ void serving_stop(struct serving *s)
         kube_config_release(&s->kube);
         s->health_srv = http_server_free(s->health_srv);
         s->hooks = webhooks_free(s->hooks);
-        s->inventories = maas_inventories_free(s->inventories);
+        s->inventories = NULL;
         s->inventory = NULL;
 }
 
@@ -415,7 +417,6 @@ struct serving *serving_free(struct serving *s)
         s->authn = kube_authn_free(s->authn);
         kube_config_release(&s->kube);
         free(s->tls_ciphers);
-        s->inventories = maas_inventories_free(s->inventories);
         s->health = health_free(s->health);
         s->metrics = metrics_free(s->metrics);
         free(s);

@@ -21,6 +21,7 @@ struct kube_config;
 struct token_bucket;
 struct maas_config;
 struct maas_inventory;
+struct maas_inventory_snapshot;
 struct metrics;
 struct provider;
 struct token_bucket;
@@ -43,6 +44,33 @@ struct provider_settings {
         uint64_t reuse_hold_ms;   /* a kept host loses its reuse tag after this unused */
 };
 
+/* Called after an inventory of the source refreshed, for the identity Secret ns/secret
+ * (borrowed snapshot; the maas_inventory_listener_fn rules apply: queue keys only). */
+typedef void provider_ident_inventory_fn(void *arg,
+                                         const char *ns,
+                                         const char *secret,
+                                         const struct maas_inventory_snapshot *snap);
+
+/*
+ * The inventories of the per-cluster MAAS (spec.identityRef), kept by the server
+ * (server/maas_inventories.h, shared with admission): the MaasMachineTemplates of such a
+ * cluster get their capacity, and its MaasCluster its discovered failure domains, from the
+ * MAAS its identity names. acquire: the inventory of Secret ns/secret, referenced until
+ * release, or a negative code and *ret_why (malloc'd, no key in it); any thread, it may read
+ * the Secret. set_listener: the one listener (fn NULL removes it; when it returns, no call of
+ * the previous one runs). Borrowed: it outlives the provider.
+ */
+struct provider_inventory_source {
+        int (*acquire)(void *ud,
+                       const char *ns,
+                       const char *secret,
+                       struct maas_inventory **ret,
+                       char **ret_why);
+        void (*release)(void *ud, struct maas_inventory *inv);
+        void (*set_listener)(void *ud, provider_ident_inventory_fn *fn, void *arg);
+        void *ud;
+};
+
 struct provider_opts {
         struct provider_settings settings; /* copied; its strings are borrowed */
         const struct kube_config *kube;    /* management cluster */
@@ -55,6 +83,9 @@ struct provider_opts {
         /* The MAAS inventory cache (borrowed; NULL = none): MaasMachineTemplates' capacity
          * and the MaasCluster's discovered failure domains come from it. */
         struct maas_inventory *inventory;
+        /* The per-cluster MAAS's inventories (borrowed; NULL = none: a cluster with
+         * spec.identityRef then gets only its spec.failureDomains, its templates no capacity). */
+        const struct provider_inventory_source *ident_inventories;
         bool maas_insecure_skip_verify;
 };
 

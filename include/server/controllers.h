@@ -21,17 +21,20 @@ struct config;
 struct controllers;
 struct maas_inventory;
 struct metrics;
+struct provider_inventory_source;
 struct token_bucket;
 
 /* Starts the controllers (campaigning first with --leader-elect). With --webhooks-only
  * *ret is NULL and nothing starts; without MAAS configured it fails. *ret is set even on
  * failure: controllers_free() it. *reterr (malloc'd) says why. maas_budget (borrowed,
  * may be NULL) paces every worker's MAAS calls and inventory (borrowed, may be NULL) is the
- * MAAS inventory cache the provider reads; both must outlive the controllers. */
+ * MAAS inventory cache the provider reads, ident_inventories (borrowed, may be NULL) those
+ * of the per-cluster MAAS (spec.identityRef); all must outlive the controllers. */
 MUST_CHECK int controllers_start(const struct config *cfg,
                                  struct metrics *m,
                                  struct token_bucket *maas_budget,
                                  struct maas_inventory *inventory,
+                                 const struct provider_inventory_source *ident_inventories,
                                  struct controllers **ret,
                                  char **reterr);
 /* Whether leadership was lost (read after SIGTERM arrived). false for NULL. */

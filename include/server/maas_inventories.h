@@ -4,6 +4,10 @@
  * one inventory cache per MAAS a MaasCluster's spec.identityRef names, so a template labelled
  * with a cluster (cluster.x-k8s.io/cluster-name) is checked against that cluster's MAAS.
  *
+ * The controllers read the same cache (maas_inventories_provider_source): a template of
+ * such a cluster gets its capacity, its MaasCluster its discovered failure domains, from
+ * it, and each refresh of an identity's inventory is told to their listener.
+ *
  * A lookup finds the cluster's MaasCluster (LIST maasclusters in the namespace by the
  * cluster-name label) and its Secret (GET by name), both remembered for 10 s; an identity's
  * inventory is built once per Secret resourceVersion and kept while it is used. At most
@@ -21,7 +25,9 @@
 
 #include "compiler.h"
 
+struct clock_ops;
 struct config;
+struct provider_inventory_source;
 struct maas_inventory;
 struct maas_inventories;
 struct webhooks_inventory_source;
@@ -36,6 +42,17 @@ struct webhooks_inventory_source;
 MUST_CHECK int maas_inventories_new(const struct config *cfg,
                                     struct maas_inventories **ret,
                                     char **reterr);
+/* The same with the clock the idle and recheck times are read on (NULL = system; tests). */
+MUST_CHECK int maas_inventories_new_clock(const struct config *cfg,
+                                          const struct clock_ops *clock,
+                                          struct maas_inventories **ret,
+                                          char **reterr);
+/* Frees mi (after the webhook server and the controllers have stopped using it). */
 struct maas_inventories *maas_inventories_free(struct maas_inventories *mi);
 /* The webhooks' source (webhooks.h) backed by mi (NULL = none). Valid as long as mi. */
 const struct webhooks_inventory_source *maas_inventories_source(struct maas_inventories *mi);
+/* The controllers' source (provider.h) backed by mi (NULL = none): acquire by the Secret's
+ * name (the controllers know it from the MaasCluster informer), the refresh listener.
+ * Valid as long as mi. */
+const struct provider_inventory_source *maas_inventories_provider_source(
+        struct maas_inventories *mi);

@@ -5,8 +5,8 @@
  * listeners need: the metrics registry, the serving certificate (reloaded in the
  * background), the routes, the health checks and the webhooks.
  *
- * Ownership: struct serving owns all of the above; the MAAS inventory given to
- * serving_start() is borrowed and must outlive serving_stop().
+ * Ownership: struct serving owns all of the above; the MAAS inventory and the per-cluster
+ * inventories given to serving_start() are borrowed and must outlive serving_stop().
  * Threads: main's thread calls serving_new, serving_start, serving_stop and serving_free,
  * in that order; the listeners answer on their own threads in between. The registry may be
  * used from any thread (metrics.h).
@@ -16,6 +16,7 @@
 
 struct config;
 struct maas_inventory;
+struct maas_inventories;
 struct metrics;
 struct serving;
 
@@ -25,8 +26,12 @@ MUST_CHECK int serving_new(const struct config *cfg, struct serving **ret, char 
 /* The registry (borrowed; lives until serving_free). */
 struct metrics *serving_metrics(const struct serving *s);
 /* Starts the webhook, health and metrics listeners, with the admission MAAS checks on inv
- * (NULL: off), and logs where they listen. */
-MUST_CHECK int serving_start(struct serving *s, struct maas_inventory *inv, char **reterr);
+ * (NULL: off) and, for objects of a cluster with spec.identityRef, on inventories (NULL:
+ * every object against inv), and logs where they listen. */
+MUST_CHECK int serving_start(struct serving *s,
+                             struct maas_inventory *inv,
+                             struct maas_inventories *inventories,
+                             char **reterr);
 /* Stops accepting webhook requests, lets those in flight finish within
  * --graceful-shutdown-timeout, then closes the listeners and frees the webhooks (so inv may
  * go after this). */

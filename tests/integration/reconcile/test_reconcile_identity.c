@@ -7,6 +7,7 @@
  * the provider over real loopback TLS/HTTP; the test plays the CAPI core controllers.)
  * ctest: concurrency
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,8 +19,10 @@
 #include <cmocka.h>
 
 #include "base64.h"
+#include "err.h"
 #include "json.h"
 #include "log.h"
+#include "maas_inventory.h"
 #include "reconcile_fixture.h"
 /* the reconcile library's private headers: the identity pool's count */
 #include "../../../reconcile/maas_identity.h"
@@ -88,6 +91,7 @@ static void create_nodes_b(void)
 }
 
 static const char *DEPLOY_S_B = "0.3";
+static const char *INV_SIM_B = INV_B; /* the inventory SIM_B serves */
 
 static int ident_setup(void **state)
 {
@@ -98,7 +102,7 @@ static int ident_setup(void **state)
         log_setup(LOG_FORMAT_JSON, 4, LOG_FD); /* trace: every record the provider writes */
         write_inventory_b();
         if (maassim_start(&SIM_B, KEY_B,
-                          (const char *const[]){ "--inventory", INV_B, "--deploy-seconds",
+                          (const char *const[]){ "--inventory", INV_SIM_B, "--deploy-seconds",
                                                  DEPLOY_S_B, "--release-seconds", "0.1", NULL }) !=
             0)
                 return -1;
@@ -114,10 +118,137 @@ static int ident_setup_slow(void **state)
         return ident_setup(state);
 }
 
+/* --- MAAS B with its own zones: the inventories of the per-cluster MAAS -------------------- */
+
+/* B's machines: 48 and 64 cores in zones site-c1 and site-c2 (zone site-c3 empty). */
+static const char INV_C_TEXT[] =
+        "zones:\n  - name: site-c1\n  - name: site-c2\n  - name: site-c3\n"
+        "pools:\n  - name: capi\n"
+        "machines:\n"
+        "  - system_id: b-big1\n    hostname: b-big1\n    cpu_count: 48\n    memory: 65536\n"
+        "    zone: site-c1\n    pool: capi\n    architecture: amd64/generic\n"
+        "  - system_id: b-big2\n    hostname: b-big2\n    cpu_count: 64\n    memory: 131072\n"
+        "    zone: site-c2\n    pool: capi\n    architecture: amd64/generic\n";
+static char INV_C[64];
+
+/* The provider's source of per-cluster inventories, played by the test: Secret maas-b's is
+ * an inventory of SIM_B (refreshed every 300 ms), any other Secret has none. */
+static struct {
+        struct maas_config cfg, cfg_a;
+        struct maas_inventory *b, *a; /* B's; A's (the process-wide inventory) */
+        provider_ident_inventory_fn *fn;
+        void *arg;
+        pthread_mutex_t lock;
+        int acquired;
+} SRC = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int src_acquire(
+        void *ud, const char *ns, const char *secret, struct maas_inventory **ret, char **ret_why)
+{
+        (void)ud;
+        (void)ns;
+        *ret = NULL;
+        if (strcmp(secret, "maas-b") != 0) {
+                *ret_why = xasprintf("no Secret %s", secret);
+                return CM_ENOTFOUND;
+        }
+        pthread_mutex_lock(&SRC.lock);
+        SRC.acquired++;
+        pthread_mutex_unlock(&SRC.lock);
+        *ret = SRC.b;
+        return 0;
+}
+
+static void src_release(void *ud, struct maas_inventory *inv)
+{
+        (void)ud;
+        assert_ptr_equal(inv, SRC.b);
+}
+
+static void src_on_refresh(void *ud, const struct maas_inventory_snapshot *snap)
+{
+        (void)ud;
+        pthread_mutex_lock(&SRC.lock);
+        if (SRC.fn)
+                SRC.fn(SRC.arg, CL.ns, "maas-b", snap);
+        pthread_mutex_unlock(&SRC.lock);
+}
+
+static void src_set_listener(void *ud, provider_ident_inventory_fn *fn, void *arg)
+{
+        (void)ud;
+        pthread_mutex_lock(&SRC.lock);
+        SRC.fn = fn;
+        SRC.arg = arg;
+        pthread_mutex_unlock(&SRC.lock);
+}
+
+static const struct provider_inventory_source SOURCE = { .acquire = src_acquire,
+                                                         .release = src_release,
+                                                         .set_listener = src_set_listener };
+
+static int ident_setup_zones(void **state)
+{
+        FILE *f;
+        int fd;
+
+        snprintf(INV_C, sizeof(INV_C), "/tmp/capmaas-inv-c-XXXXXX");
+        fd = mkstemp(INV_C);
+        f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f)
+                return -1;
+        fputs(INV_C_TEXT, f);
+        fclose(f);
+        INV_SIM_B = INV_C;
+        return ident_setup(state);
+}
+
+static struct maas_inventory *inventory_of(const char *url, const char *key, struct maas_config *c)
+{
+        struct maas_inventory *inv = NULL;
+
+        assert_int_equal(maas_config_parse(url, key, c, NULL), 0);
+        assert_int_equal(
+                maas_inventory_new(&(struct maas_inventory_opts){ .cfg = c, .interval_ms = 300 },
+                                   &inv),
+                0);
+        return inv;
+}
+
+/* The provider with A's inventory as the process-wide one and SOURCE for B's. */
+static void start_provider_with_inventories(void)
+{
+        struct provider_settings s = test_settings();
+
+        RF.prov = provider_free(RF.prov); /* rf_setup's, without inventories */
+        RF.metrics = metrics_free(RF.metrics);
+        SRC.a = inventory_of(RF.sim.proc.url, MAAS_KEY, &SRC.cfg_a);
+        SRC.b = inventory_of(SIM_B.proc.url, KEY_B, &SRC.cfg);
+        maas_inventory_set_listener(SRC.b, src_on_refresh, NULL);
+        assert_int_equal(metrics_new(&RF.metrics), 0);
+        assert_int_equal(provider_new(&(struct provider_opts){ .settings = s,
+                                                               .kube = &CL.mgmt.cfg,
+                                                               .maas = &RF.mcfg,
+                                                               .metrics = RF.metrics,
+                                                               .inventory = SRC.a,
+                                                               .ident_inventories = &SOURCE },
+                                      &RF.prov),
+                         0);
+        assert_int_equal(provider_start(RF.prov), 0);
+}
+
 static int ident_teardown(void **state)
 {
         DEPLOY_S_B = "0.3";
         rf_teardown(state);
+        if (INV_SIM_B == INV_C) {
+                SRC.a = maas_inventory_free(SRC.a);
+                SRC.b = maas_inventory_free(SRC.b);
+                maas_config_release(&SRC.cfg);
+                maas_config_release(&SRC.cfg_a);
+                unlink(INV_C);
+                INV_SIM_B = INV_B;
+        }
         maassim_stop(&SIM_B);
         log_setup(LOG_FORMAT_TEXT, 0, 2);
         close(LOG_FD);
@@ -491,6 +622,86 @@ static void test_identity__bad_credentials_are_conditions(void **state)
         key_nowhere(KEY_B);
 }
 
+static bool has_capacity(const cJSON *o, const void *arg)
+{
+        const char *cpu = json_at_str(o, "status.capacity.cpu");
+
+        return cpu && strcmp(cpu, arg) == 0;
+}
+
+/* status.failureDomains holds exactly the zones of arg ("a,b"), in any order. */
+static bool has_zones(const cJSON *o, const void *arg)
+{
+        const cJSON *fd = json_at(o, "status.failureDomains");
+        char *want = xstrdup(arg), *rest = want;
+        int n = 0, found = 0;
+
+        for (char *z; (z = next_token(&rest, ',')) != NULL; n++) {
+                const cJSON *e;
+
+                cJSON_ArrayForEach (e, fd) {
+                        const char *name = cJSON_IsObject(fd) ? e->string : json_at_str(e, "name");
+
+                        found += name && strcmp(name, z) == 0;
+                }
+        }
+        free(want);
+        return found == n && cJSON_GetArraySize(fd) == n;
+}
+
+static void make_template(const char *name, const char *cluster)
+{
+        cl_create(&KUBE_RES_MAASMACHINETEMPLATES,
+                  test_json("{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+                            "\"MaasMachineTemplate\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
+                            "\"cluster.x-k8s.io/cluster-name\":\"%s\"}},\"spec\":{\"template\":"
+                            "{\"spec\":{\"image\":\"ubuntu/jammy\",\"minCPU\":1,\"minMemory\":"
+                            "1024}}}}",
+                            name, cluster));
+}
+
+/* A cluster with its own MAAS gets its discovered failure domains and its templates'
+ * capacity from that MAAS's inventory, and both follow that inventory's refreshes; a cluster
+ * of the default MAAS keeps the default's. */
+static void test_identity__zones_and_capacity_from_its_own_maas(void **state)
+{
+        cJSON *o;
+
+        (void)state;
+        start_provider_with_inventories();
+        make_identity_secret("maas-b", SIM_B.proc.url, KEY_B);
+        make_ident_cluster("cb", "maas-b");
+        cl_patch(&KUBE_RES_MAASCLUSTERS, "cb", NULL, "{\"spec\":{\"failureDomains\":null}}");
+        make_cluster("cd", true);
+        cl_patch(&KUBE_RES_MAASCLUSTERS, "cd", NULL, "{\"spec\":{\"failureDomains\":null}}");
+        make_template("tb", "cb");
+        make_template("td", "cd");
+
+        /* B's zones and B's smallest machine; A's (the sample inventory: 3 zones, 2 cores) */
+        cJSON_Delete(cl_wait(&KUBE_RES_MAASCLUSTERS, "cb", has_zones, "site-c1,site-c2"));
+        o = cl_wait(&KUBE_RES_MAASMACHINETEMPLATES, "tb", has_capacity, "48");
+        assert_string_equal(json_at_str(o, "status.capacity.memory"), "64Gi");
+        cJSON_Delete(o);
+        cJSON_Delete(cl_wait(&KUBE_RES_MAASCLUSTERS, "cd", has_zones, "az1,az2,az3"));
+        cJSON_Delete(cl_wait(&KUBE_RES_MAASMACHINETEMPLATES, "td", has_capacity, "2"));
+
+        /* a smaller machine in B's empty zone: seen at B's next refresh, nothing else moves */
+        cJSON_Delete(maassim_call(&SIM_B, "POST", "machines",
+                                  "{\"system_id\":\"b-small\",\"hostname\":\"b-small\","
+                                  "\"cpu_count\":8,\"memory\":16384,\"zone\":\"site-c3\","
+                                  "\"pool\":\"capi\",\"architecture\":\"amd64/generic\"}"));
+        cJSON_Delete(cl_wait(&KUBE_RES_MAASCLUSTERS, "cb", has_zones, "site-c1,site-c2,site-c3"));
+        o = cl_wait(&KUBE_RES_MAASMACHINETEMPLATES, "tb", has_capacity, "8");
+        assert_string_equal(json_at_str(o, "status.capacity.memory"), "16Gi");
+        cJSON_Delete(o);
+        o = cl_get(&KUBE_RES_MAASMACHINETEMPLATES, "td");
+        assert_string_equal(json_at_str(o, "status.capacity.cpu"), "2");
+        cJSON_Delete(o);
+        o = cl_get(&KUBE_RES_MAASCLUSTERS, "cd");
+        assert_true(has_zones(o, "az1,az2,az3"));
+        cJSON_Delete(o);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -500,6 +711,8 @@ int main(void)
                                                 ident_setup_slow, ident_teardown),
                 cmocka_unit_test_setup_teardown(test_identity__bad_credentials_are_conditions,
                                                 ident_setup, ident_teardown),
+                cmocka_unit_test_setup_teardown(test_identity__zones_and_capacity_from_its_own_maas,
+                                                ident_setup_zones, ident_teardown),
         };
 
         return cmocka_run_group_tests(tests, rf_group_setup, rf_group_teardown);

@@ -514,6 +514,17 @@ static void provider_set_listener(void *ud, provider_ident_inventory_fn *fn, voi
         pthread_mutex_unlock(&mi->listen_lock);
 }
 
+size_t maas_inventories_count(struct maas_inventories *mi)
+{
+        size_t n = 0;
+
+        pthread_mutex_lock(&mi->lock);
+        for (size_t i = 0; i < MAAS_INVENTORIES_MAX; i++)
+                n += mi->inv[i] != NULL;
+        pthread_mutex_unlock(&mi->lock);
+        return n;
+}
+
 const struct provider_inventory_source *maas_inventories_provider_source(
         struct maas_inventories *mi)
 {

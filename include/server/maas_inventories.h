@@ -21,6 +21,7 @@
  * client, behind a lock of their own), the cache under another.
  */
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "compiler.h"
@@ -51,6 +52,8 @@ MUST_CHECK int maas_inventories_new_clock(const struct config *cfg,
 struct maas_inventories *maas_inventories_free(struct maas_inventories *mi);
 /* The webhooks' source (webhooks.h) backed by mi (NULL = none). Valid as long as mi. */
 const struct webhooks_inventory_source *maas_inventories_source(struct maas_inventories *mi);
+/* How many identities' inventories the cache lists now (tests, metrics). */
+size_t maas_inventories_count(struct maas_inventories *mi);
 /* The controllers' source (provider.h) backed by mi (NULL = none): acquire by the Secret's
  * name (the controllers know it from the MaasCluster informer), the refresh listener.
  * Valid as long as mi. */

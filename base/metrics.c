@@ -533,6 +533,39 @@ struct metric_series *metric_series_of(struct metric_family *f, const char *cons
         return s;
 }
 
+bool metric_series_delete(struct metric_family *f, const char *const *values)
+{
+        char key[KEY_MAX];
+        struct metric_series **at, *s = NULL;
+        size_t len = 0;
+        uint64_t hash;
+
+        if (key_build(f, values, key, &len) < 0)
+                return false;
+        hash = hash_key(key, len);
+        pthread_mutex_lock(&f->owner->lock);
+        for (at = &f->slots[hash % f->n_slots]; *at; at = &(*at)->next)
+                if ((*at)->hash == hash && (*at)->key_len == len &&
+                    memcmp((*at)->key, key, len) == 0) {
+                        s = *at;
+                        *at = s->next;
+                        break;
+                }
+        for (size_t i = 0; s && i < f->n_series; i++)
+                if (f->order[i] == s) {
+                        memmove(&f->order[i], &f->order[i + 1],
+                                (f->n_series - i - 1) * sizeof(*f->order));
+                        f->n_series--;
+                        break;
+                }
+        pthread_mutex_unlock(&f->owner->lock);
+        if (s) {
+                free(s->key);
+                free(s);
+        }
+        return s != NULL;
+}
+
 /* ---- lock-free updates ---- */
 
 void metric_counter_add(struct metric_series *s, double v)

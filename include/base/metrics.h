@@ -4,7 +4,8 @@
  *
  * Model: a registry (struct metrics) owns families (counter, gauge, histogram), each with a
  * fixed list of label names; a family owns its series, one per distinct tuple of label
- * values. Every family and series lives until metrics_free(), so pointers to them are stable
+ * values. Every family and series lives until metrics_free() (a series deleted with
+ * metric_series_delete excepted), so pointers to them are stable
  * and hot paths cache a series once and then update it with no lookup, no lock and no
  * allocation.
  *
@@ -112,6 +113,14 @@ struct metric_series *metric_series_of(struct metric_family *f, const char *cons
  * (named as the function it stands for) so the values are type-checked const char * and
  * no variadic NULL sentinel is involved; f is evaluated once. */
 #define metric_series(f, ...) metric_series_of((f), (const char *const[]){ __VA_ARGS__, NULL })
+
+/*
+ * Deletes the series of these label values, if any (true when there was one), so a family
+ * labelled by something that comes and goes (an identity, say) stays bounded. Only for a
+ * series one owner keeps: no pointer to it may be used after this returns. Takes the
+ * registry mutex. Not for a family without labels.
+ */
+bool metric_series_delete(struct metric_family *f, const char *const *values);
 
 /* Lock-free updates. Counters ignore negative and NaN increments. A series of the wrong
  * type asserts. */

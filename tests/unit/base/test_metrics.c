@@ -255,6 +255,38 @@ static void test_metrics__renders_counters_and_gauges_golden(void **state)
         free(text);
 }
 
+/* A deleted series is no longer rendered, the others keep their order and values, and the
+ * same labels later start a new series from zero. */
+static void test_metrics__deleted_series_are_gone(void **state)
+{
+        static const char *const labels[] = { "identity", NULL };
+        struct metric_family *c = NULL;
+        char *text;
+
+        assert_int_equal(metrics_counter(*state, "capmaas_x_total", "X.", labels, &c), 0);
+        for (int i = 0; i < 40; i++) { /* past the first rehash */
+                char v[16];
+
+                snprintf(v, sizeof(v), "ns/s%d", i);
+                metric_counter_add(metric_series(c, v), i + 1);
+        }
+        for (int i = 0; i < 40; i++) {
+                char v[16];
+
+                snprintf(v, sizeof(v), "ns/s%d", i);
+                if (i != 2)
+                        assert_true(metric_series_delete(c, (const char *const[]){ v, NULL }));
+        }
+        assert_false(metric_series_delete(c, (const char *const[]){ "ns/s0", NULL }));
+        metric_counter_inc(metric_series(c, "ns/s7"));
+        text = render(*state);
+        assert_string_equal(text, "# HELP capmaas_x_total X.\n"
+                                  "# TYPE capmaas_x_total counter\n"
+                                  "capmaas_x_total{identity=\"ns/s2\"} 3\n"
+                                  "capmaas_x_total{identity=\"ns/s7\"} 1\n");
+        free(text);
+}
+
 static void test_metrics__renders_histogram_cumulative_with_inf(void **state)
 {
         static const char *const labels[] = { "webhook", NULL };
@@ -714,6 +746,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_metrics__format_checker_rejects_malformed_lines),
                 T(test_metrics__renders_counters_and_gauges_golden),
+                T(test_metrics__deleted_series_are_gone),
                 T(test_metrics__renders_histogram_cumulative_with_inf),
                 T(test_metrics__histogram_without_labels_and_default_buckets),
                 T(test_metrics__escapes_label_values_and_help),

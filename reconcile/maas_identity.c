@@ -14,6 +14,7 @@
 #include "json.h"
 #include "kube_client.h"
 #include "log.h"
+#include "metrics.h"
 #include "token_bucket.h"
 #include "xalloc.h"
 
@@ -30,6 +31,17 @@ struct ident_slot {
         char *message;
         uint64_t not_before_ms; /* no new attempt before (the failure's backoff) */
         unsigned failures;
+        struct token_bucket_stats spent; /* of the identities it retired (the metrics) */
+};
+
+enum { BUDGET_REQUESTS, BUDGET_DELAYED, BUDGET_WAIT, BUDGET_HOLDS, BUDGET_N };
+
+/* The collector of the budget metrics: owned by the registry (it may be rendered after the
+ * pool is gone: pool is then NULL). */
+struct budget_collector {
+        pthread_mutex_t mu;
+        struct maas_ident_pool *pool; /* mu */
+        struct metric_family *f[BUDGET_N];
 };
 
 struct maas_ident_pool {
@@ -43,6 +55,7 @@ struct maas_ident_pool {
         const struct clock_ops *clock;
         uint32_t timeout_ms;
         uint64_t serial;
+        struct budget_collector *budget_metrics; /* NULL without metrics */
 };
 
 void maas_ident_failure_release(struct maas_ident_failure *f)
@@ -51,8 +64,114 @@ void maas_ident_failure_release(struct maas_ident_failure *f)
         *f = (struct maas_ident_failure){ 0 };
 }
 
+static void stats_add(struct token_bucket_stats *sum, const struct token_bucket_stats *st)
+{
+        sum->reservations += st->reservations;
+        sum->delayed += st->delayed;
+        sum->wait_ms += st->wait_ms;
+        sum->holds += st->holds;
+}
+
+/* What the slot's identities spent of their budgets: the retired ones' and the current's. */
+static struct token_bucket_stats slot_spent(const struct ident_slot *s)
+{
+        struct token_bucket_stats sum = s->spent, st;
+
+        if (s->cur) {
+                token_bucket_stats(s->cur->budget, &st);
+                stats_add(&sum, &st);
+        }
+        return sum;
+}
+
+/* Before each render: every identity's budget, labelled with its Secret (never a key). */
+static void budget_collect(struct metrics *m, void *ud)
+{
+        struct budget_collector *k = ud;
+        struct maas_ident_pool *pool;
+
+        (void)m;
+        pthread_mutex_lock(&k->mu);
+        pool = k->pool;
+        if (pool)
+                pthread_mutex_lock(&pool->lock);
+        for (size_t i = 0; pool && i < pool->idents.n; i++) {
+                const char *key = pool->idents.items[i].key;
+                struct token_bucket_stats st = slot_spent(pool->idents.items[i].ptr);
+
+                metric_counter_set(metric_series(k->f[BUDGET_REQUESTS], key),
+                                   (double)st.reservations);
+                metric_counter_set(metric_series(k->f[BUDGET_DELAYED], key), (double)st.delayed);
+                metric_counter_set(metric_series(k->f[BUDGET_WAIT], key),
+                                   (double)st.wait_ms / 1000.0);
+                metric_counter_set(metric_series(k->f[BUDGET_HOLDS], key), (double)st.holds);
+        }
+        if (pool)
+                pthread_mutex_unlock(&pool->lock);
+        pthread_mutex_unlock(&k->mu);
+}
+
+static void budget_collector_free(void *ud)
+{
+        struct budget_collector *k = ud;
+
+        pthread_mutex_destroy(&k->mu);
+        free(k);
+}
+
+/* capmaas_maas_identity_budget_*{identity="ns/secret"}: the per-identity request budgets,
+ * as capmaas_client_budget_*{api="maas"} is the process-wide one's. */
+static int budget_metrics(struct maas_ident_pool *pool, struct metrics *m)
+{
+        static const char *const labels[] = { "identity", NULL };
+
+        static const struct {
+                const char *name, *help;
+        } fam[BUDGET_N] = {
+                [BUDGET_REQUESTS] = { "capmaas_maas_identity_budget_requests_total",
+                                      "Requests to a per-cluster MAAS (spec.identityRef) that "
+                                      "took a token of its request budget." },
+                [BUDGET_DELAYED] = { "capmaas_maas_identity_budget_delayed_total",
+                                     "Requests to a per-cluster MAAS that waited for a token." },
+                [BUDGET_WAIT] = { "capmaas_maas_identity_budget_wait_seconds_total",
+                                  "Seconds requests to a per-cluster MAAS waited for its request "
+                                  "budget, summed." },
+                [BUDGET_HOLDS] = { "capmaas_maas_identity_budget_holds_total",
+                                   "Retry-After answers of a per-cluster MAAS that held its whole "
+                                   "request budget." },
+        };
+        struct budget_collector *k = xcalloc(1, sizeof(*k));
+        int r = 0;
+
+        pthread_mutex_init(&k->mu, NULL);
+        for (size_t i = 0; r == 0 && i < BUDGET_N; i++)
+                r = metrics_counter(m, fam[i].name, fam[i].help, labels, &k->f[i]);
+        if (r == 0)
+                r = metrics_add_collector(m, budget_collect, k, budget_collector_free);
+        if (r < 0) {
+                budget_collector_free(k);
+                return r;
+        }
+        k->pool = pool;
+        pool->budget_metrics = k;
+        return 0;
+}
+
+/* Drops the budget series of identity key (pool lock held): the families stay bounded by
+ * the identities the clusters name. */
+static void budget_forget(struct maas_ident_pool *pool, const char *key)
+{
+        if (!pool->budget_metrics)
+                return;
+        for (size_t i = 0; i < BUDGET_N; i++)
+                (void)metric_series_delete(pool->budget_metrics->f[i],
+                                           (const char *const[]){ key, NULL });
+}
+
 int maas_ident_pool_new(const struct maas_ident_pool_opts *o, struct maas_ident_pool **ret)
 {
+        int err;
+
         struct maas_ident_pool *pool = xcalloc(1, sizeof(*pool));
 
         pthread_mutex_init(&pool->lock, NULL);
@@ -61,7 +180,8 @@ int maas_ident_pool_new(const struct maas_ident_pool_opts *o, struct maas_ident_
         pool->clock = o->clock ? o->clock : clock_system();
         pool->timeout_ms = o->timeout_ms;
         *ret = pool;
-        return 0;
+        err = o->metrics ? budget_metrics(pool, o->metrics) : 0;
+        return err;
 }
 
 uint32_t maas_ident_pool_timeout_ms(const struct maas_ident_pool *pool)
@@ -125,8 +245,12 @@ void maas_ident_observe(void *ud, int err)
 /* Retires the slot's identity (the pool's reference goes). Lock held. */
 static void slot_retire(struct ident_slot *s)
 {
+        struct token_bucket_stats st;
+
         if (!s->cur)
                 return;
+        token_bucket_stats(s->cur->budget, &st);
+        stats_add(&s->spent, &st);
         atomic_store(&s->cur->retired, true);
         maas_ident_put(s->cur);
         s->cur = NULL;
@@ -145,6 +269,11 @@ struct maas_ident_pool *maas_ident_pool_free(struct maas_ident_pool *pool)
 {
         if (!pool)
                 return NULL;
+        if (pool->budget_metrics) { /* the registry may still render: nothing of ours then */
+                pthread_mutex_lock(&pool->budget_metrics->mu);
+                pool->budget_metrics->pool = NULL;
+                pthread_mutex_unlock(&pool->budget_metrics->mu);
+        }
         for (size_t i = 0; i < pool->idents.n; i++)
                 slot_free(pool->idents.items[i].ptr);
         reconciler_table_release(&pool->idents);
@@ -600,6 +729,7 @@ size_t maas_ident_forget_unused(struct maas_ident_pool *pool)
                         used = strcmp(pool->clusters.items[j].ptr, key) == 0;
                 if (used)
                         continue;
+                budget_forget(pool, key);
                 slot_free(pool->idents.items[i].ptr);
                 reconciler_table_del(&pool->idents, key);
                 gone++;

@@ -48,6 +48,7 @@
 struct kube_client;
 struct kube_object;
 struct maas_ident_pool;
+struct metrics;
 
 #define MAAS_IDENT_RECHECK_MS 10000u
 
@@ -83,6 +84,9 @@ struct maas_ident_pool_opts {
         unsigned burst; /* --maas-api-burst */
         const struct clock_ops *clock; /* NULL = system */
         uint32_t timeout_ms;           /* per MAAS request (the workers' transports) */
+        /* borrowed, may be NULL: gets capmaas_maas_identity_budget_*{identity="ns/secret"},
+         * each identity's series dropped when it is forgotten */
+        struct metrics *metrics;
 };
 
 MUST_CHECK int maas_ident_pool_new(const struct maas_ident_pool_opts *o,

@@ -371,8 +371,8 @@ int provider_new(const struct provider_opts *o, struct provider **ret)
                 &(struct maas_ident_pool_opts){ .qps = o->settings.maas_api_qps,
                                                 .burst = o->settings.maas_api_burst,
                                                 .clock = o->clock,
-                                                .timeout_ms =
-                                                        (uint32_t)o->settings.maas_timeout_ms },
+                                                .timeout_ms = (uint32_t)o->settings.maas_timeout_ms,
+                                                .metrics = o->metrics },
                 &p->idents);
         if (err == 0)
                 err = register_metrics(p);

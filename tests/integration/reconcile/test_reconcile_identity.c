@@ -420,6 +420,21 @@ static void key_nowhere(const char *key)
         free(text);
 }
 
+/* capmaas_maas_identity_budget_requests_total of Secret name in the test namespace, or -1
+ * when there is no such series. */
+static double budget_requests(const char *name)
+{
+        char *text = render_metrics();
+        char *line = xasprintf("\ncapmaas_maas_identity_budget_requests_total{identity=\"%s/%s\"} ",
+                               CL.ns, name);
+        const char *at = strstr(text, line);
+        double v = at ? strtod(at + strlen(line), NULL) : -1;
+
+        free(line);
+        free(text);
+        return v;
+}
+
 static bool no_identity(const void *arg)
 {
         (void)arg;
@@ -473,8 +488,11 @@ static void test_identity__each_cluster_uses_its_own_maas(void **state)
         log_only(&SIM_B, "b-", uids_a, 2);
         log_only(&RF.sim, NULL, uids_d, 2);
 
+        /* B's budget is counted apart, named by its Secret (never a key) */
+        assert_true(budget_requests("maas-b") > 0);
+
         /* the cluster goes: its record is deleted in B, and no cluster names the identity
-         * any more, so the pool forgets it */
+         * any more, so the pool forgets it, and its budget's series with it */
         assert_int_equal(maas_ident_count(RF.prov->idents), 1);
         cl_delete(&KUBE_RES_MAASMACHINES, "b1");
         assert_null(cl_wait(&KUBE_RES_MAASMACHINES, "b1", NULL, NULL));
@@ -486,6 +504,7 @@ static void test_identity__each_cluster_uses_its_own_maas(void **state)
         cJSON_Delete(mc);
         assert_int_equal(n_records(), 1); /* cd's, in A, untouched */
         key_nowhere(KEY_B);
+        assert_true(budget_requests("maas-b") < 0);
 }
 
 static bool status_is(const cJSON *logged, int status)

@@ -588,18 +588,12 @@ static int vip_record(struct maascluster_ctx *c, const char *ip)
 static int endpoint_vip(struct maascluster_ctx *c, bool *ret_go)
 {
         struct vip_pass v = vip_pass_of(c);
-        const struct schema_api_endpoint *ep = c->mc.spec.control_plane_endpoint;
-        const char *ann = schema_strmap_get(&c->mc.meta.annotations, RECONCILER_ANNOTATION_VIP);
-        /* seen reserved by an earlier pass (status survives a restart, not a move) */
-        bool verify = !(ann && ep && ep->host && strcmp(ep->host, ann) == 0 &&
-                        schema_conditions_is_true(&c->mc.status.conditions,
-                                                  SCHEMA_COND_LOAD_BALANCER_READY));
         bool fresh = false;
         char *ip;
         int err, ferr = 0;
 
         *ret_go = false;
-        err = maascluster_vip_ensure(&v, verify, &fresh);
+        err = maascluster_vip_ensure(&v, &fresh);
         if (fresh) /* MAAS picked it: persisted before anything else can go wrong */
                 ferr = flush(c, true);
         if (err || ferr)

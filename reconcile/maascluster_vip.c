@@ -134,7 +134,7 @@ out:
         return err;
 }
 
-int maascluster_vip_ensure(struct vip_pass *v, bool verify, bool *ret_fresh_pick)
+int maascluster_vip_ensure(struct vip_pass *v, bool *ret_fresh_pick)
 {
         const char *ip = maascluster_vip_address(v->mc);
         bool have = false;
@@ -144,8 +144,6 @@ int maascluster_vip_ensure(struct vip_pass *v, bool verify, bool *ret_fresh_pick
         *ret_fresh_pick = false;
         if (!ip)
                 return reserve(v, NULL, ret_fresh_pick);
-        if (!verify)
-                return 0;
         copy = xstrdup(ip); /* the annotation may be replaced below */
         other = claimed_elsewhere(v, copy);
         if (other) {

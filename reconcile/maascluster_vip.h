@@ -44,14 +44,14 @@ struct vip_pass {
 /* The address: spec.endpoint.address, else the vip annotation; NULL when none yet. */
 const char *maascluster_vip_address(const struct maas_cluster *mc);
 
-/* Makes sure the VIP is reserved for capmaas's MAAS user: found by address (no second
- * reservation), else reserved (spec.endpoint.address, or one MAAS picks from
- * spec.endpoint.subnet); *ret_fresh_pick is set when MAAS picked a new address, which the
- * caller must persist (the annotation) before anything else. The annotation is set in
- * v->mc. verify false skips the MAAS read (the reservation was seen this process).
- * MAAS's refusal: LoadBalancerReady False / VIPReservationFailed with MAAS's message, a
- * Warning event, and the error returned (the controller's backoff). */
-MUST_CHECK int maascluster_vip_ensure(struct vip_pass *v, bool verify, bool *ret_fresh_pick);
+/* Makes sure the VIP is reserved for capmaas's MAAS user, on every pass (one GET): found by
+ * address (no second reservation), else reserved (spec.endpoint.address, or one MAAS picks
+ * from spec.endpoint.subnet), so a reservation released behind capmaas's back is made
+ * again before MAAS can hand the address out; *ret_fresh_pick is set when MAAS picked a new
+ * address, which the caller must persist (the annotation) before anything else. The
+ * annotation is set in v->mc. MAAS's refusal: LoadBalancerReady False / VIPReservationFailed
+ * with MAAS's message, a Warning event, and the error returned (the controller's backoff). */
+MUST_CHECK int maascluster_vip_ensure(struct vip_pass *v, bool *ret_fresh_pick);
 
 /* Releases the VIP at cluster deletion (after the last MaasMachine is gone): only when the
  * reservation is the caller's (GET ipaddresses/?ip=); nothing held is success. */

@@ -65,10 +65,17 @@ static int reservations(const char *ip, char owner[32])
         return n;
 }
 
+static bool one_reservation(const void *arg)
+{
+        (void)arg;
+        return reservations(NULL, NULL) == 1;
+}
+
 static const char *LB_TRUE[] = { "LoadBalancerReady", "True", "LoadBalancerReady" };
 
 /* The address of the machine MAAS deploys first (hkd3ps, 10.20.0.10 in the inventory) as
- * the VIP: reserved for capmaas's user, the endpoint, no DNS record; the control plane
+ * the VIP: reserved for capmaas's user, the endpoint, no DNS record; released behind
+ * capmaas's back, reserved again by the next pass; the control plane
  * deployed next gets another address and no DNSAttached wait; deleting the cluster waits
  * for the machine, then releases the reservation. */
 static void test_vip__reserved_given_to_no_machine_released_on_delete(void **state)
@@ -93,6 +100,14 @@ static void test_vip__reserved_given_to_no_machine_released_on_delete(void **sta
         assert_string_equal(owner, "admin"); /* the user of capmaas's key */
         assert_int_equal(n_records(), 0);
         wait_event("VIPReserved");
+
+        /* released behind capmaas's back: the next pass reserves it again */
+        assert_int_equal(maas_release_ip(RF.maas, "10.20.0.10", NULL), 0);
+        assert_int_equal(reservations(NULL, NULL), 0);
+        cl_patch(&KUBE_RES_MAASCLUSTERS, "v1", NULL,
+                 "{\"metadata\":{\"annotations\":{\"test/nudge\":\"1\"}}}");
+        assert_true(cl_eventually(one_reservation, NULL));
+        assert_int_equal(maas_count_requests("reserve"), 2);
 
         sid = ready_machine("v1", "v1-cp0",
                             &(struct machine_spec){ .control_plane = true, .bootstrap = true });

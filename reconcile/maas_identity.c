@@ -32,6 +32,7 @@ struct ident_slot {
         uint64_t not_before_ms; /* no new attempt before (the failure's backoff) */
         unsigned failures;
         struct token_bucket_stats spent; /* of the identities it retired (the metrics) */
+        char *seen_rv; /* the Secret's resourceVersion at its last read, "" = none; NULL */
 };
 
 enum { BUDGET_REQUESTS, BUDGET_DELAYED, BUDGET_WAIT, BUDGET_HOLDS, BUDGET_N };
@@ -56,6 +57,8 @@ struct maas_ident_pool {
         uint32_t timeout_ms;
         uint64_t serial;
         struct budget_collector *budget_metrics; /* NULL without metrics */
+        void (*changed)(void *arg, const char *ns, const char *secret);
+        void *changed_arg;
 };
 
 void maas_ident_failure_release(struct maas_ident_failure *f)
@@ -179,6 +182,8 @@ int maas_ident_pool_new(const struct maas_ident_pool_opts *o, struct maas_ident_
         pool->burst = o->burst;
         pool->clock = o->clock ? o->clock : clock_system();
         pool->timeout_ms = o->timeout_ms;
+        pool->changed = o->changed;
+        pool->changed_arg = o->changed_arg;
         *ret = pool;
         err = o->metrics ? budget_metrics(pool, o->metrics) : 0;
         return err;
@@ -262,6 +267,7 @@ static void slot_free(struct ident_slot *s)
                 return;
         slot_retire(s);
         free(s->message);
+        free(s->seen_rv);
         free(s);
 }
 
@@ -651,6 +657,38 @@ static int slot_update(struct maas_ident_pool *pool,
         return slot_give(s, now, ret, f);
 }
 
+/* The resourceVersion a Secret read gave: "" when there is no such Secret, NULL when the
+ * read failed otherwise (nothing is known). */
+static const char *read_rv(const cJSON *json, int err)
+{
+        const char *rv;
+
+        if (err == CM_ENOTFOUND)
+                return "";
+        if (err)
+                return NULL;
+        rv = json_find_str(json, "metadata", "resourceVersion", NULL);
+        return rv ? rv : "";
+}
+
+/* Whether the read (json or err) shows another Secret than the one the slot last read. */
+static bool secret_changed(const struct ident_slot *s, const cJSON *json, int err)
+{
+        const char *rv = read_rv(json, err);
+
+        return rv && (!s->seen_rv || strcmp(rv, s->seen_rv) != 0);
+}
+
+static void seen_rv_set(struct ident_slot *s, const cJSON *json, int err)
+{
+        const char *rv = read_rv(json, err);
+
+        if (!rv)
+                return;
+        free(s->seen_rv);
+        s->seen_rv = xstrdup(rv);
+}
+
 int maas_ident_acquire(struct maas_ident_pool *pool,
                        struct kube_client *kc,
                        const char *ns,
@@ -665,7 +703,7 @@ int maas_ident_acquire(struct maas_ident_pool *pool,
         const char *reason = NULL;
         char *msg = NULL;
         uint64_t now = clock_now_ms(pool->clock);
-        bool bad;
+        bool bad, poll, changed = false;
         int err;
 
         *ret = NULL;
@@ -678,7 +716,10 @@ int maas_ident_acquire(struct maas_ident_pool *pool,
         }
         s = e->ptr;
         bad = s->cur && (atomic_load(&s->cur->unauthorized) || atomic_load(&s->cur->unreachable));
-        if (s->err && now < s->not_before_ms) { /* backing off: no read, no MAAS call */
+        /* backing off: no MAAS call, and a Secret read only every MAAS_IDENT_POLL_MS (a
+         * changed Secret ends the backoff) */
+        poll = s->err && now < s->not_before_ms;
+        if (poll && now - s->checked_ms < MAAS_IDENT_POLL_MS) {
                 err = slot_failure(s, now, f);
                 goto unlock;
         }
@@ -686,7 +727,7 @@ int maas_ident_acquire(struct maas_ident_pool *pool,
                 err = slot_give(s, now, ret, f);
                 goto unlock;
         }
-        if (s->err && s->cur) {
+        if (s->err && s->cur && !poll) {
                 /* the backoff passed: one more try with what MAAS refused, unless the Secret
                  * changed meanwhile (read below) */
                 atomic_store(&s->cur->unauthorized, false);
@@ -706,11 +747,30 @@ int maas_ident_acquire(struct maas_ident_pool *pool,
         }
         s = e->ptr;
         s->checked_ms = clock_now_ms(pool->clock);
+        if (poll && !secret_changed(s, json, err)) { /* still backing off */
+                free(msg);
+                err = slot_failure(s, s->checked_ms, f);
+                goto unlock;
+        }
+        changed = poll;
+        if (poll && s->cur) { /* a new Secret: the backoff ends, its calls decide */
+                atomic_store(&s->cur->unauthorized, false);
+                atomic_store(&s->cur->unreachable, false);
+                atomic_store(&s->cur->proven, false);
+        }
+        if (poll)
+                slot_clear(s);
         if (s->err && s->cur && err == 0) /* the retry after a backoff: let it probe */
                 slot_clear(s);
+        seen_rv_set(s, json, err);
         err = slot_update(pool, s, key, json, err, reason, msg, ret, f);
 unlock:
         pthread_mutex_unlock(&pool->lock);
+        if (changed && pool->changed) {
+                log_info(LOGGER, "identity Secret changed during its backoff: tried again",
+                         "identity=%s", key);
+                pool->changed(pool->changed_arg, ns, secret);
+        }
         cJSON_Delete(json);
         free(key);
         return err;

@@ -51,6 +51,9 @@ struct maas_ident_pool;
 struct metrics;
 
 #define MAAS_IDENT_RECHECK_MS 10000u
+/* While an identity backs off, its Secret is read again at most this often: a changed one
+ * (another resourceVersion) ends the backoff at once. */
+#define MAAS_IDENT_POLL_MS    5000u
 
 struct maas_ident {
         char *key;       /* "ns/secret" */
@@ -87,6 +90,10 @@ struct maas_ident_pool_opts {
         /* borrowed, may be NULL: gets capmaas_maas_identity_budget_*{identity="ns/secret"},
          * each identity's series dropped when it is forgotten */
         struct metrics *metrics;
+        /* called (no lock held, on the acquiring thread) when a read during a backoff found
+         * the Secret ns/secret changed: the backoff ended, its objects may come back now */
+        void (*changed)(void *arg, const char *ns, const char *secret);
+        void *changed_arg;
 };
 
 MUST_CHECK int maas_ident_pool_new(const struct maas_ident_pool_opts *o,

@@ -25,6 +25,7 @@ bool reconciler_maas_pick(struct reconciler_worker *w,
         char *named = secret ? NULL : maas_ident_of_cluster(w->p->idents, ns, cluster);
         struct maas_ident_failure f = { 0 };
         struct maas_ident *id = NULL;
+        bool own = secret != NULL; /* the MaasCluster's pass: its spec names the Secret */
         int err;
 
         if (!secret)
@@ -54,6 +55,10 @@ bool reconciler_maas_pick(struct reconciler_worker *w,
                  (unsigned long long)f.retry_ms);
         res->outcome = RECONCILE_REQUEUE_AFTER;
         res->after_ms = f.retry_ms;
+        /* the MaasCluster comes back often enough to see a fixed Secret soon (a read every
+         * MAAS_IDENT_POLL_MS at most, never a MAAS call); the pool then wakes the rest */
+        if (own && res->after_ms > MAAS_IDENT_POLL_MS)
+                res->after_ms = MAAS_IDENT_POLL_MS;
         maas_ident_failure_release(&f);
         free(named);
         return false;

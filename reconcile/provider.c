@@ -219,6 +219,30 @@ static void on_inventory(void *ud, const struct maas_inventory_snapshot *snap)
                 (void)informer_each_key(p->maasclusters, NULL, NULL, enqueue_key, p->cluster_ctl);
 }
 
+/* The pool found an identity's Secret changed during its backoff: the MaasClusters and
+ * MaasMachines of every cluster naming it come back now instead of at their backoff's end. */
+static void ident_changed(void *arg, const char *ns, const char *secret)
+{
+        struct provider *p = arg;
+        char *key = xasprintf("%s/%s", ns, secret);
+        char **clusters = NULL;
+        size_t n = maas_ident_clusters_naming(p->idents, key, &clusters);
+
+        for (size_t i = 0; i < n; i++) {
+                const char *cluster = strchr(clusters[i], '/') + 1;
+
+                if (p->cluster_ctl)
+                        (void)informer_each_key(p->maasclusters, ns, cluster, enqueue_key,
+                                                p->cluster_ctl);
+                if (p->machine_ctl)
+                        (void)informer_each_key(p->maasmachines, ns, cluster, enqueue_key,
+                                                p->machine_ctl);
+                free(clusters[i]);
+        }
+        free(clusters);
+        free(key);
+}
+
 void reconciler_ident_inventory_refreshed(void *arg,
                                           const char *ns,
                                           const char *secret,
@@ -372,7 +396,9 @@ int provider_new(const struct provider_opts *o, struct provider **ret)
                                                 .burst = o->settings.maas_api_burst,
                                                 .clock = o->clock,
                                                 .timeout_ms = (uint32_t)o->settings.maas_timeout_ms,
-                                                .metrics = o->metrics },
+                                                .metrics = o->metrics,
+                                                .changed = ident_changed,
+                                                .changed_arg = p },
                 &p->idents);
         if (err == 0)
                 err = register_metrics(p);

@@ -59,6 +59,15 @@ stack_wait_line() {
   return 1
 }
 
+# Every process the stack starts gets SIGTERM when the shell that started it exits
+# (setpriv --pdeathsig, util-linux), so a test killed halfway leaves nothing running. Start
+# them from the script's own shell: one started in a $(...) would stop with that subshell.
+if command -v setpriv >/dev/null 2>&1; then
+  STACK_PDEATH=(setpriv --pdeathsig TERM)
+else
+  STACK_PDEATH=()
+fi
+
 # sim_start DIR NAME ARGS...: the one way every script starts a simulator: runs BUILD/NAME
 # (stdout DIR/NAME.K.out, stderr DIR/NAME.K.log, K counting up), waits up to 20 s for its
 # "listening on URL" line. Sets REPLY=URL and SIM_PID; returns 1 (with the log) if it never
@@ -69,7 +78,7 @@ sim_start() {
   shift 2
   SIM_SEQ=$((SIM_SEQ + 1))
   mkdir -p "$dir"
-  "${BUILD:-$CAPMAAS_BUILD_DIR}/$name" "$@" >"$dir/$name.$SIM_SEQ.out" \
+  "${STACK_PDEATH[@]}" "${BUILD:-$CAPMAAS_BUILD_DIR}/$name" "$@" >"$dir/$name.$SIM_SEQ.out" \
     2>"$dir/$name.$SIM_SEQ.log" &
   SIM_PID=$!
   REPLY=$(stack_wait_line "$dir/$name.$SIM_SEQ.out" '^listening on \(.*\)$' 20 "$SIM_PID")
@@ -114,7 +123,7 @@ stack_maas() { # METHOD PATH [curl args]
 
 stack_capmaas_start() {
   # shellcheck disable=SC2086 # STACK_CAPMAAS_ARGS is a list of flags
-  MAAS_ENDPOINT=$STACK_MAAS_ENDPOINT MAAS_API_KEY=$STACK_MAAS_API_KEY "$BUILD/capmaas" \
+  MAAS_ENDPOINT=$STACK_MAAS_ENDPOINT MAAS_API_KEY=$STACK_MAAS_API_KEY "${STACK_PDEATH[@]}" "$BUILD/capmaas" \
     --kubeconfig "$STACK_KUBECONFIG" --webhook-port "$STACK_WEBHOOK_PORT" \
     --webhook-host 127.0.0.1 --webhook-cert-dir "$STACK_DIR/certs" \
     --health-addr "127.0.0.1:$STACK_HEALTH_PORT" --diagnostics-address "127.0.0.1:$STACK_METRICS_PORT" \

@@ -257,7 +257,9 @@ int maasmachine_allocate(struct maasmachine_ctx *c, struct reconcile_result *res
                 fleet_snapshot_allocating(c->p, c->mm.meta.uid);
         err = maas_allocate(c->w->maas, &o, &n, &me);
         reconciler_maas_count(c->p, "allocate", err, &me);
-        if (err == MAAS_ENOMATCH && excluded && !pinned) { /* only kept hosts are left */
+        /* only kept hosts are left, or a kept host's tag is gone from MAAS (400) */
+        if ((err == MAAS_ENOMATCH || (err && me.cls == MAAS_ERR_VALIDATION)) && excluded &&
+            !pinned) {
                 o.not_tags = (const char *const *)s->exclude_tags.items;
                 o.n_not_tags = s->exclude_tags.n;
                 maas_error_release(&me);

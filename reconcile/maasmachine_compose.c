@@ -42,8 +42,6 @@
 #define DEFAULT_DISK_GB   60   /* the reference's vmConfig.diskSize default */
 #define DEFAULT_MEM_MIB   2048 /* MAAS's default for a composed VM */
 #define COMMISSION_POLL   5000 /* ms between looks at a commissioning VM */
-#define RETRY_BASE_S      10
-#define RETRY_MAX_S       300
 #define HOSTNAME_NAME_MAX 40
 
 bool maasmachine_is_vm(const struct maasmachine_ctx *c)
@@ -160,67 +158,9 @@ static void describe(const struct maas_vm_request *rq, char *out, size_t len)
 
 /* --- backoff ------------------------------------------------------------------------------ */
 
-/* The backoff in the annotation, or the one this process last wrote when that is later: a
- * pass woken before the cache holds our write (our own status write wakes one) must not
- * try again at once. */
-static void retry_state(const struct maasmachine_ctx *c, unsigned *ret_failures, int64_t *ret_at)
-{
-        const char *v = schema_strmap_get(&c->mm.meta.annotations, ANNOTATION_VM_RETRY);
-        const struct reconciler_entry *e;
-        unsigned failures = 0;
-        long long at = 0;
-
-        if (!v || sscanf(v, "%u %lld", &failures, &at) != 2) {
-                failures = 0;
-                at = 0;
-        }
-        pthread_mutex_lock(&c->p->lock);
-        e = c->mm.meta.uid ? reconciler_table_get(&c->p->vm_retry, c->mm.meta.uid) : NULL;
-        if (e && e->b > at) {
-                failures = (unsigned)e->a;
-                at = e->b;
-        }
-        pthread_mutex_unlock(&c->p->lock);
-        *ret_failures = failures;
-        *ret_at = at;
-}
-
-/* Remembers the backoff written (at 0: cleared). */
-static void retry_remember(struct maasmachine_ctx *c, unsigned failures, int64_t at)
-{
-        struct reconciler_entry *e;
-
-        if (!c->mm.meta.uid)
-                return;
-        pthread_mutex_lock(&c->p->lock);
-        if (at) {
-                e = reconciler_table_put(&c->p->vm_retry, c->mm.meta.uid);
-                e->a = failures;
-                e->b = at;
-        } else {
-                reconciler_table_del(&c->p->vm_retry, c->mm.meta.uid);
-        }
-        pthread_mutex_unlock(&c->p->lock);
-}
-
-/* Records one more failure; returns the delay before the next try (s). */
-static unsigned note_failure(struct maasmachine_ctx *c)
-{
-        unsigned failures, delay = RETRY_BASE_S;
-        int64_t at;
-        char v[48];
-
-        retry_state(c, &failures, &at);
-        failures++;
-        for (unsigned i = 1; i < failures && delay < RETRY_MAX_S; i++)
-                delay *= 2;
-        if (delay > RETRY_MAX_S)
-                delay = RETRY_MAX_S;
-        (void)snprintf(v, sizeof(v), "%u %lld", failures, (long long)c->now + delay);
-        maasmachine_set_annotation(c, ANNOTATION_VM_RETRY, v);
-        retry_remember(c, failures, (int64_t)c->now + delay);
-        return delay;
-}
+/* The backoff of a VM no host fits (or a MAAS without VM hosts). */
+#define VM_BACKOFF(c) \
+        (&(const struct maasmachine_backoff){ ANNOTATION_VM_RETRY, &(c)->p->vm_retry })
 
 /* --- spreading ------------------------------------------------------------------------------ */
 
@@ -340,7 +280,7 @@ static void no_host(struct maasmachine_ctx *c,
 {
         char what[384];
         char *lacks = NULL, *msg;
-        unsigned delay = note_failure(c);
+        unsigned delay = maasmachine_backoff_fail(c, VM_BACKOFF(c));
 
         describe(rq, what, sizeof(what));
         if (ch->closest >= 0) {
@@ -379,7 +319,7 @@ static int compose_failed(struct maasmachine_ctx *c,
                 return 0;
         }
         if (me->http_status == 503 || err == CM_EINVAL) {
-                delay = note_failure(c);
+                delay = maasmachine_backoff_fail(c, VM_BACKOFF(c));
                 reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
                                 REASON_NO_HOST,
                                 "MAAS refused to compose the VM on host %s: %s; retrying in %us",
@@ -428,8 +368,7 @@ static int compose_on(struct maasmachine_ctx *c,
                 err = compose_failed(c, host, err, &me, res);
                 goto out;
         }
-        maasmachine_set_annotation(c, ANNOTATION_VM_RETRY, NULL);
-        retry_remember(c, 0, 0);
+        maasmachine_backoff_clear(c, VM_BACKOFF(c));
         reconciler_event(c->p, c->cur, "Normal", "VMComposed",
                          "Composed VM %s (%s) on MAAS VM host %s", hostname, sid, host->name);
         reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
@@ -451,15 +390,10 @@ static int choose_and_compose(struct maasmachine_ctx *c,
         struct maas_vm_request rq;
         struct maas_pod_choice ch;
         size_t *counts = NULL;
-        unsigned failures;
-        int64_t at;
         int err;
 
-        retry_state(c, &failures, &at);
-        if (at > (int64_t)c->now) { /* a no-fit backoff runs: its condition stays */
-                maasmachine_requeue(res, (uint64_t)(at - (int64_t)c->now) * 1000u);
-                return 0;
-        }
+        if (maasmachine_backoff_wait(c, VM_BACKOFF(c), res))
+                return 0; /* a no-fit backoff runs: its condition stays */
         vm_request(c, &rq);
         err = maas_list_pods(c->w->maas, &hosts, &me);
         reconciler_maas_count(c->p, "list_pods", err, &me);
@@ -470,7 +404,8 @@ static int choose_and_compose(struct maasmachine_ctx *c,
                                         ? "this MAAS has no VM hosts (MAAS 3.8 removed them)"
                                         : (me.message ? me.message : maas_strerror(err)));
                 if (err == CM_EUNSUPPORTED) {
-                        maasmachine_requeue(res, (uint64_t)note_failure(c) * 1000u);
+                        maasmachine_requeue(
+                                res, (uint64_t)maasmachine_backoff_fail(c, VM_BACKOFF(c)) * 1000u);
                         err = 0;
                 }
                 goto out;

@@ -5,7 +5,9 @@
  */
 #include "maasmachine_context.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,4 +126,94 @@ void maasmachine_ctx_release(struct maasmachine_ctx *c)
         if (c->have_node)
                 maas_node_release(&c->node);
         cJSON_Delete(c->cur);
+}
+
+/* --- backoff ---------------------------------------------------------------------------- */
+
+#define BACKOFF_BASE_S 10
+#define BACKOFF_MAX_S  300
+
+/* The backoff in the annotation, or the one this process last wrote when that is later. */
+static void backoff_state(const struct maasmachine_ctx *c,
+                          const struct maasmachine_backoff *b,
+                          unsigned *ret_failures,
+                          int64_t *ret_at)
+{
+        const char *v = schema_strmap_get(&c->mm.meta.annotations, b->annotation);
+        const struct reconciler_entry *e;
+        unsigned failures = 0;
+        long long at = 0;
+
+        if (!v || sscanf(v, "%u %lld", &failures, &at) != 2) {
+                failures = 0;
+                at = 0;
+        }
+        pthread_mutex_lock(&c->p->lock);
+        e = c->mm.meta.uid ? reconciler_table_get(b->mem, c->mm.meta.uid) : NULL;
+        if (e && e->b > at) {
+                failures = (unsigned)e->a;
+                at = e->b;
+        }
+        pthread_mutex_unlock(&c->p->lock);
+        *ret_failures = failures;
+        *ret_at = at;
+}
+
+/* Remembers the backoff written (at 0: cleared). */
+static void backoff_remember(struct maasmachine_ctx *c,
+                             const struct maasmachine_backoff *b,
+                             unsigned failures,
+                             int64_t at)
+{
+        struct reconciler_entry *e;
+
+        if (!c->mm.meta.uid)
+                return;
+        pthread_mutex_lock(&c->p->lock);
+        if (at) {
+                e = reconciler_table_put(b->mem, c->mm.meta.uid);
+                e->a = failures;
+                e->b = at;
+        } else {
+                reconciler_table_del(b->mem, c->mm.meta.uid);
+        }
+        pthread_mutex_unlock(&c->p->lock);
+}
+
+bool maasmachine_backoff_wait(struct maasmachine_ctx *c,
+                              const struct maasmachine_backoff *b,
+                              struct reconcile_result *res)
+{
+        unsigned failures;
+        int64_t at;
+
+        backoff_state(c, b, &failures, &at);
+        if (at <= (int64_t)c->now)
+                return false;
+        maasmachine_requeue(res, (uint64_t)(at - (int64_t)c->now) * 1000u);
+        return true;
+}
+
+unsigned maasmachine_backoff_fail(struct maasmachine_ctx *c, const struct maasmachine_backoff *b)
+{
+        unsigned failures, delay = BACKOFF_BASE_S;
+        int64_t at;
+        char v[48];
+
+        backoff_state(c, b, &failures, &at);
+        failures++;
+        for (unsigned i = 1; i < failures && delay < BACKOFF_MAX_S; i++)
+                delay *= 2;
+        if (delay > BACKOFF_MAX_S)
+                delay = BACKOFF_MAX_S;
+        (void)snprintf(v, sizeof(v), "%u %lld", failures, (long long)c->now + delay);
+        maasmachine_set_annotation(c, b->annotation, v);
+        backoff_remember(c, b, failures, (int64_t)c->now + delay);
+        return delay;
+}
+
+void maasmachine_backoff_clear(struct maasmachine_ctx *c, const struct maasmachine_backoff *b)
+{
+        maasmachine_set_annotation(c, b->annotation, NULL);
+        backoff_remember(c, b, 0, 0);
 }

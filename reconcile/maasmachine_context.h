@@ -58,3 +58,24 @@ void maasmachine_drop_node(struct maasmachine_ctx *c);
 void maasmachine_requeue(struct reconcile_result *res, uint64_t ms);
 /* Frees what the pass holds. */
 void maasmachine_ctx_release(struct maasmachine_ctx *c);
+
+/*
+ * The backoff of a step MAAS refused (a static address, a VM no host fits): the failures and
+ * a not-before time in an annotation ("<failures> <unix s>"), 10 s doubling to 5 min, and
+ * the same kept in a provider table by the MaasMachine's UID (under c->p->lock), so a pass on
+ * a cache that does not hold the annotation yet (an event queued during the failing pass)
+ * waits all the same.
+ */
+struct maasmachine_backoff {
+        const char *annotation;
+        struct reconciler_table *mem; /* a table of c->p */
+};
+
+/* Whether the backoff still runs; then a requeue for its end is set in res. */
+bool maasmachine_backoff_wait(struct maasmachine_ctx *c,
+                              const struct maasmachine_backoff *b,
+                              struct reconcile_result *res);
+/* Records one more failure; returns the delay before the next try (s). */
+unsigned maasmachine_backoff_fail(struct maasmachine_ctx *c, const struct maasmachine_backoff *b);
+/* The step succeeded: the annotation and the memory go. */
+void maasmachine_backoff_clear(struct maasmachine_ctx *c, const struct maasmachine_backoff *b);

@@ -17,7 +17,6 @@
  * finalizer until then): the STATIC link holding the address is unlinked and AUTO linked
  * again.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +28,6 @@
 #include "xalloc.h"
 
 #define LOGGER           MAASMACHINE_LOGGER
-#define RETRY_BASE_S     10
-#define RETRY_MAX_S      300
 /* An earlier host still releasing: looked at again this soon. */
 #define UNDO_WAIT_MS     2000u
 #define ANNOTATION_HOST  RECONCILER_ANNOTATION_STATIC_IP_HOST
@@ -153,77 +150,13 @@ static const char *message_of(int err, const struct maas_error *me)
 
 /* --- backoff ------------------------------------------------------------------------------- */
 
-/* The backoff in the annotation, or the one this process last wrote when that is later: a
- * pass woken before the cache holds our write (an event queued during the failing pass)
- * must not allocate again at once. */
-static void retry_state(const struct maasmachine_ctx *c, unsigned *ret_failures, int64_t *ret_at)
-{
-        const char *v = schema_strmap_get(&c->mm.meta.annotations, ANNOTATION_RETRY);
-        const struct reconciler_entry *e;
-        unsigned failures = 0;
-        long long at = 0;
-
-        if (!v || sscanf(v, "%u %lld", &failures, &at) != 2) {
-                failures = 0;
-                at = 0;
-        }
-        pthread_mutex_lock(&c->p->lock);
-        e = c->mm.meta.uid ? reconciler_table_get(&c->p->static_ip_retry, c->mm.meta.uid) : NULL;
-        if (e && e->b > at) {
-                failures = (unsigned)e->a;
-                at = e->b;
-        }
-        pthread_mutex_unlock(&c->p->lock);
-        *ret_failures = failures;
-        *ret_at = at;
-}
-
-/* Remembers the backoff written (at 0: the address is applied, nothing to hold). */
-static void retry_remember(struct maasmachine_ctx *c, unsigned failures, int64_t at)
-{
-        struct reconciler_entry *e;
-
-        if (!c->mm.meta.uid)
-                return;
-        pthread_mutex_lock(&c->p->lock);
-        if (at) {
-                e = reconciler_table_put(&c->p->static_ip_retry, c->mm.meta.uid);
-                e->a = failures;
-                e->b = at;
-        } else {
-                reconciler_table_del(&c->p->static_ip_retry, c->mm.meta.uid);
-        }
-        pthread_mutex_unlock(&c->p->lock);
-}
+/* The backoff of a refused static address. */
+#define STATIC_IP_BACKOFF(c) \
+        (&(const struct maasmachine_backoff){ ANNOTATION_RETRY, &(c)->p->static_ip_retry })
 
 bool maasmachine_static_ip_backoff(struct maasmachine_ctx *c, struct reconcile_result *res)
 {
-        unsigned failures;
-        int64_t at;
-
-        retry_state(c, &failures, &at);
-        if (at <= (int64_t)c->now)
-                return false;
-        maasmachine_requeue(res, (uint64_t)(at - (int64_t)c->now) * 1000u);
-        return true;
-}
-
-static unsigned note_failure(struct maasmachine_ctx *c)
-{
-        unsigned failures, delay = RETRY_BASE_S;
-        int64_t at;
-        char v[48];
-
-        retry_state(c, &failures, &at);
-        failures++;
-        for (unsigned i = 1; i < failures && delay < RETRY_MAX_S; i++)
-                delay *= 2;
-        if (delay > RETRY_MAX_S)
-                delay = RETRY_MAX_S;
-        (void)snprintf(v, sizeof(v), "%u %lld", failures, (long long)c->now + delay);
-        maasmachine_set_annotation(c, ANNOTATION_RETRY, v);
-        retry_remember(c, failures, (int64_t)c->now + delay);
-        return delay;
+        return maasmachine_backoff_wait(c, STATIC_IP_BACKOFF(c), res);
 }
 
 /* --- undo ------------------------------------------------------------------------------------ */
@@ -347,7 +280,7 @@ static void failed(struct maasmachine_ctx *c,
         (void)!maasmachine_release(c, sid);
         maasmachine_set_ids(c, NULL, NULL);
         maasmachine_drop_node(c);
-        delay = note_failure(c);
+        delay = maasmachine_backoff_fail(c, STATIC_IP_BACKOFF(c));
         reconciler_cond(&c->conds, SCHEMA_COND_STATIC_IP_APPLIED, SCHEMA_CONDITION_FALSE,
                         SCHEMA_REASON_STATIC_IP_FAILED, "%s on %s: %s", sip->ip, iface_name(sip),
                         msg);
@@ -445,8 +378,7 @@ int maasmachine_network_apply(struct maasmachine_ctx *c, struct reconcile_result
                 err = 0;
                 goto out;
         }
-        maasmachine_set_annotation(c, ANNOTATION_RETRY, NULL);
-        retry_remember(c, 0, 0);
+        maasmachine_backoff_clear(c, STATIC_IP_BACKOFF(c));
         k = schema_conditions_find(&c->mm.status.conditions, SCHEMA_COND_STATIC_IP_APPLIED);
         if (!k || strcmp(k->status, SCHEMA_CONDITION_TRUE) != 0) /* once per link */
                 reconciler_event(c->p, c->cur, "Normal", SCHEMA_REASON_STATIC_IP_APPLIED,

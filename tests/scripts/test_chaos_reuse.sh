@@ -10,6 +10,8 @@
 set -uo pipefail
 # shellcheck source=tests/scripts/kube_sim_lib.sh
 . "$(dirname "$0")/kube_sim_lib.sh"
+# shellcheck source=tests/scripts/e2e_lib.sh
+. "$(dirname "$0")/e2e_lib.sh"
 ks_need kubectl curl
 SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
 BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
@@ -20,7 +22,6 @@ STACK_RELEASE_SECONDS=0.5
 HOLD_S=10
 STACK_CAPMAAS_ARGS="--machine-refresh-interval 2s --maas-inventory-interval 2s --host-reuse-hold ${HOLD_S}s"
 
-k() { stack_kubectl "$@"; }
 within() { # SECONDS CMD...
   local end=$(($(date +%s) + $1))
   shift

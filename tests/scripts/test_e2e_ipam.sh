@@ -11,6 +11,8 @@
 set -uo pipefail
 # shellcheck source=tests/scripts/kube_sim_lib.sh
 . "$(dirname "$0")/kube_sim_lib.sh"
+# shellcheck source=tests/scripts/e2e_lib.sh
+. "$(dirname "$0")/e2e_lib.sh"
 ks_need kubectl curl
 SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
 BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
@@ -26,7 +28,6 @@ POOL=demo-control-plane
 RANGE_LO=10.20.0.100
 RANGE_HI=10.20.0.149
 
-k() { stack_kubectl "$@"; }
 # within SECONDS CMD...: CMD until it succeeds, for at most SECONDS of wall time (the checks
 # below run several kubectl calls each: wait_until's count of tries would last far longer)
 within() {
@@ -37,15 +38,11 @@ within() {
     sleep 0.5
   done
 }
-mm_json() { k get maasmachines -o json; }
 maas_state() { stack_maas GET state; }
 n_ready_is() { # N: N MaasMachines, all Ready
   mm_json | $PY -c 'import json,sys
 i=json.load(sys.stdin)["items"]
 sys.exit(0 if len(i)==int(sys.argv[1]) and all(x.get("status",{}).get("ready") for x in i) else 1)' "$1"
-}
-cluster_ready() {
-  [ "$(k get maascluster demo -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 # "claim address" per answered claim, sorted by address
 claimed() {

@@ -12,6 +12,8 @@
 set -uo pipefail
 # shellcheck source=tests/scripts/kube_sim_lib.sh
 . "$(dirname "$0")/kube_sim_lib.sh"
+# shellcheck source=tests/scripts/e2e_lib.sh
+. "$(dirname "$0")/e2e_lib.sh"
 ks_need kubectl curl
 SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
 BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
@@ -34,16 +36,6 @@ inv["vm_hosts"] = [
 yaml.safe_dump(inv, open(sys.argv[2], "w"))
 PY
 
-k() { stack_kubectl "$@"; }
-wk() { kubectl --kubeconfig "$STACK_WORKLOAD_KUBECONFIG" "$@"; }
-within() { # SECONDS CMD...: CMD until it succeeds, for at most SECONDS of wall time
-  local end=$(($(date +%s) + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$end" ] || return 1
-    sleep 0.25
-  done
-}
 pods() { stack_maas GET pods; }
 # "used-cores:vm-count" per host, e.g. "lxd-a=4:2 lxd-b=4:2"
 host_use() {

@@ -18,6 +18,8 @@
 set -uo pipefail
 # shellcheck source=tests/scripts/kube_sim_lib.sh
 . "$(dirname "$0")/kube_sim_lib.sh"
+# shellcheck source=tests/scripts/e2e_lib.sh
+. "$(dirname "$0")/e2e_lib.sh"
 ks_need kubectl curl
 SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
 BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
@@ -29,16 +31,6 @@ trap 'rm -f "$POLL_ON"; stack_down; ks_cleanup' EXIT
 PY=/usr/bin/python3
 POLL_ON=$KS_WORK/polling
 
-k() { stack_kubectl "$@"; }
-wk() { kubectl --kubeconfig "$STACK_WORKLOAD_KUBECONFIG" "$@"; }
-within() { # SECONDS CMD...: CMD until it succeeds, for at most SECONDS of wall time
-  local end=$(($(date +%s) + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$end" ] || return 1
-    sleep 0.25
-  done
-}
 n_ready_is() {
   k get maasmachines -o json | $PY -c 'import json,sys
 i=json.load(sys.stdin)["items"]

@@ -14,6 +14,8 @@
 set -uo pipefail
 # shellcheck source=tests/scripts/kube_sim_lib.sh
 . "$(dirname "$0")/kube_sim_lib.sh"
+# shellcheck source=tests/scripts/e2e_lib.sh
+. "$(dirname "$0")/e2e_lib.sh"
 ks_need kubectl curl
 SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
 BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
@@ -26,23 +28,10 @@ trap 'rm -f "$POLL_ON"; stack_down; ks_cleanup' EXIT
 PY=/usr/bin/python3
 POLL_ON=$KS_WORK/polling
 
-k() { stack_kubectl "$@"; }
-wk() { kubectl --kubeconfig "$STACK_WORKLOAD_KUBECONFIG" "$@"; }
-within() { # SECONDS CMD...: CMD until it succeeds, for at most SECONDS of wall time
-  local end=$(($(date +%s) + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$end" ] || return 1
-    sleep 0.25
-  done
-}
 n_ready_is() { # N: N MaasMachines, every one Ready
   k get maasmachines -o json | $PY -c 'import json,sys
 i=json.load(sys.stdin)["items"]
 sys.exit(0 if len(i)==int(sys.argv[1]) and all(x.get("status",{}).get("ready") for x in i) else 1)' "$1"
-}
-cluster_ready() {
-  [ "$(k get maascluster demo -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 # Leaks and doubles, as test_chaos.sh: every MAAS machine not Ready (nor Releasing) carries
 # the UID of a live MaasMachine, no UID owns two, and as many are held as MaasMachines exist.

@@ -11,6 +11,8 @@
 set -uo pipefail
 # shellcheck source=tests/scripts/kube_sim_lib.sh
 . "$(dirname "$0")/kube_sim_lib.sh"
+# shellcheck source=tests/scripts/e2e_lib.sh
+. "$(dirname "$0")/e2e_lib.sh"
 ks_need kubectl curl
 SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
 BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
@@ -22,15 +24,11 @@ trap 'kill "${POLL_PID:-}" 2>/dev/null; stack_down; ks_cleanup' EXIT
 PY=/usr/bin/python3
 VIP=10.20.0.11
 
-k() { stack_kubectl "$@"; }
 maas_state() { stack_maas GET state; }
 mm_ready_is() {
   k get maasmachines -o json | $PY -c 'import json,sys
 i=json.load(sys.stdin)["items"]
 sys.exit(0 if len(i)==int(sys.argv[1]) and all(x.get("status",{}).get("ready") for x in i) else 1)' "$1"
-}
-cluster_ready() {
-  [ "$(k get maascluster demo -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 # "ip owner" of each reservation, sorted
 reservations() {

@@ -13,6 +13,8 @@
 set -uo pipefail
 # shellcheck source=tests/scripts/kube_sim_lib.sh
 . "$(dirname "$0")/kube_sim_lib.sh"
+# shellcheck source=tests/scripts/e2e_lib.sh
+. "$(dirname "$0")/e2e_lib.sh"
 ks_need kubectl curl
 SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
 BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
@@ -26,25 +28,6 @@ INVENTORY=$SRC/tests/sim/maas/inventory-sample.yaml
 EXTRA=$KS_WORK/extra-machines.json # machines this test adds to maas-sim, as maas-sim takes them
 echo '[]' >"$EXTRA"
 
-k() { stack_kubectl "$@"; }
-wk() { kubectl --kubeconfig "$STACK_WORKLOAD_KUBECONFIG" "$@"; }
-within() { # SECONDS CMD...: CMD until it succeeds, for at most SECONDS of wall time
-  local end=$(($(date +%s) + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$end" ] || return 1
-    sleep 0.25
-  done
-}
-mm_json() { k get maasmachines -o json; }
-n_ready_is() {
-  mm_json | $PY -c 'import json,sys
-i=json.load(sys.stdin)["items"]
-sys.exit(0 if len(i)==int(sys.argv[1]) and all(x.get("status",{}).get("ready") for x in i) else 1)' "$1"
-}
-cluster_ready() {
-  [ "$(k get maascluster demo -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
-}
 
 # The MAAS side as the test sees it: the inventory file plus what it added, minus what it
 # deleted (DELETED: system ids). Prints the zones holding machines, one per line, sorted.

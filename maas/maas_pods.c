@@ -7,7 +7,6 @@
 
 #include <inttypes.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +285,13 @@ struct room {
         double shortfall; /* the missing fraction of each resource it lacks, summed */
 };
 
+/* v, or 0 when it is negative (what a host has left can be below zero when over-committed).
+ * Plain compares: libm stays out of the binary's libraries (and so of the image). */
+static double at_least_0(double v)
+{
+        return v > 0 ? v : 0;
+}
+
 static void room_of(const struct maas_pod *p, const struct maas_vm_request *rq, struct room *r)
 {
         *r = (struct room){ 0 };
@@ -295,16 +301,17 @@ static void room_of(const struct maas_pod *p, const struct maas_vm_request *rq, 
         r->disk_gb = r->sp ? (double)(r->sp->total - r->sp->used) / GB : 0;
         if (r->cores < (double)rq->cores) {
                 r->lacks |= MAAS_POD_LACKS_CORES;
-                r->shortfall += ((double)rq->cores - fmax(r->cores, 0)) / (double)rq->cores;
+                r->shortfall += ((double)rq->cores - at_least_0(r->cores)) / (double)rq->cores;
         }
         if (r->memory < (double)rq->memory_mib) {
                 r->lacks |= MAAS_POD_LACKS_MEMORY;
                 r->shortfall +=
-                        ((double)rq->memory_mib - fmax(r->memory, 0)) / (double)rq->memory_mib;
+                        ((double)rq->memory_mib - at_least_0(r->memory)) / (double)rq->memory_mib;
         }
         if (r->disk_gb < (double)rq->disk_gb) {
                 r->lacks |= MAAS_POD_LACKS_STORAGE;
-                r->shortfall += ((double)rq->disk_gb - fmax(r->disk_gb, 0)) / (double)rq->disk_gb;
+                r->shortfall +=
+                        ((double)rq->disk_gb - at_least_0(r->disk_gb)) / (double)rq->disk_gb;
         }
 }
 
@@ -345,9 +352,11 @@ static bool closer(const struct room *a, const struct room *b)
         return a->shortfall < b->shortfall;
 }
 
+/* floor(v) as an integer, 0 below zero and capped at 9e15 (a positive double converts by
+ * truncation, which is its floor). */
 static int64_t floor_i64(double v)
 {
-        return v <= 0 ? 0 : v >= 9e15 ? INT64_C(9000000000000000) : (int64_t)floor(v);
+        return v <= 0 ? 0 : v >= 9e15 ? INT64_C(9000000000000000) : (int64_t)v;
 }
 
 void maas_pod_choose(const struct maas_pod_list *hosts,

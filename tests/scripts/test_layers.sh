@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The build enforces the layers (docs/architecture.md): a file of one library that includes
 # a header of a layer it may not see does not compile, and scripts/lint names the rule; and
-# no two files of a library call each other.
+# no two files of a library call each other; and capmaas links no library beyond its own.
 # Each probe is compiled with the exact command the build uses for a file of that library
 # (compile_commands.json); a probe including an allowed header must compile, so a failure
 # means the edge, not a broken command.
@@ -128,6 +128,21 @@ if [ -n "$circles" ]; then
   fails=$((fails + 1))
 else
   echo "ok: no two files of a library call each other"
+fi
+
+# capmaas's own libraries: the packages the README names and libc, nothing more (each one
+# joins the container image's root filesystem, whose budget is 20 MB: docs/image.md).
+# libcurl is loaded on first use, so it is not among them.
+# A sanitized build adds its runtimes (and their libm): only a plain build is looked at.
+needed=$(readelf -d "$build/capmaas" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
+allowed="libc.so.6 libcjson.so.1 libgnutls.so.30 libmicrohttpd.so.12 libyaml-0.so.2 "
+if grep -q '^SANITIZE:STRING=.' "$build/CMakeCache.txt" 2>/dev/null; then
+  echo "ok: capmaas's libraries not checked in a sanitized build"
+elif [ "$needed" = "$allowed" ]; then
+  echo "ok: capmaas needs only $needed"
+else
+  echo "FAIL: capmaas needs [$needed], allowed [$allowed]"
+  fails=$((fails + 1))
 fi
 
 if [ "$fails" -ne 0 ]; then

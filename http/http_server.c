@@ -853,7 +853,7 @@ static int start_daemon(struct http_server *s, const struct http_server_opts *o,
         opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, s };
         opts[n++] = (struct MHD_OptionItem){
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                (intptr_t)(o->connection_memory_limit ? o->connection_memory_limit : 16384), NULL
+                (intptr_t)(o->connection_memory_limit ? o->connection_memory_limit : 8192), NULL
         };
         opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT,
                                              o->read_timeout_s ? o->read_timeout_s : 10, NULL };

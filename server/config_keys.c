@@ -322,11 +322,13 @@ const struct cfg_key config_keys[] = {
         { .name = "webhook-connection-memory-limit",
           .type = CFG_SIZE,
           .offset = OFF(webhook_connection_memory_limit),
-          .def = "16Ki",
+          .def = "8Ki",
           .min = KI(4),
           .max = MI(64),
           .group = GROUP_WEBHOOK,
-          .help = "Memory for one connection's headers and buffers." },
+          .help = "Memory for one connection's request line, headers and buffers; the "
+                  "default holds about 7 KB of request headers (a larger request is "
+                  "answered 431)." },
         { .name = "webhook-max-body-bytes",
           .type = CFG_SIZE,
           .offset = OFF(webhook_max_body_bytes),

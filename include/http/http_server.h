@@ -71,7 +71,7 @@ struct http_server_opts {
                                                  (":-KX-ALL:+ECDHE-RSA:…"); NULL = NORMAL's suites */
         unsigned threads;                     /* 0 = 1 */
         unsigned max_connections;             /* 0 = 1024 */
-        size_t connection_memory_limit;       /* 0 = 16 KiB */
+        size_t connection_memory_limit;       /* 0 = 8 KiB */
         size_t max_body_bytes;                /* 0 = 8 MiB */
         size_t max_body_bytes_in_flight;      /* 0 = 16 x max_body_bytes: see below */
         unsigned read_timeout_s;              /* 0 = 10: idle limit, and read_timeout_ms' default */

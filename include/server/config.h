@@ -109,7 +109,7 @@ struct config {
         struct tls_cipher_suites tls_cipher_suites; /* --tls-cipher-suites, "" = defaults */
         unsigned webhook_threads;                   /* --webhook-threads, 0 = one per usable CPU */
         unsigned webhook_max_connections;           /* --webhook-max-connections, 1024 */
-        size_t webhook_connection_memory_limit;     /* --webhook-connection-memory-limit, 16Ki */
+        size_t webhook_connection_memory_limit;     /* --webhook-connection-memory-limit, 8Ki */
         size_t webhook_max_body_bytes;              /* --webhook-max-body-bytes, 4Mi */
         unsigned webhook_read_timeout_s; /* --webhook-read-timeout, 10s (whole seconds, >= 1) */
         uint64_t webhook_read_header_timeout_ms;      /* --webhook-read-header-timeout, 5s */

@@ -520,6 +520,35 @@ static void test_query_limits(void **state)
         fixture_free(f);
 }
 
+/* The connection's default 8 KiB pool (a connection holds no more for its headers): what
+ * kube-apiserver and a bearer token send is served, headers past the pool are answered 431
+ * and the connection closed. */
+static void test_header_sizes(void **state)
+{
+        struct fixture *f = fixture_new();
+        size_t cap = 32768;
+        char *req = xmalloc(cap);
+        uint16_t port;
+        int n;
+
+        (void)state;
+        fixture_start(f, false, 64, 64, 0);
+        port = http_server_port(f->server);
+        n = snprintf(req, cap, "GET /ok HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ");
+        memset(req + n, 'a', 6000);
+        (void)snprintf(req + n + 6000, cap - (size_t)n - 6000, "\r\nConnection: close\r\n\r\n");
+        expect_one_answer(port, "6 KB of headers", req, "HTTP/1.1 200");
+        for (size_t big = 10000; big <= 20000; big += 10000) {
+                n = snprintf(req, cap, "GET /ok HTTP/1.1\r\nHost: x\r\nX-Big: ");
+                memset(req + n, 'a', big);
+                (void)snprintf(req + n + big, cap - (size_t)n - big, "\r\n\r\n");
+                expect_one_answer(port, big == 10000 ? "10 KB of headers" : "20 KB of headers", req,
+                                  "HTTP/1.1 431");
+        }
+        free(req);
+        fixture_free(f);
+}
+
 /* Reloads are logged with the new subject and expiry; a failed one at warn, once; a key
  * anyone may read is warned about unless it sits on a Kubernetes Secret volume. */
 static void test_certificate_logs(void **state)
@@ -726,6 +755,7 @@ int main(void)
                 cmocka_unit_test(test_healthz_under_slow_clients),
                 cmocka_unit_test(test_framing),
                 cmocka_unit_test(test_query_limits),
+                cmocka_unit_test(test_header_sizes),
                 cmocka_unit_test(test_certificate_logs),
                 cmocka_unit_test(test_bodies_in_flight_budget),
                 cmocka_unit_test(test_pipelined_requests_all_answered),

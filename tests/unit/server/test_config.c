@@ -61,7 +61,7 @@ static const struct field_case fields[] = {
         { F(tls_min_version, ENUM), NULL, NULL, TLS_VERSION_12, TLS_VERSION_13 },
         { F(webhook_threads, UINT), NULL, NULL, 0, 8 },
         { F(webhook_max_connections, UINT), NULL, NULL, 1024, 64 },
-        { F(webhook_connection_memory_limit, SIZE), NULL, NULL, 16 * 1024, 128 * 1024 },
+        { F(webhook_connection_memory_limit, SIZE), NULL, NULL, 8 * 1024, 128 * 1024 },
         { F(webhook_max_body_bytes, SIZE), NULL, NULL, 4 * 1024 * 1024, 2 * 1024 * 1024 },
         { F(webhook_read_timeout_s, UINT), NULL, NULL, 10, 30 },
         { F(webhook_read_header_timeout_ms, U64), NULL, NULL, 5000, 2000 },

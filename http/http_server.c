@@ -279,26 +279,33 @@ static enum MHD_Result queue_fatal(struct MHD_Connection *conn,
  */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-        char *q = strchr(uri, '?'); /* libmicrohttpd's writable buffer (see above) */
-        size_t path_len = q ? (size_t)(q - uri) : strlen(uri);
-        size_t args = 0;
+        const char *q = NULL;
+        size_t args = 0, len;
+        bool bad = false;
+        const char *p;
 
         (void)cls;
         (void)conn;
-        if (strlen(uri) > TARGET_MAX)
+        /* one pass: the length, control bytes, a %00 in the path, the query's arguments */
+        for (p = uri; *p; p++) {
+                unsigned char c = (unsigned char)*p;
+
+                if (c <= ' ' || c == 0x7f)
+                        bad = true;
+                else if (c == '?' && !q)
+                        q = p;
+                else if (c == '%' && !q && p[1] == '0' && p[2] == '0')
+                        bad = true;
+                else if (c == '&' && q)
+                        args++;
+        }
+        len = (size_t)(p - uri);
+        if (len > TARGET_MAX)
                 return &target_too_long;
-        for (const char *p = uri; *p; p++)
-                if ((unsigned char)*p <= ' ' || *p == 0x7f)
-                        return &target_bad;
-        for (size_t i = 0; i + 2 < path_len; i++)
-                if (uri[i] == '%' && uri[i + 1] == '0' && uri[i + 2] == '0')
-                        return &target_bad;
-        if (!q)
-                return NULL;
-        for (const char *p = q + 1; *p; p++)
-                args += *p == '&';
-        if (args + 1 > QUERY_ARGS_MAX) {
-                q[1] = '\0';
+        if (bad)
+                return &target_bad;
+        if (q && args + 1 > QUERY_ARGS_MAX) {
+                strchr(uri, '?')[1] = '\0'; /* libmicrohttpd's writable buffer (see above) */
                 return &target_too_many;
         }
         return NULL;

@@ -277,30 +277,56 @@ static enum MHD_Result queue_fatal(struct MHD_Connection *conn,
  * query cut here (the first argument byte becomes the end of the string, in libmicrohttpd's
  * own writable read buffer) and is answered 414 at the first access call.
  */
+/* Bytes on_uri stops at: the end, control bytes, space, DEL, and the three it counts. */
+enum { URI_PLAIN, URI_END, URI_BAD, URI_QUERY, URI_PERCENT, URI_AMP };
+
+static unsigned char uri_class(unsigned char c)
+{
+        if (c == '\0')
+                return URI_END;
+        if (c <= ' ' || c == 0x7f)
+                return URI_BAD;
+        return c == '?' ? URI_QUERY : c == '%' ? URI_PERCENT : c == '&' ? URI_AMP : URI_PLAIN;
+}
+
+static unsigned char uri_classes[256];
+static pthread_once_t uri_classes_once = PTHREAD_ONCE_INIT;
+
+static void uri_classes_init(void)
+{
+        for (unsigned c = 0; c < 256; c++)
+                uri_classes[c] = uri_class((unsigned char)c);
+}
+
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
+        const unsigned char *p = (const unsigned char *)uri;
         const char *q = NULL;
-        size_t args = 0, len;
+        size_t args = 0;
         bool bad = false;
-        const char *p;
 
         (void)cls;
         (void)conn;
-        /* one pass: the length, control bytes, a %00 in the path, the query's arguments */
-        for (p = uri; *p; p++) {
-                unsigned char c = (unsigned char)*p;
+        (void)pthread_once(&uri_classes_once, uri_classes_init);
+        /* one pass, a table lookup a byte: the length, control bytes, a %00 in the path,
+         * the query's arguments */
+        for (;; p++) {
+                unsigned char k = uri_classes[*p];
 
-                if (c <= ' ' || c == 0x7f)
+                if (k == URI_PLAIN)
+                        continue;
+                if (k == URI_END)
+                        break;
+                if (k == URI_BAD)
                         bad = true;
-                else if (c == '?' && !q)
-                        q = p;
-                else if (c == '%' && !q && p[1] == '0' && p[2] == '0')
+                else if (k == URI_QUERY && !q)
+                        q = (const char *)p;
+                else if (k == URI_PERCENT && !q && p[1] == '0' && p[2] == '0')
                         bad = true;
-                else if (c == '&' && q)
+                else if (k == URI_AMP && q)
                         args++;
         }
-        len = (size_t)(p - uri);
-        if (len > TARGET_MAX)
+        if ((size_t)(p - (const unsigned char *)uri) > TARGET_MAX)
                 return &target_too_long;
         if (bad)
                 return &target_bad;

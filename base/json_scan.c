@@ -1016,6 +1016,25 @@ char *json_scan_string_dup(const char *text, size_t off)
         return out;
 }
 
+size_t json_scan_string_into(const char *text, size_t off, size_t end, char *out)
+{
+        const unsigned char *s = (const unsigned char *)text;
+        size_t n = end - off - 2, pos = off + 1, len = 0, k;
+        unsigned char c[4];
+
+        if (!memchr(text + off + 1, '\\', n)) {
+                memcpy(out, text + off + 1, n);
+                out[n] = '\0';
+                return n;
+        }
+        while ((k = decode_char(s, &pos, c)) != 0) {
+                memcpy(out + len, c, k);
+                len += k;
+        }
+        out[len] = '\0';
+        return len;
+}
+
 char *json_scan_string_value(const char *text, size_t off, size_t end)
 {
         size_t n = end - off - 2;

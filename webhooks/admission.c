@@ -274,23 +274,57 @@ static const char *type_of(const struct value *v)
         return t;
 }
 
-/* A string member at path: unset gives dflt; present but not a string is an error. */
-static int get_str(
-        const struct value *v, const char *path, const char *dflt, char **ret, char **reterr)
+/* The review's strings, decoded into one block sized from their spans before any is put:
+ * one allocation a review instead of one a string. */
+struct strings {
+        char *buf;
+        size_t len, cap;
+};
+
+/* Room for the string values m[i] of the members named in which (quoted text and a NUL
+ * each; an absent one takes its default, "" or a literal no longer than its member). */
+static void strings_init(struct strings *b, const struct value *m, const int *which, size_t n)
+{
+        size_t cap = 0;
+
+        for (size_t i = 0; i < n; i++)
+                cap += m[which[i]].at.end - m[which[i]].at.off + 1;
+        b->cap = cap;
+        b->len = 0;
+        b->buf = xmalloc(cap ? cap : 1);
+}
+
+static char *strings_put(struct strings *b, const struct value *v)
+{
+        char *out = b->buf + b->len;
+
+        b->len += json_scan_string_into(v->text, v->at.off, v->at.end, out) + 1;
+        return out;
+}
+
+/* A string member at path, in b: unset gives "", or an error when it is required; present
+ * but not a string is an error. */
+static int get_str(struct strings *b,
+                   const struct value *v,
+                   const char *path,
+                   bool required,
+                   char **ret,
+                   char **reterr)
 {
         if (unset(v)) {
-                if (!dflt) {
+                if (required) {
                         *reterr = xasprintf("%s: required field missing", path);
                         return CM_EPARSE;
                 }
-                *ret = xstrdup(dflt);
+                *ret = b->buf + b->len; /* "": a NUL of the block */
+                b->buf[b->len++] = '\0';
                 return CM_OK;
         }
         if (first_byte(v) != '"') {
                 *reterr = xasprintf("%s: expected string, got %s", path, type_of(v));
                 return CM_EPARSE;
         }
-        *ret = json_scan_string_value(v->text, v->at.off, v->at.end);
+        *ret = strings_put(b, v);
         return CM_OK;
 }
 
@@ -312,45 +346,42 @@ static int take_object(const struct value *v, const char *key, cJSON **ret, char
         return CM_OK;
 }
 
-static int decode_envelope(const struct value *m,
+static int decode_envelope(struct strings *b,
+                           const struct value *m,
                            enum admission_version *ret_version,
                            char **reterr)
 {
-        char *kind = NULL, *api = NULL;
-        int r = CM_EPARSE;
+        const char *api;
 
-        if (first_byte(&m[M_KIND]) == '"')
-                kind = json_scan_string_value(m[M_KIND].text, m[M_KIND].at.off, m[M_KIND].at.end);
-        if (!kind || strcmp(kind, "AdmissionReview") != 0) {
+        if (first_byte(&m[M_KIND]) != '"' ||
+            strcmp(strings_put(b, &m[M_KIND]), "AdmissionReview")) {
                 *reterr = xstrdup("kind: expected \"AdmissionReview\"");
-                goto out;
+                return CM_EPARSE;
         }
         if (first_byte(&m[M_API_VERSION]) != '"') {
                 *reterr = xstrdup("apiVersion: expected admission.k8s.io/v1 or v1beta1");
-                goto out;
+                return CM_EPARSE;
         }
-        api = json_scan_string_value(m[M_API_VERSION].text, m[M_API_VERSION].at.off,
-                                     m[M_API_VERSION].at.end);
+        api = strings_put(b, &m[M_API_VERSION]);
         for (size_t i = 0; i < ARRAY_SIZE(api_versions); i++) {
                 if (strcmp(api, api_versions[i]) == 0) {
                         *ret_version = (enum admission_version)i;
-                        r = CM_OK;
-                        goto out;
+                        return CM_OK;
                 }
         }
         *reterr = xasprintf("apiVersion: unsupported \"%s\" (expected admission.k8s.io/v1 or "
                             "admission.k8s.io/v1beta1)",
                             api);
-out:
-        free(kind);
-        free(api);
-        return r;
+        return CM_EPARSE;
 }
 
-static int decode_operation(const struct value *m, struct admission_request *req, char **reterr)
+static int decode_operation(struct strings *b,
+                            const struct value *m,
+                            struct admission_request *req,
+                            char **reterr)
 {
         char *op = NULL;
-        int r = get_str(&m[M_OPERATION], "request.operation", NULL, &op, reterr);
+        int r = get_str(b, &m[M_OPERATION], "request.operation", true, &op, reterr);
 
         if (r < 0)
                 return r;
@@ -359,11 +390,13 @@ static int decode_operation(const struct value *m, struct admission_request *req
                 *reterr = xasprintf("request.operation: unknown operation \"%s\"", op);
                 r = CM_EPARSE;
         }
-        free(op);
         return r;
 }
 
-static int decode_kind(const struct value *m, struct admission_request *req, char **reterr)
+static int decode_kind(struct strings *b,
+                       const struct value *m,
+                       struct admission_request *req,
+                       char **reterr)
 {
         int r;
 
@@ -372,13 +405,14 @@ static int decode_kind(const struct value *m, struct admission_request *req, cha
                                     type_of(&m[M_REQUEST_KIND]));
                 return CM_EPARSE;
         }
-        r = get_str(&m[M_KIND_KIND], "request.kind.kind", NULL, &req->kind, reterr);
+        r = get_str(b, &m[M_KIND_KIND], "request.kind.kind", true, &req->kind, reterr);
         if (r == 0)
-                r = get_str(&m[M_KIND_GROUP], "request.kind.group", "", &req->group, reterr);
+                r = get_str(b, &m[M_KIND_GROUP], "request.kind.group", false, &req->group, reterr);
         return r;
 }
 
-static int decode_user_and_flags(const struct value *m,
+static int decode_user_and_flags(struct strings *b,
+                                 const struct value *m,
                                  struct admission_request *req,
                                  char **reterr)
 {
@@ -393,28 +427,38 @@ static int decode_user_and_flags(const struct value *m,
                 *reterr = xasprintf("request.userInfo: expected object, got %s", type_of(user));
                 return CM_EPARSE;
         }
-        return get_str(&m[M_USERNAME], "request.userInfo.username", "", &req->username, reterr);
+        return get_str(b, &m[M_USERNAME], "request.userInfo.username", false, &req->username,
+                       reterr);
 }
 
-static int decode_request(const struct value *m, struct admission_request *req, char **reterr)
+/* The members whose strings go in the request's block. */
+static const int string_members[] = { M_KIND,      M_API_VERSION, M_UID,
+                                      M_OPERATION, M_KIND_KIND,   M_KIND_GROUP,
+                                      M_NAME,      M_NAMESPACE,   M_USERNAME };
+
+static int decode_request(struct strings *b,
+                          const struct value *m,
+                          struct admission_request *req,
+                          char **reterr)
 {
         int r;
 
-        r = get_str(&m[M_UID], "request.uid", NULL, &req->uid, reterr);
+        r = get_str(b, &m[M_UID], "request.uid", true, &req->uid, reterr);
         if (r == 0 && !*req->uid) {
                 *reterr = xstrdup("request.uid: must not be empty");
                 r = CM_EPARSE;
         }
         if (r == 0)
-                r = decode_operation(m, req, reterr);
+                r = decode_operation(b, m, req, reterr);
         if (r == 0)
-                r = decode_kind(m, req, reterr);
+                r = decode_kind(b, m, req, reterr);
         if (r == 0)
-                r = get_str(&m[M_NAME], "request.name", "", &req->name, reterr);
+                r = get_str(b, &m[M_NAME], "request.name", false, &req->name, reterr);
         if (r == 0)
-                r = get_str(&m[M_NAMESPACE], "request.namespace", "", &req->namespace, reterr);
+                r = get_str(b, &m[M_NAMESPACE], "request.namespace", false, &req->namespace,
+                            reterr);
         if (r == 0)
-                r = decode_user_and_flags(m, req, reterr);
+                r = decode_user_and_flags(b, m, req, reterr);
         if (r == 0)
                 r = take_object(&m[M_OBJECT], "object", &req->object, reterr);
         if (r == 0)
@@ -429,6 +473,7 @@ int admission_request_decode_scanned(const char *body,
 {
         struct admission_request req = { .op = ADMISSION_OP_INVALID };
         struct value m[M_ALL];
+        struct strings b;
         int r;
 
         for (size_t i = 0; i < ADMISSION_MEMBERS; i++)
@@ -442,7 +487,9 @@ int admission_request_decode_scanned(const char *body,
                 r = CM_EPARSE;
                 goto out;
         }
-        r = decode_envelope(m, &req.version, reterr);
+        strings_init(&b, m, string_members, ARRAY_SIZE(string_members));
+        req.strings = b.buf;
+        r = decode_envelope(&b, m, &req.version, reterr);
         if (r < 0)
                 goto out;
         if (first_byte(&m[M_REQUEST]) != '{') {
@@ -450,7 +497,7 @@ int admission_request_decode_scanned(const char *body,
                 r = CM_EPARSE;
                 goto out;
         }
-        r = decode_request(m, &req, reterr);
+        r = decode_request(&b, m, &req, reterr);
         if (r < 0)
                 goto out;
         *ret = req;
@@ -520,12 +567,7 @@ int admission_request_decode(const char *body,
 
 void admission_request_release(struct admission_request *req)
 {
-        free(req->uid);
-        free(req->kind);
-        free(req->group);
-        free(req->name);
-        free(req->namespace);
-        free(req->username);
+        free(req->strings);
         cJSON_Delete(req->object);
         cJSON_Delete(req->old_object);
         *req = (struct admission_request){ .op = ADMISSION_OP_INVALID };

@@ -219,6 +219,8 @@ static void rule_exclude_tags(const struct maas_machine_spec *s,
 {
         struct json_path p;
 
+        if (!s->exclude_tags.n)
+                return;
         rule_maas_names(fe, at(&p, path, "excludeTags"), &s->exclude_tags);
         for (size_t i = 0; i < s->exclude_tags.n; i++) {
                 if (schema_strv_find(&s->tags, s->exclude_tags.items[i]) < 0)

@@ -36,16 +36,24 @@ void validate_machine_spec(const struct maas_machine_spec *s,
 {
         struct json_path p;
 
+        /* the required fields always; an optional one only when it is set (each rule
+         * ignores an absent value, and its path costs more than the rule) */
         rule_image(fe, at(&p, path, "image"), s->image);
         rule_range(fe, at(&p, path, "minCPU"), s->has_min_cpu, s->min_cpu, &min_cpu);
         rule_range(fe, at(&p, path, "minMemory"), s->has_min_memory, s->min_memory, &min_memory);
-        rule_range(fe, at(&p, path, "minDiskSize"), s->has_min_disk_size, s->min_disk_size,
-                   &min_disk_size);
-        rule_maas_name(fe, at(&p, path, "resourcePool"), s->resource_pool);
-        rule_maas_name(fe, at(&p, path, "failureDomain"), s->failure_domain);
-        rule_maas_names(fe, at(&p, path, "tags"), &s->tags);
-        rule_provider_id(fe, at(&p, path, "providerID"), s->provider_id);
-        rule_maas_name(fe, at(&p, path, "systemID"), s->system_id);
+        if (s->has_min_disk_size)
+                rule_range(fe, at(&p, path, "minDiskSize"), true, s->min_disk_size,
+                           &min_disk_size);
+        if (s->resource_pool)
+                rule_maas_name(fe, at(&p, path, "resourcePool"), s->resource_pool);
+        if (s->failure_domain)
+                rule_maas_name(fe, at(&p, path, "failureDomain"), s->failure_domain);
+        if (s->tags.n)
+                rule_maas_names(fe, at(&p, path, "tags"), &s->tags);
+        if (s->provider_id)
+                rule_provider_id(fe, at(&p, path, "providerID"), s->provider_id);
+        if (s->system_id)
+                rule_maas_name(fe, at(&p, path, "systemID"), s->system_id);
         validate_machine_lxd(s, path, fe);
         validate_machine_addresses(s, path, fe, warn);
         validate_deploy_options(s, path, fe);

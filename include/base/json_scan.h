@@ -152,6 +152,10 @@ cJSON *json_scan_tree(const char *text, size_t off, size_t end);
  * scan reported): without an escape, one copy of its bytes. */
 char *json_scan_string_value(const char *text, size_t off, size_t end);
 
+/* The same string decoded into out, which has room for end - off - 1 bytes (a decoded
+ * string is never longer than its quoted text); returns its length, out NUL-terminated. */
+size_t json_scan_string_into(const char *text, size_t off, size_t end, char *out);
+
 /* What cJSON would allocate for a document with these stats, in bytes (an upper-bound
  * estimate: one item per value, one copy of every string and key, glibc's chunk overhead). */
 size_t json_scan_tree_bytes(const struct json_scan_stats *st);

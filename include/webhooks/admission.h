@@ -28,13 +28,15 @@ enum admission_version {
 
 struct admission_request {
         enum admission_version version;
-        char *uid; /* owned; never empty */
+        char *strings; /* owned: the block uid, kind, group, name, namespace and username
+                        * point into (decoded reviews; NULL when the caller set them) */
+        char *uid;     /* never empty */
         enum admission_op op;
-        char *kind;      /* owned; request.kind.kind ("MaasMachine") */
-        char *group;     /* owned; request.kind.group, "" when absent */
-        char *name;      /* owned; "" when absent (generateName) */
-        char *namespace; /* owned; "" when absent */
-        char *username;  /* owned; request.userInfo.username, "" when absent */
+        char *kind;      /* request.kind.kind ("MaasMachine") */
+        char *group;     /* request.kind.group, "" when absent */
+        char *name;      /* "" when absent (generateName) */
+        char *namespace; /* "" when absent */
+        char *username;  /* request.userInfo.username, "" when absent */
         bool dry_run;
         cJSON *object;     /* owned; NULL when absent (DELETE) */
         cJSON *old_object; /* owned; NULL when absent (CREATE) */

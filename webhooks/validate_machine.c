@@ -42,8 +42,7 @@ void validate_machine_spec(const struct maas_machine_spec *s,
         rule_range(fe, at(&p, path, "minCPU"), s->has_min_cpu, s->min_cpu, &min_cpu);
         rule_range(fe, at(&p, path, "minMemory"), s->has_min_memory, s->min_memory, &min_memory);
         if (s->has_min_disk_size)
-                rule_range(fe, at(&p, path, "minDiskSize"), true, s->min_disk_size,
-                           &min_disk_size);
+                rule_range(fe, at(&p, path, "minDiskSize"), true, s->min_disk_size, &min_disk_size);
         if (s->resource_pool)
                 rule_maas_name(fe, at(&p, path, "resourcePool"), s->resource_pool);
         if (s->failure_domain)

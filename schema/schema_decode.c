@@ -4,6 +4,8 @@
  * the first error: a member of the wrong type is reported and left absent, and the walk goes
  * on, so the caller gets every error of the object.
  */
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,9 +16,6 @@
 
 #define SCHEMA_INT32_MIN (-2147483647LL - 1)
 #define SCHEMA_INT32_MAX 2147483647LL
-
-/* Fields whose members one pass over the object finds (more are looked up one by one). */
-#define SCHEMA_FIELDS_INDEXED 32
 
 /* ---- members found once per object ---- */
 
@@ -86,16 +85,47 @@ static int member_container(struct json_dec *d,
         return r;
 }
 
+static size_t index_slot(size_t len)
+{
+        return len < SCHEMA_INDEX_LEN ? len : SCHEMA_INDEX_LEN;
+}
+
+/* The type's index, built now if no other thread is building it; NULL until it is ready. */
+static const struct schema_index *type_index(const struct schema_type *t)
+{
+        struct schema_index *ix = t->index;
+        int unbuilt = 0;
+        size_t n = t->n_fields < SCHEMA_INDEX_FIELDS ? t->n_fields : SCHEMA_INDEX_FIELDS;
+
+        if (!ix)
+                return NULL;
+        if (atomic_load_explicit(&ix->state, memory_order_acquire) == 2)
+                return ix;
+        if (!atomic_compare_exchange_strong_explicit(&ix->state, &unbuilt, 1, memory_order_acquire,
+                                                     memory_order_relaxed))
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                ix->by_len[index_slot(strlen(t->fields[i].json))] |= 1u << i;
+        atomic_store_explicit(&ix->state, 2, memory_order_release);
+        return ix;
+}
+
 /* found[i] = the member cJSON_GetObjectItemCaseSensitive(obj, t->fields[i].json) returns
  * (the first of that name; the walk stops at a nameless item as it does), for the first
- * SCHEMA_FIELDS_INDEXED fields, in one pass over obj instead of one per field. */
+ * SCHEMA_INDEX_FIELDS fields, in one pass over obj instead of one per field: each member
+ * is compared only with the fields whose names have its length. */
 static void find_members(const cJSON *obj, const struct schema_type *t, const cJSON **found)
 {
-        size_t n = t->n_fields < SCHEMA_FIELDS_INDEXED ? t->n_fields : SCHEMA_FIELDS_INDEXED;
+        size_t n = t->n_fields < SCHEMA_INDEX_FIELDS ? t->n_fields : SCHEMA_INDEX_FIELDS;
+        const struct schema_index *ix = type_index(t);
+        uint32_t all = n == 32 ? UINT32_MAX : (1u << n) - 1;
 
         memset(found, 0, n * sizeof(*found));
         for (const cJSON *it = obj ? obj->child : NULL; it && it->string; it = it->next) {
-                for (size_t i = 0; i < n; i++) {
+                uint32_t cand = ix ? ix->by_len[index_slot(strlen(it->string))] : all;
+
+                for (; cand; cand &= cand - 1) {
+                        int i = __builtin_ctz(cand);
                         const char *name = t->fields[i].json;
 
                         if (!found[i] && it->string[0] == name[0] && strcmp(it->string, name) == 0)
@@ -327,12 +357,12 @@ void schema_type_decode(struct json_dec *d,
                         const struct schema_type *t,
                         void *dst)
 {
-        const cJSON *found[SCHEMA_FIELDS_INDEXED];
+        const cJSON *found[SCHEMA_INDEX_FIELDS];
 
         find_members(obj, t, found);
         for (size_t i = 0; i < t->n_fields; i++) {
                 const struct schema_field *f = &t->fields[i];
-                const cJSON *item = i < SCHEMA_FIELDS_INDEXED
+                const cJSON *item = i < SCHEMA_INDEX_FIELDS
                                             ? found[i]
                                             : cJSON_GetObjectItemCaseSensitive(obj, f->json);
 

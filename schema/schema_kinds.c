@@ -13,9 +13,13 @@
 #include "schema_priv.h"
 #include "xalloc.h"
 
-#define TYPE(T, tbl, key)                                         \
-        {                                                         \
-                sizeof(T), tbl, sizeof(tbl) / sizeof(tbl[0]), key \
+/* A type and its index (a file-scope compound literal: static and writable). */
+#define TYPE(T, tbl, key)                                                                 \
+        {                                                                                 \
+                sizeof(T), tbl, sizeof(tbl) / sizeof(tbl[0]), key, &(struct schema_index) \
+                {                                                                         \
+                        0                                                                 \
+                }                                                                         \
         }
 
 /* ---- metadata ---- */

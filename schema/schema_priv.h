@@ -29,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -60,11 +61,23 @@ struct schema_field {
         bool map_form;                  /* SK_LIST: the legacy map form is accepted too */
 };
 
+/* Where a type's fields are, by the length of their JSON names: built by the decoder the
+ * first time it meets the type (any thread; the first to start builds it, the others walk
+ * the fields until it is ready). */
+#define SCHEMA_INDEX_FIELDS 32 /* fields indexed; the rest are looked up by name */
+#define SCHEMA_INDEX_LEN    32 /* names of this length or longer share the last slot */
+
+struct schema_index {
+        _Atomic int state;                     /* 0 not built, 1 being built, 2 ready */
+        uint32_t by_len[SCHEMA_INDEX_LEN + 1]; /* bit i: fields[i].json has that length */
+};
+
 struct schema_type {
         size_t size;
         const struct schema_field *fields;
         size_t n_fields;
-        const char *list_key; /* as a list element: JSON member that identifies an entry */
+        const char *list_key;       /* as a list element: JSON member that identifies an entry */
+        struct schema_index *index; /* mutable, static; see above */
 };
 
 /* Generic list layout shared by schema_conditions, schema_addresses, ... */

@@ -975,6 +975,21 @@ int maas_list_dns_resources(struct maas_client *mc,
         return run(mc, &c, dec_dns_list, ret, err);
 }
 
+int maas_list_dns_resources_named(struct maas_client *mc,
+                                  const char *name,
+                                  struct maas_dns_list *ret,
+                                  struct maas_error *err)
+{
+        struct call c;
+
+        if (!name || !*name)
+                return bad_id(err);
+        call_init(&c, mc, "GET", "dnsresources/", NULL, true);
+        form_add(&c, "name", name);
+        call_query(&c);
+        return run(mc, &c, dec_dns_list, ret, err);
+}
+
 /* ip_addresses is ONE field holding space-separated addresses (maas-api.md §7.8). */
 static void form_add_ips(struct call *c, const char *const *ips, size_t n)
 {
@@ -1086,6 +1101,36 @@ int maas_tag_update_nodes(struct maas_client *mc,
         free(path);
         form_add_all(&c, "add", add, n_add);
         form_add_all(&c, "remove", remove, n_remove);
+        return run(mc, &c, NULL, NULL, err);
+}
+
+int maas_update_tag_comment(struct maas_client *mc,
+                            const char *name,
+                            const char *comment,
+                            struct maas_error *err)
+{
+        struct call c;
+        char *path;
+
+        if (!id_ok(name))
+                return bad_id(err);
+        path = xasprintf("tags/%s/", name);
+        call_init(&c, mc, "PUT", path, NULL, true);
+        free(path);
+        form_add(&c, "comment", comment ? comment : "");
+        return run(mc, &c, NULL, NULL, err);
+}
+
+int maas_delete_tag(struct maas_client *mc, const char *name, struct maas_error *err)
+{
+        struct call c;
+        char *path;
+
+        if (!id_ok(name))
+                return bad_id(err);
+        path = xasprintf("tags/%s/", name);
+        call_init(&c, mc, "DELETE", path, NULL, true);
+        free(path);
         return run(mc, &c, NULL, NULL, err);
 }
 

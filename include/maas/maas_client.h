@@ -427,12 +427,26 @@ MUST_CHECK int maas_tag_update_nodes(struct maas_client *mc,
                                      const char *const *remove,
                                      size_t n_remove,
                                      struct maas_error *err);
+/* PUT tags/<name>/ comment=...: the tag's comment replaced (its definition kept). DELETE
+ * tags/<name>/: 204, the tag gone from every machine. Admin calls; CM_ENOTFOUND when the tag
+ * does not exist. Both are safe to repeat. */
+MUST_CHECK int maas_update_tag_comment(struct maas_client *mc,
+                                       const char *name,
+                                       const char *comment,
+                                       struct maas_error *err);
+MUST_CHECK int maas_delete_tag(struct maas_client *mc, const char *name, struct maas_error *err);
 
 /* DNS resources. fqdn may be NULL to list all. */
 MUST_CHECK int maas_list_dns_resources(struct maas_client *mc,
                                        const char *fqdn,
                                        struct maas_dns_list *ret,
                                        struct maas_error *err);
+/* GET dnsresources/?name=<label>: the resources of that name in every domain (as MAAS's
+ * name filter without a domain). */
+MUST_CHECK int maas_list_dns_resources_named(struct maas_client *mc,
+                                             const char *name,
+                                             struct maas_dns_list *ret,
+                                             struct maas_error *err);
 /* ttl < 0 = MAAS default. ips may be empty. */
 MUST_CHECK int maas_create_dns_resource(struct maas_client *mc,
                                         const char *fqdn,

@@ -148,6 +148,85 @@ static void test_ipaddresses__reserve_read_release(void **state)
         maas_error_release(&me);
 }
 
+/* A reserve with a hostname puts the address in the DNS resource of that name (the default
+ * domain without a dot), found by name alone (every domain); the release deletes the record
+ * it leaves empty, as MAAS's orphan clean-up does; an unknown domain is MAAS's 404. */
+static void test_ipaddresses__hostname_record_follows_the_reservation(void **state)
+{
+        struct fx *f = *state;
+        struct maas_ip_address a = { 0 };
+        struct maas_dns_list l = { 0 };
+        struct maas_error me = { 0 };
+
+        assert_int_equal(maas_reserve_ip(f->user2,
+                                         &(struct maas_reserve_ip){ .ip = "10.20.0.101",
+                                                                    .hostname = "capmaas-vip-u1" },
+                                         &a, NULL),
+                         0);
+        maas_ip_address_release(&a);
+        assert_int_equal(maas_list_dns_resources_named(f->user2, "capmaas-vip-u1", &l, NULL), 0);
+        assert_int_equal(l.n, 1);
+        assert_string_equal(l.items[0].fqdn, "capmaas-vip-u1.maas");
+        assert_int_equal(l.items[0].ips.n, 1);
+        assert_string_equal(l.items[0].ips.v[0], "10.20.0.101");
+        maas_dns_list_release(&l);
+        assert_int_equal(maas_list_dns_resources_named(f->user2, "capmaas-vip-u2", &l, NULL), 0);
+        assert_int_equal(l.n, 0);
+        maas_dns_list_release(&l);
+        assert_int_equal(maas_release_ip(f->user2, "10.20.0.101", NULL), 0);
+        assert_int_equal(maas_list_dns_resources_named(f->user2, "capmaas-vip-u1", &l, NULL), 0);
+        assert_int_equal(l.n, 0);
+        maas_dns_list_release(&l);
+        assert_int_equal(maas_reserve_ip(f->user2,
+                                         &(struct maas_reserve_ip){ .ip = "10.20.0.102",
+                                                                    .hostname = "vip.nowhere" },
+                                         &a, &me),
+                         CM_ENOTFOUND);
+        maas_error_release(&me);
+}
+
+/* PUT tags/<name>/ replaces the comment; DELETE tags/<name>/ removes the tag from MAAS and
+ * from its machines; both 404 for a tag that is not there; both admin only. */
+static void test_ipaddresses__tag_comment_and_delete(void **state)
+{
+        struct fx *f = *state;
+        struct maas_named_list l = { 0 };
+        struct maas_node_list ms = { 0 };
+        struct maas_error me = { 0 };
+        const char *const one[] = { "kept-x" };
+        const char *const add[] = { "hkd3ps" };
+        bool seen = false;
+
+        assert_int_equal(maas_create_tag(f->mc, "kept-x", "first", NULL), 0);
+        assert_int_equal(maas_tag_update_nodes(f->mc, "kept-x", add, 1, NULL, 0, NULL), 0);
+        assert_int_equal(maas_update_tag_comment(f->mc, "kept-x", "second; held since: x", NULL),
+                         0);
+        assert_int_equal(maas_update_tag_comment(f->user2, "kept-x", "no", &me), CM_EFORBIDDEN);
+        maas_error_release(&me);
+        assert_int_equal(maas_list_tags(f->mc, &l, NULL), 0);
+        for (size_t i = 0; i < l.n; i++)
+                if (strcmp(l.items[i].name, "kept-x") == 0) {
+                        assert_string_equal(l.items[i].description, "second; held since: x");
+                        seen = true;
+                }
+        assert_true(seen);
+        maas_named_list_release(&l);
+        assert_int_equal(maas_delete_tag(f->user2, "kept-x", &me), CM_EFORBIDDEN);
+        maas_error_release(&me);
+        assert_int_equal(maas_delete_tag(f->mc, "kept-x", NULL), 0);
+        assert_int_equal(maas_delete_tag(f->mc, "kept-x", &me), CM_ENOTFOUND);
+        maas_error_release(&me);
+        assert_int_equal(maas_update_tag_comment(f->mc, "kept-x", "gone", &me), CM_ENOTFOUND);
+        maas_error_release(&me);
+        /* no machine carries it: the filter names an unknown tag now */
+        assert_int_equal(maas_list_machines(f->mc,
+                                            &(struct maas_node_filter){ .tags = one, .n_tags = 1 },
+                                            &ms, &me),
+                         CM_EINVAL);
+        maas_error_release(&me);
+        maas_node_list_release(&ms);
+}
+
 static void test_ipaddresses__maas_refusals(void **state)
 {
         struct fx *f = *state;
@@ -240,6 +319,10 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_ipaddresses__reserve_read_release, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_ipaddresses__maas_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_ipaddresses__hostname_record_follows_the_reservation, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_ipaddresses__tag_comment_and_delete, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(
                         test_ipaddresses__reserved_address_goes_to_no_machine, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_ipaddresses__subnet_pick_and_ranges, setup,

@@ -24,7 +24,7 @@
  * release, as in MAAS), disk_marker (the data on its disks: written by the first deploy after
  * an erase, cleared by a release with erase, kept by one without; null when none), erasures
  * (how many releases erased it) and erase_mode ("full", "quick" or "secure" while Disk
- * erasing).
+ * erasing); then the DNS resources, the reservations and the tags ({name, comment}).
  * GET /_sim/kubelets and POST /_sim/kubelets {"<system_id>": "hung" | "dead" | "up"}: the
  * kubelet of a Deployed machine (kubelet.c; capi-sim's Nodes follow it); a power cycle
  * (off, then on) clears "hung" after --boot-seconds.
@@ -369,6 +369,7 @@ static cJSON *state_json(struct sim *s)
         cJSON *doc = cJSON_CreateObject();
         cJSON *ms = cJSON_AddArrayToObject(doc, "machines");
         cJSON *dns = cJSON_AddArrayToObject(doc, "dnsresources");
+        cJSON *all_tags;
 
         for (size_t i = 0; i < s->n_machines; i++) {
                 struct sim_machine *m = &s->machines[i];
@@ -426,6 +427,14 @@ static cJSON *state_json(struct sim *s)
                 free(fqdn);
         }
         cJSON_AddItemToObject(doc, "reservations", reservations_json(s));
+        all_tags = cJSON_AddArrayToObject(doc, "tags");
+        for (size_t i = 0; i < s->n_tags; i++) {
+                cJSON *o = cJSON_CreateObject();
+
+                cJSON_AddStringToObject(o, "name", s->tags[i].name);
+                cJSON_AddStringToObject(o, "comment", s->tags[i].comment);
+                cJSON_AddItemToArray(all_tags, o);
+        }
         return doc;
 }
 

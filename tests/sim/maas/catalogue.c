@@ -1,9 +1,9 @@
 /*
  * catalogue: maas-sim handlers for everything but machines: version (anonymous), users (whoami),
  * zones, resource pools (and the emulator-only pools/ alias, routed in http.c), tags (with
- * op=machines; an admin creates them and, with op=update_nodes, puts them on machines and
- * takes them off), domains, boot resources and DNS resources (maas-api.md §6.2–6.9, §7.1–7.2,
- * §7.8). sim.lock is held by the dispatcher.
+ * op=machines; an admin creates, updates (PUT: comment, definition) and deletes them and,
+ * with op=update_nodes, puts them on machines and takes them off), domains, boot resources and DNS
+ * resources (maas-api.md §6.2–6.9, §7.1–7.2, §7.8). sim.lock is held by the dispatcher.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -204,6 +204,61 @@ static void tag_update_nodes(struct sim *s, const struct sim_req *rq, struct sim
         sim_reply_json(rp, doc);
 }
 
+/* PUT tags/<name>/ (admin): comment and definition replaced when sent (a partial update, as
+ * MAAS's TagForm over the instance); a rename (name) is refused: capmaas never renames and
+ * maas-sim does not model it. → 200 the tag. */
+static void tag_update(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        const char *comment = sim_params_get(&rq->form, "comment");
+        const char *definition = sim_params_get(&rq->form, "definition");
+        const char *name = sim_params_get(&rq->form, "name");
+        ssize_t i;
+
+        if (!admin_only(rq, rp))
+                return;
+        i = sim_find_tag(s, rq->arg);
+        if (i < 0) {
+                sim_reply_text(rp, 404, "No Tag matches the given query.");
+                return;
+        }
+        if (name && strcmp(name, rq->arg) != 0) {
+                sim_reply_field_error(rp, "name", "maas-sim does not model renaming a tag.");
+                return;
+        }
+        if (comment) {
+                free(s->tags[i].comment);
+                s->tags[i].comment = xstrdup(comment);
+        }
+        if (definition) {
+                free(s->tags[i].definition);
+                s->tags[i].definition = xstrdup(definition);
+        }
+        sim_reply_json(rp, sim_tag_json(s, (size_t)i));
+}
+
+/* DELETE tags/<name>/ (admin): the tag goes, and with it from every machine. → 204. */
+static void tag_delete(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        ssize_t i;
+
+        if (!admin_only(rq, rp))
+                return;
+        i = sim_find_tag(s, rq->arg);
+        if (i < 0) {
+                sim_reply_text(rp, 404, "No Tag matches the given query.");
+                return;
+        }
+        for (size_t m = 0; m < s->n_machines; m++)
+                (void)sim_strv_remove(&s->machines[m].tags, rq->arg);
+        free(s->tags[i].name);
+        free(s->tags[i].comment);
+        free(s->tags[i].definition);
+        free(s->tags[i].kernel_opts);
+        memmove(&s->tags[i], &s->tags[i + 1], (s->n_tags - (size_t)i - 1) * sizeof(*s->tags));
+        s->n_tags--;
+        rp->status = 204;
+}
+
 static void tag_machines(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
 {
         cJSON *arr;
@@ -295,6 +350,8 @@ const struct sim_op sim_ops_tags[] = { { "GET", NULL, tags_list },
                                        { "POST", NULL, tag_create },
                                        { NULL, NULL, NULL } };
 const struct sim_op sim_ops_tag[] = { { "GET", NULL, tag_read },
+                                      { "PUT", NULL, tag_update },
+                                      { "DELETE", NULL, tag_delete },
                                       { "GET", "machines", tag_machines },
                                       { "POST", "update_nodes", tag_update_nodes },
                                       { NULL, NULL, NULL } };

@@ -1,7 +1,8 @@
 /*
  * maas-sim DNS resources (maas-api.md §6.7, §7.8): list (by fqdn, or name + domain), create
  * from fqdn or name + domain with a space-separated ip_addresses field, PUT that replaces the
- * address set, DELETE answering 204. sim.lock is held by the dispatcher.
+ * address set, DELETE answering 204; the records a reservation's hostname makes and the
+ * release removes (ipaddresses.c). sim.lock is held by the dispatcher.
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -92,11 +93,15 @@ static int dns_name(const struct sim *s,
         return *ret_domain < 0 ? CM_ENOTFOUND : 0;
 }
 
+/* GET dnsresources/: by fqdn, by name + domain, or by name alone in every domain (MAAS's
+ * get_dnsresource_queryset). */
 static void dns_list(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
 {
         char *name = NULL;
         ssize_t dom = -1;
         bool filter = sim_params_get(&rq->query, "fqdn") || sim_params_get(&rq->query, "name");
+        bool any_domain =
+                sim_params_get(&rq->query, "name") && !sim_params_get(&rq->query, "domain");
         cJSON *arr;
         int r = filter ? dns_name(s, &rq->query, &name, &dom) : 0;
 
@@ -106,8 +111,8 @@ static void dns_list(struct sim *s, const struct sim_req *rq, struct sim_resp *r
         }
         arr = cJSON_CreateArray();
         for (size_t i = 0; i < s->n_dns && r == 0; i++)
-                if (!filter ||
-                    (strcmp(s->dns[i].name, name) == 0 && s->dns[i].domain == (size_t)dom))
+                if (!filter || (strcmp(s->dns[i].name, name) == 0 &&
+                                (any_domain || s->dns[i].domain == (size_t)dom)))
                         cJSON_AddItemToArray(arr, dns_json(s, &s->dns[i]));
         sim_reply_json(rp, arr);
 out:
@@ -269,6 +274,48 @@ static void dns_delete(struct sim *s, const struct sim_req *rq, struct sim_resp 
         memmove(&s->dns[i], &s->dns[i + 1], (s->n_dns - i - 1) * sizeof(*s->dns));
         s->n_dns--;
         rp->status = 204;
+}
+
+int sim_dns_link_reserved(struct sim *s, const char *hostname, const char *ip)
+{
+        const char *dot = strchr(hostname, '.');
+        char *name = dot ? xstrndup(hostname, (size_t)(dot - hostname)) : xstrdup(hostname);
+        ssize_t dom = dot ? sim_find_domain(s, dot + 1) : 0;
+        struct sim_dns *d = NULL;
+
+        if (dom < 0) {
+                free(name);
+                return CM_ENOTFOUND;
+        }
+        for (size_t i = 0; i < s->n_dns && !d; i++)
+                if (s->dns[i].domain == (size_t)dom && strcmp(s->dns[i].name, name) == 0)
+                        d = &s->dns[i];
+        if (!d) { /* DNSResource.objects.get_or_create(name=, domain=) */
+                s->dns = xrealloc(s->dns, (s->n_dns + 1) * sizeof(*s->dns));
+                d = &s->dns[s->n_dns++];
+                *d = (struct sim_dns){
+                        .id = ++s->next_dns_id, .name = name, .domain = (size_t)dom, .ttl = -1
+                };
+                name = NULL;
+        }
+        if (!sim_strv_has(&d->ips, ip))
+                sim_strv_add(&d->ips, ip);
+        free(name);
+        return 0;
+}
+
+void sim_dns_unlink_released(struct sim *s, const char *ip)
+{
+        for (size_t i = s->n_dns; i-- > 0;) {
+                struct sim_dns *d = &s->dns[i];
+
+                if (!sim_strv_remove(&d->ips, ip) || d->ips.n)
+                        continue;
+                free(d->name);
+                sim_strv_release(&d->ips);
+                memmove(&s->dns[i], &s->dns[i + 1], (s->n_dns - i - 1) * sizeof(*s->dns));
+                s->n_dns--;
+        }
 }
 
 const struct sim_op sim_ops_dnsresources[] = {

@@ -2,12 +2,15 @@
  * maas-sim ipaddresses: user-reserved addresses and dynamic ranges, as a MAAS region keeps
  * them (src/maasserver/api/ip_addresses.py and api/ipranges.py are the model):
  *   POST ipaddresses/?op=reserve  ip (or its deprecated alias ip_address) or subnet (CIDR,
- *       name or id), hostname, mac (not modelled: 400). Outside every subnet 400 "No known
+ *       name or id), hostname (the address joins the DNS resource of that name, in the
+ *       default domain or the one after its first dot, made when absent; an unknown domain
+ *       404), mac (not modelled: 400). Outside every subnet 400 "No known
  *       subnet for IP address: X."; an unknown subnet 400 "Unable to identify subnet: S.";
  *       neither 400 "Must supply either the 'subnet' or the 'ip' parameter."; inside a
  *       dynamic range 403; held by a machine's link or another reservation 404 "The IP
  *       address X is already in use."; a full subnet 503. → 200 the address.
- *   POST ipaddresses/?op=release  ip: the caller's reservation → 204; otherwise 400 "IP
+ *   POST ipaddresses/?op=release  ip: the caller's reservation → 204 (DNS resources it
+ *       leaves without an address are deleted); otherwise 400 "IP
  *       address X does not exist, is not the correct type of address, or does not belong to
  *       the requesting user.\n..."
  *   GET ipaddresses/  ip (one address, else 400 "Parameter 'ip' must contain an IP
@@ -206,9 +209,16 @@ static void reserve(struct sim *s, const struct sim_req *rq, struct sim_resp *rp
                 sim_reply_text(rp, 503, "maas-sim holds %d reservations at most.", RESERVED_MAX);
                 return;
         }
+        if (hostname && *hostname && strchr(hostname, '.') &&
+            sim_find_domain(s, strchr(hostname, '.') + 1) < 0) {
+                sim_reply_text(rp, 404, "No Domain matches the given query.");
+                return;
+        }
         if (!pick(s, ip && *ip ? ip : NULL, subnet && *subnet ? subnet : NULL, &r.ip, &r.subnet,
                   rp))
                 return;
+        if (hostname && *hostname)
+                (void)sim_dns_link_reserved(s, hostname, r.ip); /* its domain checked above */
         r.id = ++s->next_reservation_id;
         r.owner = xstrdup(rq->user ? rq->user : "admin");
         r.hostname = hostname && *hostname ? xstrdup(hostname) : NULL;
@@ -245,6 +255,7 @@ static void release(struct sim *s, const struct sim_req *rq, struct sim_resp *rp
                                ip);
                 return;
         }
+        sim_dns_unlink_released(s, s->reservations[i].ip);
         reservation_release(&s->reservations[i]);
         s->reservations[i] = s->reservations[--s->n_reservations];
         rp->status = 204;

@@ -463,6 +463,12 @@ extern const struct sim_op sim_ops_domains[];
 extern const struct sim_op sim_ops_domain[];
 extern const struct sim_op sim_ops_boots[];
 extern const struct sim_op sim_ops_boot[];
+/* ipaddresses op=reserve with a hostname ("label" in the default domain, or "label.domain"):
+ * ip joins that DNS resource, made when there is none (CM_ENOTFOUND: no such domain). */
+int sim_dns_link_reserved(struct sim *s, const char *hostname, const char *ip);
+/* A released ip leaves every DNS resource; those it leaves empty are deleted (MAAS's
+ * post_delete_clean_up_dns). */
+void sim_dns_unlink_released(struct sim *s, const char *ip);
 extern const struct sim_op sim_ops_dnsresources[];
 extern const struct sim_op sim_ops_dnsresource[];
 extern const struct sim_op sim_ops_subnets[];

@@ -10,13 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "clock.h"
 #include "err.h"
 #include "fleet_snapshot.h"
 #include "json.h"
 #include "log.h"
+#include "maas_identity.h"
 #include "maasmachine_steps.h"
 #include "metrics.h"
+#include "rfc3339.h"
+#include "worker.h"
 #include "xalloc.h"
 
 #define LOGGER            MAASMACHINE_LOGGER
@@ -26,6 +30,14 @@
 #define SWEEP_EVERY_MS    5000
 #define UNTAG_AGAIN_S     30 /* a steady node's tags may be a refresh interval old */
 #define REASON_WAIT_REUSE "WaitingForReusedHost"
+
+#define MAAS_KEY_SHARED "-" /* the process-wide MAAS in reuse_tags and reuse_swept */
+
+/* The MAAS w calls now, as reuse_tags and reuse_swept name it. */
+static const char *maas_key(const struct reconciler_worker *w)
+{
+        return w->ident ? w->ident->key : MAAS_KEY_SHARED;
+}
 
 /* --- the owner and its tag ------------------------------------------------------------- */
 
@@ -114,7 +126,6 @@ int maasmachine_reuse_keep(struct maasmachine_ctx *c, const char *sid)
         comment = xasprintf("capmaas: hosts kept for %s/%s %s", c->ns, cluster_name(c), owner);
         err = maas_create_tag(c->w->maas, tag, comment, &me);
         reconciler_maas_count(c->p, "create_tag", err == CM_EEXIST ? 0 : err, &me);
-        free(comment);
         if (err == CM_EEXIST)
                 err = 0;
         maas_error_release(&me);
@@ -122,19 +133,32 @@ int maasmachine_reuse_keep(struct maasmachine_ctx *c, const char *sid)
                 err = maas_tag_update_nodes(c->w->maas, tag, add, 1, NULL, 0, &me);
                 reconciler_maas_count(c->p, "tag_update_nodes", err, &me);
         }
+        if (err == CM_ENOTFOUND) { /* a sweep deleted it, empty, since the create: again */
+                maas_error_release(&me);
+                err = maas_create_tag(c->w->maas, tag, comment, &me);
+                reconciler_maas_count(c->p, "create_tag", err == CM_EEXIST ? 0 : err, &me);
+                maas_error_release(&me);
+                err = err == CM_EEXIST ? 0 : err;
+                if (err == 0)
+                        err = maas_tag_update_nodes(c->w->maas, tag, add, 1, NULL, 0, &me);
+        }
         if (err && refused(&me)) {
                 reconciler_event(c->p, c->cur, "Warning", "HostReuseFailed",
                                  "MAAS refused tag %s for host %s (%s): released without reuse",
                                  tag, sid, me.message ? me.message : maas_strerror(err));
                 err = 0;
         } else if (err == 0) {
+                char *key = xasprintf("%s %s", maas_key(c->w), tag);
+
                 pthread_mutex_lock(&c->p->lock);
-                reconciler_table_put(&c->p->reuse_tags, tag)->a = (int64_t)c->now;
+                reconciler_table_put(&c->p->reuse_tags, key)->a = (int64_t)c->now;
                 pthread_mutex_unlock(&c->p->lock);
+                free(key);
                 log_info(LOGGER, "host kept for its owner", "object=%s/%s system_id=%s tag=%s",
                          c->ns, c->name, sid, tag);
         }
         maas_error_release(&me);
+        free(comment);
         return err;
 }
 
@@ -284,6 +308,8 @@ char **maasmachine_reuse_exclude(struct maasmachine_ctx *c,
                                  size_t *ret_n)
 {
         char own[MAASMACHINE_REUSE_TAG_MAX] = "";
+        const char *mkey = maas_key(c->w);
+        size_t klen = strlen(mkey);
         char **v = NULL;
         size_t n = 0;
 
@@ -293,6 +319,9 @@ char **maasmachine_reuse_exclude(struct maasmachine_ctx *c,
         for (size_t i = 0; i < c->p->reuse_tags.n; i++) {
                 const char *t = c->p->reuse_tags.items[i].key;
 
+                if (strncmp(t, mkey, klen) != 0 || t[klen] != ' ')
+                        continue; /* a tag of another MAAS: unknown to this one */
+                t += klen + 1;
                 if (strcmp(t, own) == 0)
                         continue;
                 if (!v) {
@@ -402,119 +431,333 @@ void maasmachine_reuse_deployed(struct maasmachine_ctx *c)
         }
 }
 
-/* --- hold time -------------------------------------------------------------------------- */
+/* --- hold time ------------------------------------------------------------------------- */
 
-struct tagged {
-        char *sid, *tag;
-        bool ready, expire;
+/*
+ * When each kept host's hold started is kept in MAAS, in its tag's comment, so a restart, a
+ * second replica taking the lead or a clusterctl move goes on with the same clock:
+ *
+ *     capmaas: hosts kept for ns/cluster MachineDeployment/md; held since: 4y3h7n=<RFC 3339>
+ *
+ * The part before HELD_MARK is what maasmachine_reuse_keep wrote (for people); the entries
+ * are the tagged hosts Ready at the last sweep and since when. Only the sweep writes them
+ * (one sweep of a MAAS at a time in a process; only the leader reconciles).
+ */
+#define HELD_MARK    "; held since: "
+#define HELD_ENTRIES 256 /* per tag: more than any MachineDeployment keeps at once */
+
+struct held {
+        char *sid;
+        int64_t since; /* wall s */
 };
 
-/* Every host carrying a reuse tag (appended to *v). */
-static int list_tagged(struct reconciler_worker *w, struct tagged **v, size_t *n)
+struct held_set {
+        char *human; /* the comment before HELD_MARK */
+        struct held *v;
+        size_t n;
+};
+
+static void held_set_release(struct held_set *h)
 {
-        struct maas_named_list tags = { 0 };
-        struct maas_error me = { 0 };
-        int err = maas_list_tags(w->maas, &tags, &me);
+        for (size_t i = 0; i < h->n; i++)
+                free(h->v[i].sid);
+        free(h->v);
+        free(h->human);
+        *h = (struct held_set){ 0 };
+}
 
-        reconciler_maas_count(w->p, "list_tags", err, &me);
-        maas_error_release(&me);
-        for (size_t i = 0; err == 0 && i < tags.n; i++) {
-                const char *name = tags.items[i].name;
-                const char *const one[] = { name };
-                struct maas_node_list l = { 0 };
+static void held_add(struct held_set *h, const char *sid, size_t sid_len, int64_t since)
+{
+        if (h->n >= HELD_ENTRIES)
+                return;
+        h->v = xrealloc(h->v, (h->n + 1) * sizeof(*h->v));
+        h->v[h->n++] = (struct held){ .sid = xstrndup(sid, sid_len), .since = since };
+}
 
-                if (!name || strncmp(name, MAASMACHINE_REUSE_TAG_PREFIX,
-                                     strlen(MAASMACHINE_REUSE_TAG_PREFIX)) != 0)
-                        continue;
-                err = maas_list_machines(
-                        w->maas, &(struct maas_node_filter){ .tags = one, .n_tags = 1 }, &l, &me);
-                reconciler_maas_count(w->p, "list_machines", err, &me);
-                maas_error_release(&me);
-                for (size_t j = 0; err == 0 && j < l.n; j++) {
-                        *v = xrealloc(*v, (*n + 1) * sizeof(**v));
-                        (*v)[(*n)++] = (struct tagged){
-                                .sid = xstrdup(l.items[j].system_id),
-                                .tag = xstrdup(name),
-                                .ready = l.items[j].status_name &&
-                                         strcmp(l.items[j].status_name, "Ready") == 0,
-                        };
+/* The comment's entries; a malformed one is skipped (that host's clock starts again). */
+static void held_parse(const char *comment, struct held_set *h)
+{
+        const char *mark = comment ? strstr(comment, HELD_MARK) : NULL;
+        const char *p;
+
+        *h = (struct held_set){ 0 };
+        if (!comment)
+                comment = "";
+        h->human = mark ? xstrndup(comment, (size_t)(mark - comment)) : xstrdup(comment);
+        for (p = mark ? mark + strlen(HELD_MARK) : ""; *p;) {
+                size_t len = strcspn(p, ",");
+                const char *eq = memchr(p, '=', len);
+                char stamp[40];
+                int64_t t;
+
+                while (len && p[len - 1] == ' ')
+                        len--;
+                if (eq && eq > p && (size_t)(p + len - eq - 1) < sizeof(stamp)) {
+                        memcpy(stamp, eq + 1, (size_t)(p + len - eq - 1));
+                        stamp[p + len - eq - 1] = '\0';
+                        t = rfc3339_parse(stamp);
+                        if (t >= 0)
+                                held_add(h, p, (size_t)(eq - p), t);
                 }
-                maas_node_list_release(&l);
+                p += strcspn(p, ",");
+                p += strspn(p, ", ");
         }
-        maas_named_list_release(&tags);
+}
+
+static const struct held *held_find(const struct held_set *h, const char *sid)
+{
+        for (size_t i = 0; i < h->n; i++)
+                if (strcmp(h->v[i].sid, sid) == 0)
+                        return &h->v[i];
+        return NULL;
+}
+
+/* The comment for h (malloc'd). */
+static char *held_format(const struct held_set *h)
+{
+        struct buf b;
+        char stamp[RFC3339_LEN];
+        char *out;
+
+        buf_init(&b, 64 * 1024);
+        if (buf_printf(&b, "%s", h->human ? h->human : "") < 0)
+                abort();
+        for (size_t i = 0; i < h->n; i++) {
+                rfc3339_format((time_t)h->v[i].since, stamp);
+                if (buf_printf(&b, "%s%s=%s", i ? ", " : HELD_MARK, h->v[i].sid, stamp) < 0)
+                        abort(); /* 256 entries of ~40 bytes: far below the cap */
+        }
+        out = buf_take(&b, NULL);
+        buf_release(&b);
+        return out ? out : xstrdup("");
+}
+
+static bool held_same(const struct held_set *a, const struct held_set *b)
+{
+        if (a->n != b->n)
+                return false;
+        for (size_t i = 0; i < a->n; i++) {
+                const struct held *o = held_find(b, a->v[i].sid);
+
+                if (!o || o->since != a->v[i].since)
+                        return false;
+        }
+        return true;
+}
+
+/* What one sweep of one MAAS found. */
+struct sweep {
+        struct reconciler_worker *w;
+        int64_t now_s;
+        size_t waiting;
+        char **kept; /* the reuse tags still holding a host (others leave them) */
+        size_t n_kept;
+};
+
+static void sweep_keep_tag(struct sweep *sw, const char *tag)
+{
+        sw->kept = xrealloc(sw->kept, (sw->n_kept + 1) * sizeof(*sw->kept));
+        sw->kept[sw->n_kept++] = xstrdup(tag);
+}
+
+static bool is_reuse_tag(const char *name)
+{
+        return name && strncmp(name, MAASMACHINE_REUSE_TAG_PREFIX,
+                               strlen(MAASMACHINE_REUSE_TAG_PREFIX)) == 0;
+}
+
+/* No machine carries tag: it goes (a keep racing with this creates it again). */
+static void delete_empty(struct sweep *sw, const char *tag)
+{
+        struct maas_error me = { 0 };
+        int err = maas_delete_tag(sw->w->maas, tag, &me);
+
+        reconciler_maas_count(sw->w->p, "delete_tag", err == CM_ENOTFOUND ? 0 : err, &me);
+        if (err == 0)
+                log_info(LOGGER, "no host carries the reuse tag: deleted", "maas=%s tag=%s",
+                         maas_key(sw->w), tag);
+        else if (err != CM_ENOTFOUND)
+                log_info(LOGGER, "deleting an empty reuse tag failed", "maas=%s tag=%s error=%s",
+                         maas_key(sw->w), tag, me.message ? me.message : maas_strerror(err));
+        maas_error_release(&me);
+}
+
+/* Takes an expired host out of its tag; true when done. */
+static bool expire(struct sweep *sw, const char *tag, const char *sid)
+{
+        const char *const remove[] = { sid };
+        struct maas_error me = { 0 };
+        int err = maas_tag_update_nodes(sw->w->maas, tag, NULL, 0, remove, 1, &me);
+
+        reconciler_maas_count(sw->w->p, "tag_update_nodes", err, &me);
+        if (err == 0) {
+                log_info(LOGGER, "hold time over: reuse tag removed", "maas=%s system_id=%s tag=%s",
+                         maas_key(sw->w), sid, tag);
+                if (sw->w->p->reuse_expired)
+                        metric_counter_inc(sw->w->p->reuse_expired);
+        }
+        maas_error_release(&me);
+        return err == 0;
+}
+
+/* One reuse tag: its hosts' hold times read from the comment, the expired ones untagged, the
+ * comment written when the Ready set or a start changed, the tag deleted once empty. */
+static int sweep_tag(struct sweep *sw, const struct maas_named *t)
+{
+        const char *const one[] = { t->name };
+        struct provider *p = sw->w->p;
+        struct maas_node_list l = { 0 };
+        struct maas_error me = { 0 };
+        struct held_set old, now = { 0 };
+        size_t gone = 0;
+        bool keep = false;
+        int err = maas_list_machines(
+                sw->w->maas, &(struct maas_node_filter){ .tags = one, .n_tags = 1 }, &l, &me);
+
+        reconciler_maas_count(p, "list_machines", err, &me);
+        maas_error_release(&me);
+        if (err)
+                return err;
+        if (l.n == 0) {
+                delete_empty(sw, t->name);
+                goto out;
+        }
+        held_parse(t->description, &old);
+        now.human = xstrdup(old.human);
+        for (size_t i = 0; i < l.n; i++) {
+                const char *sid = l.items[i].system_id;
+                const struct held *h = sid ? held_find(&old, sid) : NULL;
+                int64_t since = h && h->since <= sw->now_s ? h->since : sw->now_s;
+
+                if (!sid || !l.items[i].status_name || strcmp(l.items[i].status_name, "Ready")) {
+                        keep = true; /* on its way back (or in use): its clock starts once Ready */
+                        continue;
+                }
+                if ((uint64_t)(sw->now_s - since) * 1000u >= p->settings.reuse_hold_ms &&
+                    expire(sw, t->name, sid)) {
+                        gone++;
+                        continue;
+                }
+                held_add(&now, sid, strlen(sid), since);
+                sw->waiting++;
+                keep = true;
+        }
+        if (gone == l.n) {
+                delete_empty(sw, t->name);
+        } else if (!held_same(&old, &now) || strcmp(old.human, now.human) != 0) {
+                char *comment = held_format(&now);
+
+                err = maas_update_tag_comment(sw->w->maas, t->name, comment, &me);
+                reconciler_maas_count(p, "update_tag", err, &me);
+                if (err) /* the next sweep writes it; the hosts keep their tags until then */
+                        log_info(LOGGER, "recording the hold times failed", "tag=%s error=%s",
+                                 t->name, me.message ? me.message : maas_strerror(err));
+                maas_error_release(&me);
+                free(comment);
+                err = 0;
+        }
+        if (keep)
+                sweep_keep_tag(sw, t->name);
+        held_set_release(&old);
+        held_set_release(&now);
+out:
+        maas_node_list_release(&l);
         return err;
 }
 
-/* Under p->lock: first-seen times of the Ready ones (key "<sid> <tag>", a = ms), which are
- * due; entries not seen this sweep go. Returns how many wait. */
-static size_t mark_due(struct provider *p, struct tagged *v, size_t n, uint64_t now_ms)
+/* Under p->lock: the MAAS's kept tags replace what reuse_tags held for it. */
+static void record_kept(struct provider *p, const char *mkey, const struct sweep *sw)
 {
-        size_t waiting = 0;
+        size_t klen = strlen(mkey);
 
-        for (size_t i = 0; i < p->reuse_held.n; i++)
-                p->reuse_held.items[i].b = 0;
-        for (size_t i = 0; i < n; i++) {
-                char *key = xasprintf("%s %s", v[i].sid, v[i].tag);
-                struct reconciler_entry *e = reconciler_table_get(&p->reuse_held, key);
+        for (size_t i = p->reuse_tags.n; i-- > 0;) {
+                const char *k = p->reuse_tags.items[i].key;
 
-                if (v[i].ready) {
-                        if (!e) {
-                                e = reconciler_table_put(&p->reuse_held, key);
-                                e->a = (int64_t)now_ms;
-                        }
-                        e->b = 1;
-                        v[i].expire = now_ms - (uint64_t)e->a >= p->settings.reuse_hold_ms;
-                        waiting += !v[i].expire;
-                }
+                if (strncmp(k, mkey, klen) == 0 && k[klen] == ' ')
+                        reconciler_table_del(&p->reuse_tags, k);
+        }
+        for (size_t i = 0; i < sw->n_kept; i++) {
+                char *key = xasprintf("%s %s", mkey, sw->kept[i]);
+
+                reconciler_table_put(&p->reuse_tags, key)->a = sw->now_s;
                 free(key);
         }
-        for (size_t i = p->reuse_held.n; i-- > 0;)
-                if (!p->reuse_held.items[i].b)
-                        reconciler_table_del(&p->reuse_held, p->reuse_held.items[i].key);
-        /* the tags others leave alone: those on a host still kept (or on its way back) */
-        reconciler_table_release(&p->reuse_tags);
-        p->reuse_tags = (struct reconciler_table){ 0 };
-        for (size_t i = 0; i < n; i++)
-                if (!v[i].expire)
-                        reconciler_table_put(&p->reuse_tags, v[i].tag);
-        return waiting;
+}
+
+/* Whether the MAAS mkey is due a sweep (and then marked swept now). */
+static bool sweep_due(struct provider *p, const char *mkey, uint64_t now_ms)
+{
+        struct reconciler_entry *e;
+        bool due;
+
+        pthread_mutex_lock(&p->lock);
+        e = reconciler_table_get(&p->reuse_swept, mkey);
+        due = !e || (int64_t)now_ms - e->a >= SWEEP_EVERY_MS;
+        if (due) {
+                e = e ? e : reconciler_table_put(&p->reuse_swept, mkey);
+                e->a = (int64_t)now_ms;
+        }
+        pthread_mutex_unlock(&p->lock);
+        return due;
+}
+
+/* Sweeps w's current MAAS (the process-wide one, or the pass's identity's). */
+static void sweep_current(struct reconciler_worker *w)
+{
+        struct provider *p = w->p;
+        const char *mkey = maas_key(w);
+        struct sweep sw = { .w = w, .now_s = clock_wall_s(p->clock) };
+        struct maas_named_list tags = { 0 };
+        struct maas_error me = { 0 };
+        double waiting = 0;
+        int err = maas_list_tags(w->maas, &tags, &me);
+
+        reconciler_maas_count(p, "list_tags", err, &me);
+        maas_error_release(&me);
+        for (size_t i = 0; err == 0 && i < tags.n; i++)
+                if (is_reuse_tag(tags.items[i].name))
+                        err = sweep_tag(&sw, &tags.items[i]);
+        if (err == 0) {
+                pthread_mutex_lock(&p->lock);
+                record_kept(p, mkey, &sw);
+                reconciler_table_put(&p->reuse_swept, mkey)->b = (int64_t)sw.waiting;
+                for (size_t i = 0; i < p->reuse_swept.n; i++)
+                        waiting += (double)p->reuse_swept.items[i].b;
+                pthread_mutex_unlock(&p->lock);
+                if (p->reuse_waiting)
+                        metric_gauge_set(p->reuse_waiting, waiting);
+        }
+        maas_named_list_release(&tags);
+        for (size_t i = 0; i < sw.n_kept; i++)
+                free(sw.kept[i]);
+        free(sw.kept);
 }
 
 void maasmachine_reuse_sweep(struct reconciler_worker *w)
 {
-        struct provider *p = w->p;
-        uint64_t now = clock_now_ms(p->clock), last = atomic_load(&p->reuse_swept_ms);
-        struct tagged *v = NULL;
-        size_t n = 0, waiting;
+        if (sweep_due(w->p, maas_key(w), clock_now_ms(w->p->clock)))
+                sweep_current(w);
+}
 
-        if ((last && now - last < SWEEP_EVERY_MS) ||
-            !atomic_compare_exchange_strong(&p->reuse_swept_ms, &last, now ? now : 1))
-                return;
-        if (list_tagged(w, &v, &n) == 0) {
-                pthread_mutex_lock(&p->lock);
-                waiting = mark_due(p, v, n, now);
-                pthread_mutex_unlock(&p->lock);
-                if (p->reuse_waiting)
-                        metric_gauge_set(p->reuse_waiting, (double)waiting);
-        }
-        for (size_t i = 0; i < n; i++) {
-                const char *const remove[] = { v[i].sid };
-                struct maas_error me = { 0 };
-                int err;
+void maasmachine_reuse_sweep_ident(struct reconciler_worker *w, const char *ns, const char *secret)
+{
+        struct maas_ident_failure f = { 0 };
+        struct maas_ident *id = NULL;
+        char *key = xasprintf("%s/%s", ns, secret);
+        int err = 0;
 
-                if (v[i].expire) {
-                        err = maas_tag_update_nodes(w->maas, v[i].tag, NULL, 0, remove, 1, &me);
-                        reconciler_maas_count(p, "tag_update_nodes", err, &me);
-                        if (err == 0) {
-                                log_info(LOGGER, "hold time over: reuse tag removed",
-                                         "system_id=%s tag=%s", v[i].sid, v[i].tag);
-                                if (p->reuse_expired)
-                                        metric_counter_inc(p->reuse_expired);
-                        }
-                        maas_error_release(&me);
-                }
-                free(v[i].sid);
-                free(v[i].tag);
-        }
-        free(v);
+        if (!w->p->idents || !sweep_due(w->p, key, clock_now_ms(w->p->clock)))
+                goto out;
+        err = maas_ident_acquire(w->p->idents, w->kube, ns, secret, &id, &f);
+        if (err == 0)
+                err = reconciler_worker_use_ident(w, id); /* takes the reference */
+        if (err == 0)
+                sweep_current(w);
+        else /* the clusters naming it say why (MAASAvailable); the next refresh tries again */
+                log_debug(LOGGER, "no sweep of the identity's MAAS", "identity=%s error=%s", key,
+                          f.message ? f.message : cm_strerror(err));
+        reconciler_worker_use_default(w);
+        maas_ident_failure_release(&f);
+out:
+        free(key);
 }

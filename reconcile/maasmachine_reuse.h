@@ -15,8 +15,13 @@
  *     allocates as any other;
  *   - a host deployed again loses the tag; a tagged host Ready for longer than the hold time
  *     (--host-reuse-hold) loses it too (maasmachine_reuse_sweep), so other owners get it.
- *     The hold is counted from when this process first saw the host waiting: a restart
- *     starts it over.
+ *     The hold is counted from when a sweep first saw the host Ready with the tag, and that
+ *     time is kept in MAAS, in the tag's comment ("...; held since: <sid>=<RFC 3339>, ..."),
+ *     so a restart, a new leader or a clusterctl move goes on with the same clock;
+ *   - a reuse tag no machine carries is deleted by the sweep (a keep racing with it creates
+ *     it again);
+ *   - every MAAS is swept: the process-wide one, and each identity's (spec.identityRef,
+ *     maas_identity.h) that a MaasMachineTemplate's cluster names.
  * Metrics: capmaas_host_reuse_allocations_total{source="reused"|"fresh"},
  * capmaas_host_reuse_waiting_hosts, capmaas_host_reuse_tags_expired_total.
  */
@@ -67,9 +72,15 @@ void maasmachine_reuse_count(struct provider *p, bool reused);
 /* A Deployed c->node carrying a reuse tag: removes it (best effort; the next pass retries). */
 void maasmachine_reuse_deployed(struct maasmachine_ctx *c);
 
-/* Expires tags of hosts Ready longer than the hold time (at most every 5 s across workers;
- * called on each inventory refresh). Best effort. */
+/* Sweeps w's current MAAS (w->maas; w->ident names it, NULL = the process-wide one): records
+ * new hold starts in the tags' comments, untags hosts Ready longer than the hold time,
+ * deletes reuse tags no machine carries, and refreshes what maasmachine_reuse_exclude leaves
+ * alone in that MAAS. At most every 5 s per MAAS across workers; called on each inventory
+ * refresh. Best effort: a failed call waits for the next sweep. */
 void maasmachine_reuse_sweep(struct reconciler_worker *w);
+/* The same in the MAAS of identity Secret ns/secret: w uses that identity for the sweep and
+ * the process-wide MAAS again after it. An identity that cannot be used is skipped. */
+void maasmachine_reuse_sweep_ident(struct reconciler_worker *w, const char *ns, const char *secret);
 
 /* Registers the metrics above (provider_new). */
 MUST_CHECK int maasmachine_reuse_metrics(struct provider *p);

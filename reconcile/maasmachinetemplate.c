@@ -238,6 +238,7 @@ int maasmachinetemplate_reconcile(void *wctx,
                 w->p->idents, ns,
                 json_find_str(o, "metadata", "labels", "cluster.x-k8s.io/cluster-name", NULL));
         if (ident) {
+                maasmachine_reuse_sweep_ident(w, ns, ident); /* that MAAS's kept hosts too */
                 s = reconciler_ident_inventory(w->p, ns, ident);
                 st = s ? MAAS_INV_OK : MAAS_INV_NOT_LOADED;
         } else {

@@ -802,7 +802,7 @@ struct provider *provider_free(struct provider *p)
                 return NULL;
         provider_stop(p);
         reconciler_table_release(&p->power_off_reads);
-        reconciler_table_release(&p->reuse_held);
+        reconciler_table_release(&p->reuse_swept);
         reconciler_table_release(&p->reuse_untagged);
         reconciler_table_release(&p->reuse_tags);
         reconciler_table_release(&p->node_done);

@@ -137,13 +137,16 @@ struct provider {
         struct metric_series *remediation_power_cycles; /* ..._remediation_power_cycles_total */
         struct metric_series *remediations_in_progress; /* capmaas_remediations_in_progress */
         /* host reuse (maasmachine_reuse.h): capmaas_host_reuse_allocations_total{source},
-         * _waiting_hosts, _tags_expired_total; under p->lock: reuse_held ("<sid> <tag>" → a:
-         * ms first seen Ready), reuse_untagged (system id → a: wall s of our untag) */
+         * _waiting_hosts, _tags_expired_total; under p->lock: reuse_untagged (system id → a:
+         * wall s of our untag), reuse_tags ("<maas> <tag>": the reuse tags kept in each MAAS,
+         * "-" the process-wide one, else the identity's "ns/secret"; a: wall s seen),
+         * reuse_swept ("<maas>" → a: ms of its last sweep, b: its hosts waiting). The hold
+         * times themselves live in MAAS, in each tag's comment. */
         struct metric_family *reuse_allocations;
         struct metric_series *reuse_waiting, *reuse_expired;
-        struct reconciler_table reuse_held, reuse_untagged;
-        struct reconciler_table reuse_tags; /* the reuse tags seen (keys; a: wall s seen) */
-        _Atomic uint64_t reuse_swept_ms;
+        struct reconciler_table reuse_untagged;
+        struct reconciler_table reuse_tags;
+        struct reconciler_table reuse_swept;
 
         pthread_mutex_t lock;
         struct reconciler_table

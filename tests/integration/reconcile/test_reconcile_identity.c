@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -24,6 +25,7 @@
 #include "log.h"
 #include "maas_inventory.h"
 #include "reconcile_fixture.h"
+#include "rfc3339.h"
 /* the reconcile library's private headers: the identity pool's count */
 #include "../../../reconcile/maas_identity.h"
 #include "../../../reconcile/reconciler.h"
@@ -215,11 +217,13 @@ static struct maas_inventory *inventory_of(const char *url, const char *key, str
         return inv;
 }
 
-/* The provider with A's inventory as the process-wide one and SOURCE for B's. */
-static void start_provider_with_inventories(void)
+/* The provider with A's inventory as the process-wide one and SOURCE for B's, kept hosts
+ * held for hold_ms. */
+static void start_provider_with_inventories_hold(uint64_t hold_ms)
 {
         struct provider_settings s = test_settings();
 
+        s.reuse_hold_ms = hold_ms;
         RF.prov = provider_free(RF.prov); /* rf_setup's, without inventories */
         RF.metrics = metrics_free(RF.metrics);
         SRC.a = inventory_of(RF.sim.proc.url, MAAS_KEY, &SRC.cfg_a);
@@ -235,6 +239,48 @@ static void start_provider_with_inventories(void)
                                       &RF.prov),
                          0);
         assert_int_equal(provider_start(RF.prov), 0);
+}
+
+static void start_provider_with_inventories(void)
+{
+        start_provider_with_inventories_hold(0);
+}
+
+/* B's machines as in INV_C_TEXT, each kept for an owner in MAAS B: b-big1 (tag ...bbb) since
+ * two hours, b-big2 (tag ...ccc) since now; tag ...ddd on no machine. */
+static int ident_setup_kept(void **state)
+{
+        char old[RFC3339_LEN], now[RFC3339_LEN];
+        FILE *f;
+        int fd;
+
+        rfc3339_format(time(NULL) - 7200, old);
+        rfc3339_format(time(NULL), now);
+        snprintf(INV_C, sizeof(INV_C), "/tmp/capmaas-inv-c-XXXXXX");
+        fd = mkstemp(INV_C);
+        f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f)
+                return -1;
+        fprintf(f,
+                "tags:\n"
+                "  - name: capmaas-reuse-bbbbbbbbbbbb\n"
+                "    comment: \"capmaas: hosts kept; held since: b-big1=%s\"\n"
+                "  - name: capmaas-reuse-cccccccccccc\n"
+                "    comment: \"capmaas: hosts kept; held since: b-big2=%s\"\n"
+                "  - name: capmaas-reuse-dddddddddddd\n"
+                "zones:\n  - name: site-c1\n  - name: site-c2\n"
+                "pools:\n  - name: capi\n"
+                "machines:\n"
+                "  - system_id: b-big1\n    hostname: b-big1\n    cpu_count: 48\n"
+                "    memory: 65536\n    zone: site-c1\n    pool: capi\n"
+                "    architecture: amd64/generic\n    tags: [capmaas-reuse-bbbbbbbbbbbb]\n"
+                "  - system_id: b-big2\n    hostname: b-big2\n    cpu_count: 64\n"
+                "    memory: 131072\n    zone: site-c2\n    pool: capi\n"
+                "    architecture: amd64/generic\n    tags: [capmaas-reuse-cccccccccccc]\n",
+                old, now);
+        fclose(f);
+        INV_SIM_B = INV_C;
+        return ident_setup(state);
 }
 
 static int ident_teardown(void **state)
@@ -721,6 +767,57 @@ static void test_identity__zones_and_capacity_from_its_own_maas(void **state)
         cJSON_Delete(o);
 }
 
+/* SIM_B's view: whether machine sid carries tag, and whether tag exists. */
+static bool b_tagged(const char *sid, const char *tag)
+{
+        cJSON *st = maassim_call(&SIM_B, "GET", "state", NULL);
+        const cJSON *m, *t;
+        bool found = false;
+
+        cJSON_ArrayForEach (m, json_at(st, "machines"))
+                if (strcmp(OR(json_at_str(m, "system_id"), ""), sid) == 0)
+                        cJSON_ArrayForEach (t, json_at(m, "tag_names"))
+                                found = found || strcmp(OR(t->valuestring, ""), tag) == 0;
+        cJSON_Delete(st);
+        return found;
+}
+
+static bool b_has_tag(const char *tag)
+{
+        cJSON *st = maassim_call(&SIM_B, "GET", "state", NULL);
+        const cJSON *t;
+        bool found = false;
+
+        cJSON_ArrayForEach (t, json_at(st, "tags"))
+                found = found || strcmp(OR(json_at_str(t, "name"), ""), tag) == 0;
+        cJSON_Delete(st);
+        return found;
+}
+
+static bool b_swept(const void *arg)
+{
+        (void)arg;
+        return !b_tagged("b-big1", "capmaas-reuse-bbbbbbbbbbbb") &&
+               !b_has_tag("capmaas-reuse-bbbbbbbbbbbb") && !b_has_tag("capmaas-reuse-dddddddddddd");
+}
+
+/* The kept hosts of a cluster with its own MAAS are swept in that MAAS (on its inventory's
+ * refreshes, through the cluster's templates), with the hold times recorded there: b-big1,
+ * held for two hours of a 30 minute hold, loses its tag and the tag, now empty, goes; the
+ * empty tag goes; b-big2, held since now, keeps its tag. MAAS A is not asked about B's tags. */
+static void test_identity__kept_hosts_swept_in_its_own_maas(void **state)
+{
+        (void)state;
+        start_provider_with_inventories_hold(30 * 60 * 1000);
+        make_identity_secret("maas-b", SIM_B.proc.url, KEY_B);
+        make_ident_cluster("cb", "maas-b");
+        make_template("tb", "cb");
+        assert_true(cl_eventually(b_swept, NULL));
+        assert_true(b_tagged("b-big2", "capmaas-reuse-cccccccccccc"));
+        assert_true(b_has_tag("capmaas-reuse-cccccccccccc"));
+        assert_int_equal(maas_count_requests("capmaas-reuse-"), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -732,6 +829,8 @@ int main(void)
                                                 ident_setup, ident_teardown),
                 cmocka_unit_test_setup_teardown(test_identity__zones_and_capacity_from_its_own_maas,
                                                 ident_setup_zones, ident_teardown),
+                cmocka_unit_test_setup_teardown(test_identity__kept_hosts_swept_in_its_own_maas,
+                                                ident_setup_kept, ident_teardown),
         };
 
         return cmocka_run_group_tests(tests, rf_group_setup, rf_group_teardown);

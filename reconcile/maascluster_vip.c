@@ -57,6 +57,65 @@ static int held(struct vip_pass *v, const char *ip, bool *ret)
         return err;
 }
 
+/* The DNS label the reservation is made with: MAAS puts the address in the record of that
+ * name (the reserve's hostname), which proves the reservation is this MaasCluster's; NULL
+ * without a UID. Malloc'd. */
+static char *proof_label(const struct vip_pass *v)
+{
+        const char *uid = v->mc->meta.uid;
+
+        return uid && *uid ? xasprintf(MAASCLUSTER_VIP_PROOF_PREFIX "%s", uid) : NULL;
+}
+
+/* The records of this MaasCluster's label (GET dnsresources/?name=) into *ret: the
+ * addresses it reserved, even before the annotation was written. */
+static int proof_records(struct vip_pass *v, struct maas_dns_list *ret)
+{
+        struct maas_error me = { 0 };
+        char *label = proof_label(v);
+        int err = 0;
+
+        *ret = (struct maas_dns_list){ 0 };
+        if (!label)
+                return 0;
+        err = maas_list_dns_resources_named(v->w->maas, label, ret, &me);
+        reconciler_maas_count(v->p, "list_dns_resources", err, &me);
+        if (err)
+                log_info(LOGGER, "cannot read the VIP's ownership record",
+                         "object=%s/%s record=%s error=%s", v->ns, v->name, label,
+                         me.message ? me.message : maas_strerror(err));
+        maas_error_release(&me);
+        free(label);
+        return err;
+}
+
+static bool records_hold(const struct maas_dns_list *l, const char *ip)
+{
+        for (size_t i = 0; i < l->n; i++)
+                for (size_t j = 0; j < l->items[i].ips.n; j++)
+                        if (strcmp(l->items[i].ips.v[j], ip) == 0)
+                                return true;
+        return false;
+}
+
+/* Whether the reservation of ip is this MaasCluster's: its vip annotation names ip (it was
+ * written after capmaas reserved or proved it, and clusterctl move copies it), or MAAS's
+ * record of its label holds ip. */
+static int owns(struct vip_pass *v, const char *ip, bool *ret)
+{
+        const char *ann = schema_strmap_get(&v->mc->meta.annotations, RECONCILER_ANNOTATION_VIP);
+        struct maas_dns_list l = { 0 };
+        int err;
+
+        *ret = ann && strcmp(ann, ip) == 0;
+        if (*ret)
+                return 0;
+        err = proof_records(v, &l);
+        *ret = err == 0 && records_hold(&l, ip);
+        maas_dns_list_release(&l);
+        return err;
+}
+
 struct claim_scan {
         const char *ns, *name, *ip;
         char *who; /* "ns/name" of another MaasCluster holding ip */
@@ -104,6 +163,7 @@ static int reserve(struct vip_pass *v, const char *ip, bool *ret_fresh_pick)
         struct maas_ip_address got = { 0 };
         struct maas_error me = { 0 };
         char *what = ip ? xstrdup(ip) : xasprintf("an address in subnet %s", subnet ? subnet : "");
+        char *label = NULL;
         int err;
 
         if (!ip && !(subnet && *subnet)) {
@@ -113,8 +173,11 @@ static int reserve(struct vip_pass *v, const char *ip, bool *ret_fresh_pick)
                 err = CM_EINVAL;
                 goto out;
         }
-        err = maas_reserve_ip(v->w->maas, &(struct maas_reserve_ip){ .ip = ip, .subnet = subnet },
-                              &got, &me);
+        label = proof_label(v);
+        err = maas_reserve_ip(
+                v->w->maas,
+                &(struct maas_reserve_ip){ .ip = ip, .subnet = subnet, .hostname = label }, &got,
+                &me);
         reconciler_maas_count(v->p, "reserve_ip", err, &me);
         if (err) {
                 refused(v, what, err, &me);
@@ -129,21 +192,62 @@ static int reserve(struct vip_pass *v, const char *ip, bool *ret_fresh_pick)
         log_info(LOGGER, "VIP reserved", "object=%s/%s ip=%s", v->ns, v->name, got.ip);
 out:
         free(what);
+        free(label);
         maas_ip_address_release(&got);
         maas_error_release(&me);
         return err;
 }
 
+/* No address yet: one MAAS picked for this MaasCluster before (the record of its label holds
+ * it, the annotation was lost with a crash), else a new one. */
+static int pick_or_find(struct vip_pass *v, bool *ret_fresh_pick)
+{
+        struct maas_dns_list l = { 0 };
+        bool have = false;
+        int err = proof_records(v, &l);
+
+        for (size_t i = 0; err == 0 && i < l.n && !have; i++)
+                for (size_t j = 0; err == 0 && j < l.items[i].ips.n && !have; j++) {
+                        const char *ip = l.items[i].ips.v[j];
+
+                        err = held(v, ip, &have);
+                        if (err || !have)
+                                continue;
+                        schema_strmap_set(&v->mc->meta.annotations, RECONCILER_ANNOTATION_VIP, ip);
+                        *ret_fresh_pick = true;
+                        log_info(LOGGER, "VIP found by its ownership record", "object=%s/%s ip=%s",
+                                 v->ns, v->name, ip);
+                }
+        maas_dns_list_release(&l);
+        if (err == 0 && !have)
+                err = reserve(v, NULL, ret_fresh_pick);
+        return err;
+}
+
+static int not_ours(struct vip_pass *v, const char *ip)
+{
+        struct maas_error me = {
+                .message = xasprintf("The IP address %s is reserved by capmaas's MAAS user, but "
+                                     "not for this MaasCluster (no vip annotation, no DNS "
+                                     "record " MAASCLUSTER_VIP_PROOF_PREFIX "%s holding it).",
+                                     ip, v->mc->meta.uid ? v->mc->meta.uid : "")
+        };
+
+        refused(v, ip, CM_EEXIST, &me);
+        maas_error_release(&me);
+        return CM_EEXIST;
+}
+
 int maascluster_vip_ensure(struct vip_pass *v, bool *ret_fresh_pick)
 {
         const char *ip = maascluster_vip_address(v->mc);
-        bool have = false;
+        bool have = false, mine = false;
         char *copy, *other;
         int err;
 
         *ret_fresh_pick = false;
         if (!ip)
-                return reserve(v, NULL, ret_fresh_pick);
+                return pick_or_find(v, ret_fresh_pick);
         copy = xstrdup(ip); /* the annotation may be replaced below */
         other = claimed_elsewhere(v, copy);
         if (other) {
@@ -159,7 +263,11 @@ int maascluster_vip_ensure(struct vip_pass *v, bool *ret_fresh_pick)
                 return CM_EEXIST;
         }
         err = held(v, copy, &have);
-        if (err == 0 && !have)
+        if (err == 0 && have) /* adopted only with proof: another cluster of this user may */
+                err = owns(v, copy, &mine); /* have reserved it and not annotated it yet */
+        if (err == 0 && have && !mine)
+                err = not_ours(v, copy);
+        else if (err == 0 && !have)
                 err = reserve(v, copy, ret_fresh_pick);
         if (err == 0)
                 schema_strmap_set(&v->mc->meta.annotations, RECONCILER_ANNOTATION_VIP, copy);
@@ -177,6 +285,8 @@ int maascluster_vip_release(struct vip_pass *v)
         if (!ip)
                 return 0;
         err = held(v, ip, &have);
+        if (err == 0 && have) /* a reservation this cluster was refused stays its owner's */
+                err = owns(v, ip, &have);
         if (err || !have)
                 return err;
         err = maas_release_ip(v->w->maas, ip, &me);

@@ -4,7 +4,7 @@
 # address MAAS would give the first control-plane machine it deploys (eccapw's, in the
 # inventory). capmaas reserves it in MAAS as capmaas's user before any machine deploys; the
 # cluster (3 control planes, 2 workers) goes Ready with the VIP as its endpoint and no MAAS
-# DNS record; a poller sees no machine ever holding the VIP; the webhooks deny a VIP in a
+# DNS record but the reservation's ownership record (capmaas-vip-<MaasCluster UID>); a poller sees no machine ever holding the VIP; the webhooks deny a VIP in a
 # dynamic range and a change of the endpoint type, naming the field; deleting the cluster
 # releases the reservation and every machine, and leaves nothing in MAAS. Every call capmaas
 # made is granted by its RBAC.
@@ -35,7 +35,16 @@ reservations() {
   maas_state | $PY -c 'import json,sys
 print("\n".join(sorted("%s %s" % (r["ip"], r["owner"]) for r in json.load(sys.stdin)["reservations"])))'
 }
-n_records() { maas_state | $PY -c 'import json,sys; print(len(json.load(sys.stdin)["dnsresources"]))'; }
+# MAAS DNS records other than the VIP's ownership record (capmaas-vip-<MaasCluster UID>)
+n_records() { maas_state | $PY -c 'import json,sys; print(sum(1 for r in json.load(sys.stdin)["dnsresources"] if not r["fqdn"].startswith("capmaas-vip-")))'; }
+n_all_records() { maas_state | $PY -c 'import json,sys; print(len(json.load(sys.stdin)["dnsresources"]))'; }
+# the addresses of the ownership record of MaasCluster demo
+proof_ips() {
+  local uid
+  uid=$(k get maascluster demo -o jsonpath='{.metadata.uid}') || return 1
+  maas_state | $PY -c 'import json,sys
+print(" ".join(i for r in json.load(sys.stdin)["dnsresources"] if r["fqdn"].split(".")[0] == "capmaas-vip-" + sys.argv[1] for i in r["ips"]))' "$uid"
+}
 in_use() {
   maas_state | $PY -c 'import json,sys; print(sum(1 for m in json.load(sys.stdin)["machines"] if m["status_name"] != "Ready"))'
 }
@@ -120,7 +129,8 @@ USER=$(capmaas_user)
 check "maas-sim holds the reservation for capmaas's MAAS user ($USER), and only it" 0 \
   "^$VIP $USER\$" -- reservations
 check "capmaas reserved it once" 0 '^1$' -- count_op reserve ipaddresses
-check "no MAAS DNS record was made" 0 '^0$' -- n_records
+check "no MAAS DNS record was made for the endpoint" 0 '^0$' -- n_records
+check "the reservation carries this cluster's ownership record" 0 "^$VIP\$" -- proof_ips
 no_dns_wait() { ! k get maasmachines -o json | grep -q DNSAttachPending; }
 check "the control planes wait for no DNS record" 0 '' -- no_dns_wait
 echo "# eccapw (whose inventory address is the VIP) deployed with: $(grep '^eccapw ' "$KS_WORK/ips.log" | sort -u | cut -d' ' -f2 | tr '\n' ' ')"
@@ -140,7 +150,8 @@ gone() { [ "$(k get maasmachines,maasclusters -A -o name 2>/dev/null | wc -l)" -
 check "no Maas object is left" 0 '' -- wait_until 90 gone
 check "every machine is Ready in MAAS again" 0 '' -- wait_until 30 in_use_is 0
 check "the reservation is released" 0 '^$' -- reservations
-check "and no DNS record is left" 0 '^0$' -- n_records
+check "and no DNS record is left (the ownership record went with the release)" 0 '^0$' -- \
+  n_all_records
 check "capmaas released the VIP once, after the last machine" 0 '^ok$' -- vip_released_last
 
 stack_kubectl get --raw /_sim/requests >"$KS_WORK/access.json"

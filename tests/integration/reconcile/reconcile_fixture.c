@@ -376,8 +376,11 @@ bool record_has(const char *fqdn, const char *ip)
 int n_records(void)
 {
         cJSON *st = maassim_call(&RF.sim, "GET", "state", NULL);
-        int n = cJSON_GetArraySize(json_at(st, "dnsresources"));
+        const cJSON *d;
+        int n = 0;
 
+        cJSON_ArrayForEach (d, json_at(st, "dnsresources"))
+                n += strncmp(OR(json_at_str(d, "fqdn"), ""), "capmaas-vip-", 12) != 0;
         cJSON_Delete(st);
         return n;
 }

@@ -94,6 +94,7 @@ void wait_events(const char *reason, int n);
 const char *mm_external_ip(const cJSON *mm);
 /* The DNS record fqdn exists (and holds ip unless ip is NULL). */
 bool record_has(const char *fqdn, const char *ip);
+/* DNS records other than the VIPs' ownership records (capmaas-vip-<uid>). */
 int n_records(void);
 /* The workload Node named hostname, once capmaas has set its providerID. */
 cJSON *wait_node_provider_id(const char *hostname);

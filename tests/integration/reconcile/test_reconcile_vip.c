@@ -81,8 +81,8 @@ static const char *LB_TRUE[] = { "LoadBalancerReady", "True", "LoadBalancerReady
 static void test_vip__reserved_given_to_no_machine_released_on_delete(void **state)
 {
         const char *api_up[] = { "APIServerAvailable", "True", "APIServerAvailable" };
-        char owner[32];
-        char *sid;
+        char owner[32], uid[64];
+        char *sid, *proof;
         cJSON *mc, *mm;
 
         (void)state;
@@ -99,6 +99,8 @@ static void test_vip__reserved_given_to_no_machine_released_on_delete(void **sta
         assert_int_equal(reservations("10.20.0.10", owner), 1);
         assert_string_equal(owner, "admin"); /* the user of capmaas's key */
         assert_int_equal(n_records(), 0);
+        proof = xasprintf("capmaas-vip-%s.maas", UID_OF(&KUBE_RES_MAASCLUSTERS, "v1", uid));
+        assert_true(record_has(proof, "10.20.0.10")); /* the reserve's hostname: this cluster's */
         wait_event("VIPReserved");
 
         /* released behind capmaas's back: the next pass reserves it again */
@@ -126,7 +128,9 @@ static void test_vip__reserved_given_to_no_machine_released_on_delete(void **sta
         cl_wait(&KUBE_RES_MAASCLUSTERS, "v1", NULL, NULL);
         assert_int_equal(reservations(NULL, NULL), 0);
         assert_int_equal(n_records(), 0);
+        assert_false(record_has(proof, NULL)); /* MAAS deletes it with the reservation */
         wait_event("VIPReleased");
+        free(proof);
         free(sid);
 }
 
@@ -243,6 +247,79 @@ static void test_vip__conflict_is_a_condition_and_an_event(void **state)
         assert_int_equal(reservations(NULL, NULL), 1);
 }
 
+static bool pred_no_vip(const cJSON *o, const void *arg)
+{
+        (void)arg;
+        return pred_lb_refused(o, NULL) &&
+               !cJSON_GetObjectItemCaseSensitive(json_at(o, "metadata.annotations"), ANN_VIP);
+}
+
+/* Two clusters of one MAAS user, one address: the first has reserved it (with its own
+ * ownership record, capmaas-vip-<its UID>) and not yet written its vip annotation. The
+ * second finds the reservation by address but no proof it is its own: refused (the
+ * condition, no annotation, no endpoint), and its delete leaves the reservation alone. A
+ * cluster whose own record holds the address (a crash between the reserve and the
+ * annotation) adopts it without a second reserve. */
+static void test_vip__another_clusters_reservation_is_not_adopted(void **state)
+{
+        const char *paused = "\"cluster.x-k8s.io/paused\":\"\"";
+        struct maas_ip_address a = { 0 };
+        const cJSON *k;
+        char uid[64], *label;
+        cJSON *mc;
+        int reserves;
+
+        (void)state;
+        assert_int_equal(
+                maas_reserve_ip(
+                        RF.maas,
+                        &(struct maas_reserve_ip){
+                                .ip = "10.20.0.100",
+                                .hostname = "capmaas-vip-0b0b0b0b-0000-4000-8000-00000000000a" },
+                        &a, NULL),
+                0);
+        maas_ip_address_release(&a);
+        make_endpoint_cluster("v6", ",\"endpoint\":{\"type\":\"VIP\",\"address\":\"10.20.0.100\"}",
+                              "");
+        mc = cl_wait(&KUBE_RES_MAASCLUSTERS, "v6", pred_no_vip, NULL);
+        k = cl_condition(mc, "LoadBalancerReady");
+        assert_non_null(strstr(json_at_str(k, "message"),
+                               "10.20.0.100 is reserved by capmaas's MAAS user, but not for this "
+                               "MaasCluster"));
+        assert_null(json_at(mc, "spec.controlPlaneEndpoint.host"));
+        cJSON_Delete(mc);
+        wait_event("VIPReservationFailed");
+        cl_delete(&KUBE_RES_MAASCLUSTERS, "v6");
+        cl_wait(&KUBE_RES_MAASCLUSTERS, "v6", NULL, NULL);
+        assert_int_equal(reservations("10.20.0.100", NULL), 1);
+        assert_true(
+                record_has("capmaas-vip-0b0b0b0b-0000-4000-8000-00000000000a.maas", "10.20.0.100"));
+
+        /* its own record: adopted (paused until the test has reserved as capmaas would) */
+        make_endpoint_cluster("v7", ",\"endpoint\":{\"type\":\"VIP\",\"address\":\"10.20.0.101\"}",
+                              paused);
+        label = xasprintf("capmaas-vip-%s", UID_OF(&KUBE_RES_MAASCLUSTERS, "v7", uid));
+        assert_int_equal(
+                maas_reserve_ip(RF.maas,
+                                &(struct maas_reserve_ip){ .ip = "10.20.0.101", .hostname = label },
+                                &a, NULL),
+                0);
+        maas_ip_address_release(&a);
+        reserves = maas_count_requests("reserve");
+        cl_patch(&KUBE_RES_MAASCLUSTERS, "v7", NULL,
+                 "{\"metadata\":{\"annotations\":{\"cluster.x-k8s.io/paused\":null}}}");
+        mc = cl_wait(&KUBE_RES_MAASCLUSTERS, "v7", pred_cond_reason, LB_TRUE);
+        assert_string_equal(json_at_str(mc, "spec.controlPlaneEndpoint.host"), "10.20.0.101");
+        assert_string_equal(OR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                                       json_at(mc, "metadata.annotations"), ANN_VIP)),
+                               ""),
+                            "10.20.0.101");
+        cJSON_Delete(mc);
+        assert_int_equal(maas_count_requests("reserve"), reserves);
+        assert_int_equal(reservations(NULL, NULL), 2);
+        free(label);
+}
+
 /* External: the endpoint the user set, Ready when its API server answers, and not one MAAS
  * call about the endpoint. */
 static void test_external__no_maas_call_ready_when_it_answers(void **state)
@@ -280,6 +357,9 @@ int main(void)
                                                 rf_teardown),
                 cmocka_unit_test_setup_teardown(test_vip__conflict_is_a_condition_and_an_event,
                                                 rf_setup, rf_teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_vip__another_clusters_reservation_is_not_adopted, rf_setup,
+                        rf_teardown),
                 cmocka_unit_test_setup_teardown(test_external__no_maas_call_ready_when_it_answers,
                                                 rf_setup, rf_teardown),
         };

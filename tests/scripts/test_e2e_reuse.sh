@@ -9,7 +9,10 @@
 #      tag left on any host, every Node Ready;
 #   2. the control planes roll out the same way, the endpoint record never empty (polled);
 #   3. the workers scale 3 -> 2: the released host keeps its reuse tag (the hosts-waiting
-#      gauge says 1) until --host-reuse-hold (20 s) passes, then loses it (tags expired 1);
+#      gauge says 1, the hold's start recorded in the tag's comment in MAAS) until
+#      --host-reuse-hold (30 s) passes, then loses it, and the tag, carried by no host now, is
+#      deleted; capmaas is killed (SIGKILL) and restarted halfway through the hold, which
+#      does not start the hold over;
 #   4. the workers roll out to a template without nodeReuse and release.erase: quick: the
 #      old (reusing) workers' hosts are kept unerased and the new workers get other hosts
 #      (kept hosts are left to their owner); scaled 2 -> 1, the released host is
@@ -25,7 +28,7 @@ SRC=${CAPMAAS_SOURCE_DIR:?CAPMAAS_SOURCE_DIR is not set}
 BUILD=${CAPMAAS_BUILD_DIR:?CAPMAAS_BUILD_DIR is not set}
 STACK_DEPLOY_SECONDS=0.5
 STACK_RELEASE_SECONDS=0.5
-HOLD_S=20
+HOLD_S=30
 STACK_CAPMAAS_ARGS="--machine-refresh-interval 2s --host-reuse-hold ${HOLD_S}s"
 trap 'rm -f "$POLL_ON"; stack_down; ks_cleanup' EXIT
 PY=/usr/bin/python3
@@ -200,10 +203,30 @@ check "the released host waits, Ready, with its reuse tag" 0 '' -- within 30 one
 T0=$(date +%s)
 gauge_is() { [ "$(metric capmaas_host_reuse_waiting_hosts)" = "$1" ]; }
 check "the hosts-waiting gauge says 1" 0 '' -- within 15 gauge_is 1
+hold_recorded() { # the waiting host's hold start, in its tag's comment in MAAS
+  stack_maas GET state | $PY -c 'import json,sys
+st = json.load(sys.stdin)
+held = [(m["system_id"], t) for m in st["machines"] if m["status_name"] == "Ready"
+        for t in m.get("tag_names", []) if t.startswith("capmaas-reuse-")]
+com = {t["name"]: t["comment"] for t in st.get("tags", [])}
+sys.exit(0 if len(held) == 1 and "; held since: %s=" % held[0][0] in com.get(held[0][1], "") else 1)'
+}
+check "the hold's start is recorded in the tag's comment in MAAS" 0 '' -- within 15 hold_recorded
+RESTART_AT=$((T0 + HOLD_S / 2))
+while [ "$(date +%s)" -lt "$RESTART_AT" ]; do sleep 1; done # the hold's middle, whatever the poll took
+kill -KILL "$STACK_CAPMAAS_PID" 2>/dev/null
+wait "$STACK_CAPMAAS_PID" 2>/dev/null
+check "capmaas restarts $(($(date +%s) - T0)) s into the hold" 0 '' -- stack_capmaas_start
 check "after the hold time ($HOLD_S s) the tag is gone" 0 '' -- within $((HOLD_S + 30)) no_reuse_tag
-echo "# tag removed $(($(date +%s) - T0)) s after the host was seen waiting"
-check "... not before it" 0 '' -- test $(($(date +%s) - T0)) -ge $((HOLD_S - 6))
-check "one tag expiry counted" 0 '^1$' -- metric capmaas_host_reuse_tags_expired_total
+ELAPSED=$(($(date +%s) - T0))
+echo "# tag removed $ELAPSED s after the host was seen waiting (restart at $((HOLD_S / 2)) s)"
+check "... not before it" 0 '' -- test "$ELAPSED" -ge $((HOLD_S - 6))
+check "... nor a hold time after the restart: the restart did not start the hold over" 0 '' -- \
+  test "$ELAPSED" -lt $((HOLD_S + HOLD_S / 2 - 2))
+no_reuse_tag_in_maas() { ! stack_maas GET state | grep -q '"name":"capmaas-reuse-'; }
+check "no reuse tag is left in MAAS (deleted once no host carries it)" 0 '' -- \
+  within 20 no_reuse_tag_in_maas
+check "one tag expiry counted (since the restart)" 0 '^1$' -- metric capmaas_host_reuse_tags_expired_total
 check "nothing leaked" 0 '' -- within 20 audit
 
 # --- 4. without nodeReuse: other owners leave kept hosts alone; the release erases as configured

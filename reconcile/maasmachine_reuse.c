@@ -109,12 +109,30 @@ static bool refused(const struct maas_error *me)
                me->cls == MAAS_ERR_UNAUTHORIZED;
 }
 
+/* tag made when absent (with comment), then put on sid; *me holds MAAS's refusal. */
+static int tag_host(struct maasmachine_ctx *c,
+                    const char *tag,
+                    const char *comment,
+                    const char *sid,
+                    struct maas_error *me)
+{
+        const char *const add[] = { sid };
+        int err = maas_create_tag(c->w->maas, tag, comment, me);
+
+        reconciler_maas_count(c->p, "create_tag", err == CM_EEXIST ? 0 : err, me);
+        if (err && err != CM_EEXIST)
+                return err;
+        maas_error_release(me);
+        err = maas_tag_update_nodes(c->w->maas, tag, add, 1, NULL, 0, me);
+        reconciler_maas_count(c->p, "tag_update_nodes", err, me);
+        return err;
+}
+
 int maasmachine_reuse_keep(struct maasmachine_ctx *c, const char *sid)
 {
         char tag[MAASMACHINE_REUSE_TAG_MAX], owner[320];
-        const char *const add[] = { sid };
         struct maas_error me = { 0 };
-        char *comment;
+        char *comment, *key;
         int err;
 
         if (!maasmachine_reuse_tag(c, tag) ||
@@ -124,23 +142,10 @@ int maasmachine_reuse_keep(struct maasmachine_ctx *c, const char *sid)
         (void)owner_of(&c->mm.meta.labels, c->machine ? kube_object_json(c->machine) : NULL,
                        c->cluster ? kube_object_json(c->cluster) : NULL, owner, sizeof(owner));
         comment = xasprintf("capmaas: hosts kept for %s/%s %s", c->ns, cluster_name(c), owner);
-        err = maas_create_tag(c->w->maas, tag, comment, &me);
-        reconciler_maas_count(c->p, "create_tag", err == CM_EEXIST ? 0 : err, &me);
-        if (err == CM_EEXIST)
-                err = 0;
-        maas_error_release(&me);
-        if (err == 0) {
-                err = maas_tag_update_nodes(c->w->maas, tag, add, 1, NULL, 0, &me);
-                reconciler_maas_count(c->p, "tag_update_nodes", err, &me);
-        }
-        if (err == CM_ENOTFOUND) { /* a sweep deleted it, empty, since the create: again */
+        err = tag_host(c, tag, comment, sid, &me);
+        if (err == CM_ENOTFOUND) { /* a sweep deleted it, empty, before the tagging: again */
                 maas_error_release(&me);
-                err = maas_create_tag(c->w->maas, tag, comment, &me);
-                reconciler_maas_count(c->p, "create_tag", err == CM_EEXIST ? 0 : err, &me);
-                maas_error_release(&me);
-                err = err == CM_EEXIST ? 0 : err;
-                if (err == 0)
-                        err = maas_tag_update_nodes(c->w->maas, tag, add, 1, NULL, 0, &me);
+                err = tag_host(c, tag, comment, sid, &me);
         }
         if (err && refused(&me)) {
                 reconciler_event(c->p, c->cur, "Warning", "HostReuseFailed",
@@ -148,8 +153,7 @@ int maasmachine_reuse_keep(struct maasmachine_ctx *c, const char *sid)
                                  tag, sid, me.message ? me.message : maas_strerror(err));
                 err = 0;
         } else if (err == 0) {
-                char *key = xasprintf("%s %s", maas_key(c->w), tag);
-
+                key = xasprintf("%s %s", maas_key(c->w), tag);
                 pthread_mutex_lock(&c->p->lock);
                 reconciler_table_put(&c->p->reuse_tags, key)->a = (int64_t)c->now;
                 pthread_mutex_unlock(&c->p->lock);

@@ -216,7 +216,8 @@ RESTART_AT=$((T0 + HOLD_S / 2))
 while [ "$(date +%s)" -lt "$RESTART_AT" ]; do sleep 1; done # the hold's middle, whatever the poll took
 kill -KILL "$STACK_CAPMAAS_PID" 2>/dev/null
 wait "$STACK_CAPMAAS_PID" 2>/dev/null
-check "capmaas restarts $(($(date +%s) - T0)) s into the hold" 0 '' -- stack_capmaas_start
+stack_capmaas_start || { echo "capmaas did not restart"; tail -n 20 "$STACK_DIR/capmaas.log"; }
+check "capmaas restarted $(($(date +%s) - T0)) s into the hold" 0 '' -- kill -0 "$STACK_CAPMAAS_PID"
 check "after the hold time ($HOLD_S s) the tag is gone" 0 '' -- within $((HOLD_S + 30)) no_reuse_tag
 ELAPSED=$(($(date +%s) - T0))
 echo "# tag removed $ELAPSED s after the host was seen waiting (restart at $((HOLD_S / 2)) s)"

@@ -33,6 +33,7 @@ struct ident_slot {
         unsigned failures;
         struct token_bucket_stats spent; /* of the identities it retired (the metrics) */
         char *seen_rv; /* the Secret's resourceVersion at its last read, "" = none; NULL */
+        bool reading;  /* one acquire is reading the Secret now (the others do not) */
 };
 
 enum { BUDGET_REQUESTS, BUDGET_DELAYED, BUDGET_WAIT, BUDGET_HOLDS, BUDGET_N };
@@ -727,6 +728,12 @@ int maas_ident_acquire(struct maas_ident_pool *pool,
                 err = slot_give(s, now, ret, f);
                 goto unlock;
         }
+        if (s->err && s->reading) {
+                /* the negative cache: the failure stands until the read under way says
+                 * otherwise (a missing Secret is one GET per identity, not one per pass) */
+                err = slot_failure(s, now, f);
+                goto unlock;
+        }
         if (s->err && s->cur && !poll) {
                 /* the backoff passed: one more try with what MAAS refused, unless the Secret
                  * changed meanwhile (read below) */
@@ -735,6 +742,7 @@ int maas_ident_acquire(struct maas_ident_pool *pool,
                 atomic_store(&s->cur->proven, false);
         }
         s->checked_ms = now; /* claimed: the others use the current identity meanwhile */
+        s->reading = true;
         pthread_mutex_unlock(&pool->lock);
 
         err = read_secret(kc, ns, secret, &json, &reason, &msg);
@@ -747,6 +755,7 @@ int maas_ident_acquire(struct maas_ident_pool *pool,
         }
         s = e->ptr;
         s->checked_ms = clock_now_ms(pool->clock);
+        s->reading = false;
         if (poll && !secret_changed(s, json, err)) { /* still backing off */
                 free(msg);
                 err = slot_failure(s, s->checked_ms, f);

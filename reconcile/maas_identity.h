@@ -13,7 +13,10 @@
  *  - identities: "ns/secret" -> the identity built from the Secret at one resourceVersion, and
  *    the failure that stops it (missing Secret, malformed data, MAAS answered 401, MAAS
  *    unreachable) with its backoff (1 s doubling to 60 s), so a broken identity costs one
- *    Secret GET and at most one MAAS probe per backoff step, never a retry storm.
+ *    Secret GET and at most one MAAS probe per backoff step, never a retry storm. The
+ *    failure is the identity's negative cache: while one acquire reads the Secret, the
+ *    others get the failure in force without a read of their own (the passes of a cluster's
+ *    many MaasMachines come back together when a backoff step runs out).
  *
  * The Secret is read by name (GET) with the calling worker's kube client: when first needed,
  * again MAAS_IDENT_RECHECK_MS after the last read (one worker re-reads, the others go on

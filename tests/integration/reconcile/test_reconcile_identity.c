@@ -687,6 +687,87 @@ static void test_identity__bad_credentials_are_conditions(void **state)
         key_nowhere(KEY_B);
 }
 
+/* How many times Secret name of the test namespace was read (GET) since the log was cleared. */
+static int secret_reads(const char *name)
+{
+        char *suffix = xasprintf("/namespaces/%s/secrets/%s", CL.ns, name);
+        int n = kubesim_count_requests(
+                &CL.mgmt, &(struct kubesim_match){ .method = "GET", .path_suffix = suffix });
+
+        free(suffix);
+        return n;
+}
+
+#define N_WAITING 16
+
+static bool all_missing(const void *arg)
+{
+        const char *missing[] = { "MAASAvailable", "False", "IdentitySecretNotFound" };
+        char name[16];
+        bool ok = true;
+
+        (void)arg;
+        for (int i = 0; i < N_WAITING && ok; i++) {
+                cJSON *mm;
+
+                snprintf(name, sizeof(name), "m%d", i);
+                mm = cl_get(&KUBE_RES_MAASMACHINES, name);
+                ok = mm && pred_cond_reason(mm, missing);
+                cJSON_Delete(mm);
+        }
+        return ok;
+}
+
+static bool all_allocated(const void *arg)
+{
+        char name[16];
+        bool ok = true;
+
+        (void)arg;
+        for (int i = 0; i < N_WAITING && ok; i++) {
+                snprintf(name, sizeof(name), "m%d", i);
+                ok = allocated(name);
+        }
+        return ok;
+}
+
+/* A missing Secret is remembered per identity: 16 MaasMachines on 16 workers waiting for it
+ * (their passes come back together when the backoff runs out) read it once per backoff step
+ * and poll, not once per pass; created, it is picked up and the machines allocated. */
+static void test_identity__a_missing_secret_is_read_once(void **state)
+{
+        struct provider_settings s = test_settings();
+        long long t0;
+        char name[16];
+        int reads;
+
+        (void)state;
+        RF.prov = provider_free(RF.prov); /* rf_setup's, with 4 workers */
+        RF.metrics = metrics_free(RF.metrics);
+        s.machine_concurrency = N_WAITING;
+        start_provider(&s);
+        make_ident_cluster("cn", "later");
+        for (int i = 0; i < N_WAITING; i++) {
+                snprintf(name, sizeof(name), "m%d", i);
+                make_machine("cn", name, &(struct machine_spec){ .bootstrap = true });
+        }
+        assert_true(cl_eventually(all_missing, NULL));
+        /* 8 s: two backoff steps run out (at 3 s and 7 s after the first read) and the 5 s
+         * poll reads once or twice; without the negative cache each step is a read per
+         * worker that comes back */
+        kubesim_clear_requests(&CL.mgmt);
+        cl_sleep_ms(8000);
+        reads = secret_reads("later");
+        print_message("reads of the missing Secret in 8 s: %d\n", reads);
+        assert_in_range(reads, 1, 5);
+
+        t0 = test_now_ms();
+        make_identity_secret("later", SIM_B.proc.url, KEY_B);
+        assert_true(cl_eventually(all_allocated, NULL));
+        print_message("all %d allocated %lld ms after the Secret appeared\n", N_WAITING,
+                      test_now_ms() - t0);
+}
+
 static bool has_capacity(const cJSON *o, const void *arg)
 {
         const char *cpu = json_at_str(o, "status.capacity.cpu");
@@ -826,6 +907,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_identity__rotation_mid_rollout_finishes,
                                                 ident_setup_slow, ident_teardown),
                 cmocka_unit_test_setup_teardown(test_identity__bad_credentials_are_conditions,
+                                                ident_setup, ident_teardown),
+                cmocka_unit_test_setup_teardown(test_identity__a_missing_secret_is_read_once,
                                                 ident_setup, ident_teardown),
                 cmocka_unit_test_setup_teardown(test_identity__zones_and_capacity_from_its_own_maas,
                                                 ident_setup_zones, ident_teardown),

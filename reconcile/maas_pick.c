@@ -4,6 +4,7 @@
  * which calls it back.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "err.h"
 #include "json.h"
@@ -13,6 +14,42 @@
 #include "reconciler.h"
 #include "worker.h"
 #include "xalloc.h"
+
+/* What a deleting object cannot do without the identity's credentials, added to the
+ * failure's message (a new string), or NULL when obj is not deleting or the failure is not
+ * one of the Secret (a MAAS refusing or not answering is said as it is). */
+static char *deleting_message(const cJSON *obj, const struct maas_ident_failure *f)
+{
+        const char *kind = json_find_str(obj, "kind", NULL);
+        const char *sid = json_find_str(obj, "spec", "systemID", NULL);
+        const char *fix;
+
+        if (!json_find_str(obj, "metadata", "deletionTimestamp", NULL) || !kind || !f->reason)
+                return NULL;
+        if (strcmp(f->reason, "IdentitySecretNotFound") == 0)
+                fix = "recreate the Secret";
+        else if (strcmp(f->reason, "IdentityInvalid") == 0)
+                fix = "fix the Secret";
+        else
+                return NULL;
+        if (strcmp(kind, "MaasMachine") == 0 && sid && *sid)
+                return xasprintf("%s; without its credentials this MaasMachine cannot release "
+                                 "its MAAS machine %s, and its finalizer stays: %s to let the "
+                                 "release and the deletion finish (docs/credentials.md)",
+                                 f->message, sid, fix);
+        if (strcmp(kind, "MaasMachine") == 0)
+                return xasprintf("%s; without its credentials this MaasMachine cannot look for "
+                                 "a MAAS machine held for it and release it, and its finalizer "
+                                 "stays: %s to let the deletion finish (docs/credentials.md)",
+                                 f->message, fix);
+        if (strcmp(kind, "MaasCluster") == 0)
+                return xasprintf("%s; without its credentials the cluster's MaasMachines cannot "
+                                 "release their MAAS machines nor this MaasCluster delete its "
+                                 "DNS record or VIP reservation, and their finalizers stay: %s "
+                                 "to let the deletion finish (docs/credentials.md)",
+                                 f->message, fix);
+        return NULL;
+}
 
 bool reconciler_maas_pick(struct reconciler_worker *w,
                           const char *ns,
@@ -25,6 +62,7 @@ bool reconciler_maas_pick(struct reconciler_worker *w,
         char *named = secret ? NULL : maas_ident_of_cluster(w->p->idents, ns, cluster);
         struct maas_ident_failure f = { 0 };
         struct maas_ident *id = NULL;
+        char *deleting;
         bool own = secret != NULL; /* the MaasCluster's pass: its spec names the Secret */
         int err;
 
@@ -47,6 +85,11 @@ bool reconciler_maas_pick(struct reconciler_worker *w,
                                 NULL);
                 free(named);
                 return true;
+        }
+        deleting = deleting_message(obj, &f);
+        if (deleting) {
+                free(f.message);
+                f.message = deleting;
         }
         reconciler_cond(conds, RECONCILER_COND_MAAS_AVAILABLE, "False", f.reason, "%s", f.message);
         reconciler_event(w->p, obj, "Warning", f.reason, "%s", f.message);

@@ -330,7 +330,10 @@ void reconciler_workload_conn_release(struct workload_conn *c);
  * MAASAvailable condition True; or, when it cannot be used (no Secret, malformed, 401,
  * unreachable), false after setting MAASAvailable False with the reason and a message without
  * the key, a Warning event about obj, and res to come back after the failure's backoff: the
- * pass then writes its status and ends. reconciler_worker_use_default ends what this began.
+ * pass then writes its status and ends. A deleting MaasMachine or MaasCluster whose Secret is
+ * missing or malformed is told so: what it cannot release without the credentials (the
+ * MaasMachine's system ID), and that its finalizer stays until the Secret is back.
+ * reconciler_worker_use_default ends what this began.
  */
 bool reconciler_maas_pick(struct reconciler_worker *w,
                           const char *ns,

@@ -768,6 +768,150 @@ static void test_identity__a_missing_secret_is_read_once(void **state)
                       test_now_ms() - t0);
 }
 
+/* The status_name of system ID sid in sim (a new string), or NULL. */
+static char *sim_status(struct maassim *sim, const char *sid)
+{
+        cJSON *st = maassim_call(sim, "GET", "state", NULL);
+        const cJSON *m;
+        char *out = NULL;
+
+        cJSON_ArrayForEach (m, json_at(st, "machines"))
+                if (strcmp(OR(json_at_str(m, "system_id"), ""), sid) == 0)
+                        out = xstrdup(OR(json_at_str(m, "status_name"), "?"));
+        cJSON_Delete(st);
+        return out;
+}
+
+/* Touches MaasCluster name (an annotation) until the pool has read its Secret missing: the
+ * identity it built is used for up to MAAS_IDENT_RECHECK_MS after its last read. */
+static void until_secret_missing(const char *name)
+{
+        const char *missing[] = { "MAASAvailable", "False", "IdentitySecretNotFound" };
+
+        for (int i = 0; i < 60; i++) {
+                char *body =
+                        xasprintf("{\"metadata\":{\"annotations\":{\"test/touch\":\"%d\"}}}", i);
+                cJSON *mc;
+                bool gone;
+
+                cl_patch(&KUBE_RES_MAASCLUSTERS, name, NULL, body);
+                free(body);
+                mc = cl_get(&KUBE_RES_MAASCLUSTERS, name);
+                gone = mc && pred_cond_reason(mc, missing);
+                cJSON_Delete(mc);
+                if (gone)
+                        return;
+                cl_sleep_ms(500);
+        }
+        fail_msg("MaasCluster %s never saw its Secret missing", name);
+}
+
+/* A Warning event about kind/name whose message holds every one of words (NULL-ended). */
+static bool event_says(const char *kind, const char *name, const char *const *words)
+{
+        cJSON *l = cl_list(&KUBE_RES_EVENTS, NULL);
+        const cJSON *e;
+        bool found = false;
+
+        cJSON_ArrayForEach (e, json_at(l, "items")) {
+                const char *msg = OR(json_at_str(e, "message"), "");
+                bool all = strcmp(OR(json_at_str(e, "involvedObject.kind"), ""), kind) == 0 &&
+                           strcmp(OR(json_at_str(e, "involvedObject.name"), ""), name) == 0 &&
+                           strcmp(OR(json_at_str(e, "type"), ""), "Warning") == 0;
+
+                for (size_t i = 0; all && words[i]; i++)
+                        all = strstr(msg, words[i]) != NULL;
+                found = found || all;
+        }
+        cJSON_Delete(l);
+        return found;
+}
+
+static bool deleting_said(const cJSON *o, const void *arg)
+{
+        const char *const *words = arg;
+        const cJSON *c = cl_condition(o, "MAASAvailable");
+        const char *msg = OR(json_at_str(c, "message"), "");
+
+        if (!cl_cond_is(o, "MAASAvailable", "False", "IdentitySecretNotFound"))
+                return false;
+        for (size_t i = 0; words[i]; i++)
+                if (!strstr(msg, words[i]))
+                        return false;
+        return true;
+}
+
+struct event_wait {
+        const char *kind, *name;
+        const char *const *words;
+};
+
+static bool event_said(const void *arg)
+{
+        const struct event_wait *ew = arg;
+
+        return event_says(ew->kind, ew->name, ew->words);
+}
+
+/* The identity Secret deleted before the cluster (as when its namespace is deleted): the
+ * deleting MaasMachine and MaasCluster say that the host cannot be released without the
+ * Secret, naming it and the system ID, the host stays held in its MAAS, the finalizers stay;
+ * the Secret recreated, the release and both deletions finish. */
+static void test_identity__secret_gone_during_delete_says_so(void **state)
+{
+        char *sid, *st, secret[96];
+        const char *mm_words[6], *mc_words[5];
+        cJSON *o;
+
+        (void)state;
+        make_identity_secret("maas-g", SIM_B.proc.url, KEY_B);
+        make_ident_cluster("cg", "maas-g");
+        cJSON_Delete(cl_wait(&KUBE_RES_MAASCLUSTERS, "cg", pred_cond_reason, API_UP));
+        sid = ready_machine("cg", "g0", &(struct machine_spec){ .bootstrap = true });
+        assert_memory_equal(sid, "b-", 2);
+        snprintf(secret, sizeof(secret), "Secret %s/maas-g", CL.ns);
+
+        cl_delete(&KUBE_RES_SECRETS, "maas-g");
+        until_secret_missing("cg");
+        cl_delete(&KUBE_RES_MAASMACHINES, "g0");
+        mm_words[0] = secret;
+        mm_words[1] = "does not exist";
+        mm_words[2] = "cannot release its MAAS machine";
+        mm_words[3] = sid;
+        mm_words[4] = "recreate the Secret";
+        mm_words[5] = NULL;
+        cJSON_Delete(cl_wait(&KUBE_RES_MAASMACHINES, "g0", deleting_said, mm_words));
+        assert_true(
+                cl_eventually(event_said, &(struct event_wait){ "MaasMachine", "g0", mm_words }));
+        cl_delete(&KUBE_RES_MAASCLUSTERS, "cg");
+        mc_words[0] = secret;
+        mc_words[1] = "MaasMachines cannot release their MAAS machines";
+        mc_words[2] = "DNS record";
+        mc_words[3] = "recreate the Secret";
+        mc_words[4] = NULL;
+        cJSON_Delete(cl_wait(&KUBE_RES_MAASCLUSTERS, "cg", deleting_said, mc_words));
+        assert_true(
+                cl_eventually(event_said, &(struct event_wait){ "MaasCluster", "cg", mc_words }));
+
+        /* nothing was released meanwhile, the finalizers hold */
+        st = sim_status(&SIM_B, sid);
+        assert_str(st, "Deployed");
+        free(st);
+        o = cl_get(&KUBE_RES_MAASMACHINES, "g0");
+        assert_non_null(o);
+        cJSON_Delete(o);
+
+        /* the Secret back: the release and both deletions finish */
+        make_identity_secret("maas-g", SIM_B.proc.url, KEY_B);
+        assert_null(cl_wait(&KUBE_RES_MAASMACHINES, "g0", NULL, NULL));
+        assert_null(cl_wait(&KUBE_RES_MAASCLUSTERS, "cg", NULL, NULL));
+        st = sim_status(&SIM_B, sid);
+        assert_str(st, "Ready");
+        free(st);
+        free(sid);
+        key_nowhere(KEY_B);
+}
+
 static bool has_capacity(const cJSON *o, const void *arg)
 {
         const char *cpu = json_at_str(o, "status.capacity.cpu");
@@ -909,6 +1053,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_identity__bad_credentials_are_conditions,
                                                 ident_setup, ident_teardown),
                 cmocka_unit_test_setup_teardown(test_identity__a_missing_secret_is_read_once,
+                                                ident_setup, ident_teardown),
+                cmocka_unit_test_setup_teardown(test_identity__secret_gone_during_delete_says_so,
                                                 ident_setup, ident_teardown),
                 cmocka_unit_test_setup_teardown(test_identity__zones_and_capacity_from_its_own_maas,
                                                 ident_setup_zones, ident_teardown),

@@ -517,6 +517,17 @@ const struct cfg_key config_keys[] = {
           .max = HOURS(24),
           .group = GROUP_MAAS,
           .help = "How often the MAAS inventory cache (zones, pools, machines) is refreshed." },
+        { .name = "maas-identity-cache-max",
+          .type = CFG_UINT,
+          .offset = OFF(maas_identity_cache_max),
+          .def = "8",
+          .min = 1,
+          .max = 1024,
+          .group = GROUP_MAAS,
+          .help = "Inventory caches kept for the per-cluster MAAS identities (spec.identityRef "
+                  "Secrets), for admission, templates' capacity and discovered failure domains; "
+                  "beyond it the least recently used is dropped and rebuilt when needed again. "
+                  "Set it to the number of identities in use." },
         { .name = "admission-maas-checks",
           .type = CFG_BOOL,
           .offset = OFF(admission_maas_checks),

@@ -43,7 +43,8 @@ struct inv_entry {
         bool listed;
         uint64_t used_ms, checked_ms;
         struct maas_inventories *mi; /* its cache: the refresh listener's */
-        struct inv_entry *next;      /* every entry alive, listed or still held (mi->all) */
+        struct inv_entry *next;      /* every entry alive, listed or still held (mi->all);
+                                      * once out of it, the list of those to free */
 };
 
 /* What a cluster names: "ns/cluster" -> secret name ("" = no identityRef). */
@@ -59,7 +60,8 @@ struct maas_inventories {
         struct kube_config kube; /* with kc, made on first use (io_lock) */
         struct kube_client *kc;
         uint64_t kube_tried_ms;
-        struct inv_entry *inv[MAAS_INVENTORIES_MAX];
+        struct inv_entry **inv; /* max slots (--maas-identity-cache-max) */
+        size_t max;
         struct inv_entry *all;
         struct cluster_entry *clusters;
         size_t n_clusters, cap_clusters;
@@ -97,7 +99,28 @@ static struct inv_entry *entry_put_locked(struct maas_inventories *mi, struct in
                         *at = e->next;
                         break;
                 }
+        e->next = NULL;
         return e;
+}
+
+/* Puts e (NULL: nothing), out of mi->all, on the list *gone of entries to free. */
+static void gone_push(struct inv_entry **gone, struct inv_entry *e)
+{
+        if (!e)
+                return;
+        e->next = *gone;
+        *gone = e;
+}
+
+/* Frees the entries of list gone (no lock held). */
+static void gone_free(struct inv_entry *gone)
+{
+        while (gone) {
+                struct inv_entry *next = gone->next;
+
+                entry_free(gone);
+                gone = next;
+        }
 }
 
 /* --- clusters -------------------------------------------------------------------------------- */
@@ -236,7 +259,7 @@ out:
 
 static struct inv_entry *inv_find(struct maas_inventories *mi, const char *key)
 {
-        for (size_t i = 0; i < MAAS_INVENTORIES_MAX; i++)
+        for (size_t i = 0; i < mi->max; i++)
                 if (mi->inv[i] && strcmp(mi->inv[i]->key, key) == 0)
                         return mi->inv[i];
         return NULL;
@@ -325,19 +348,19 @@ static int inv_build(struct maas_inventories *mi,
  * recently used. Lock held. */
 static size_t inv_slot(const struct maas_inventories *mi, const char *key)
 {
-        size_t free_at = MAAS_INVENTORIES_MAX, lru = 0;
+        size_t free_at = mi->max, lru = 0;
 
-        for (size_t i = 0; i < MAAS_INVENTORIES_MAX; i++) {
+        for (size_t i = 0; i < mi->max; i++) {
                 const struct inv_entry *o = mi->inv[i];
 
                 if (o && strcmp(o->key, key) == 0)
                         return i;
-                if (!o && free_at == MAAS_INVENTORIES_MAX)
+                if (!o && free_at == mi->max)
                         free_at = i;
                 if (o && mi->inv[lru] && o->used_ms < mi->inv[lru]->used_ms)
                         lru = i;
         }
-        return free_at < MAAS_INVENTORIES_MAX ? free_at : lru;
+        return free_at < mi->max ? free_at : lru;
 }
 
 /* Lists e (the cache's reference) in its slot; what it displaced is returned for freeing
@@ -359,26 +382,18 @@ static struct inv_entry *inv_install(struct maas_inventories *mi, struct inv_ent
 }
 
 /* Entries unused for MAAS_INVENTORIES_IDLE_MS leave the cache (lock held); the ones nobody
- * holds are returned in out (up to MAAS_INVENTORIES_MAX) for freeing. */
-static size_t inv_sweep(struct maas_inventories *mi,
-                        uint64_t now,
-                        struct inv_entry *out[MAAS_INVENTORIES_MAX])
+ * holds join the list *gone for freeing. */
+static void inv_sweep(struct maas_inventories *mi, uint64_t now, struct inv_entry **gone)
 {
-        size_t n = 0;
-
-        for (size_t i = 0; i < MAAS_INVENTORIES_MAX; i++) {
+        for (size_t i = 0; i < mi->max; i++) {
                 struct inv_entry *e = mi->inv[i];
-                struct inv_entry *gone;
 
                 if (!e || now - e->used_ms < MAAS_INVENTORIES_IDLE_MS)
                         continue;
                 mi->inv[i] = NULL;
                 e->listed = false;
-                gone = entry_put_locked(mi, e);
-                if (gone)
-                        out[n++] = gone;
+                gone_push(gone, entry_put_locked(mi, e));
         }
-        return n;
 }
 
 /* The entry of Secret ns/secret with a reference: the cached one when checked within
@@ -390,14 +405,13 @@ static int inv_get(struct maas_inventories *mi,
                    char **ret_why)
 {
         char *key = xasprintf("%s/%s", ns, secret);
-        struct inv_entry *e, *gone[MAAS_INVENTORIES_MAX + 1];
+        struct inv_entry *e, *gone = NULL;
         uint64_t now = clock_now_ms(mi->clock);
         cJSON *json = NULL;
-        size_t n_gone;
         int err = 0;
 
         pthread_mutex_lock(&mi->lock);
-        n_gone = inv_sweep(mi, now, gone);
+        inv_sweep(mi, now, &gone);
         e = inv_find(mi, key);
         if (e && now - e->checked_ms < RECHECK_MS) {
                 e->refs++;
@@ -439,8 +453,7 @@ static int inv_get(struct maas_inventories *mi,
                         goto unlock;
                 pthread_mutex_lock(&mi->lock);
                 if (!e->listed) {
-                        gone[n_gone] = inv_install(mi, e);
-                        n_gone += gone[n_gone] != NULL;
+                        gone_push(&gone, inv_install(mi, e));
                         e->refs++;
                         e->used_ms = e->checked_ms = now;
                 }
@@ -449,8 +462,7 @@ static int inv_get(struct maas_inventories *mi,
 unlock:
         pthread_mutex_unlock(&mi->io_lock);
 out:
-        for (size_t i = 0; i < n_gone; i++)
-                entry_free(gone[i]);
+        gone_free(gone);
         cJSON_Delete(json);
         free(key);
         *ret = err ? NULL : e;
@@ -519,7 +531,7 @@ size_t maas_inventories_count(struct maas_inventories *mi)
         size_t n = 0;
 
         pthread_mutex_lock(&mi->lock);
-        for (size_t i = 0; i < MAAS_INVENTORIES_MAX; i++)
+        for (size_t i = 0; i < mi->max; i++)
                 n += mi->inv[i] != NULL;
         pthread_mutex_unlock(&mi->lock);
         return n;
@@ -552,6 +564,9 @@ int maas_inventories_new_clock(const struct config *cfg,
         pthread_mutex_init(&mi->lock, NULL);
         pthread_mutex_init(&mi->io_lock, NULL);
         mi->cfg = cfg;
+        mi->max = cfg->maas_identity_cache_max ? cfg->maas_identity_cache_max
+                                               : MAAS_INVENTORIES_DEFAULT_MAX;
+        mi->inv = xcalloc(mi->max, sizeof(*mi->inv));
         pthread_mutex_init(&mi->listen_lock, NULL);
         mi->clock = clock;
         mi->source = (struct webhooks_inventory_source){ .acquire = source_acquire,
@@ -578,6 +593,7 @@ struct maas_inventories *maas_inventories_free(struct maas_inventories *mi)
         }
         clusters_clear(mi);
         free(mi->clusters);
+        free(mi->inv);
         kube_client_free(mi->kc);
         kube_config_release(&mi->kube);
         pthread_mutex_destroy(&mi->lock);

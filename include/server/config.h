@@ -143,6 +143,7 @@ struct config {
         double maas_api_qps;                 /* --maas-api-qps, 50; 0 = unlimited */
         unsigned maas_api_burst;             /* --maas-api-burst, 100 */
         uint64_t maas_inventory_interval_ms; /* --maas-inventory-interval, 60s */
+        unsigned maas_identity_cache_max;    /* --maas-identity-cache-max, 8 */
         bool admission_maas_checks;          /* --admission-maas-checks, true */
 };
 

@@ -11,8 +11,9 @@
  * A lookup finds the cluster's MaasCluster (LIST maasclusters in the namespace by the
  * cluster-name label) and its Secret (GET by name), both remembered for 10 s; an identity's
  * inventory is built once per Secret resourceVersion and kept while it is used. At most
- * MAAS_INVENTORIES_MAX of them exist: the least recently used one goes first, and one unused
- * for MAAS_INVENTORIES_IDLE_MS is dropped at the next lookup. The keys are registered with
+ * cfg->maas_identity_cache_max of them exist (--maas-identity-cache-max; 0 = the default,
+ * MAAS_INVENTORIES_DEFAULT_MAX): the least recently used one goes first, and one unused for
+ * MAAS_INVENTORIES_IDLE_MS is dropped at the next lookup. The keys are registered with
  * the log redaction; no message here holds one.
  *
  * Ownership: the caller owns the struct (maas_inventories_free, after the webhook server has
@@ -33,8 +34,8 @@ struct maas_inventory;
 struct maas_inventories;
 struct webhooks_inventory_source;
 
-#define MAAS_INVENTORIES_MAX     8
-#define MAAS_INVENTORIES_IDLE_MS (10u * 60u * 1000u)
+#define MAAS_INVENTORIES_DEFAULT_MAX 8
+#define MAAS_INVENTORIES_IDLE_MS     (10u * 60u * 1000u)
 
 /* The per-cluster inventories for the webhooks, reading Kubernetes through cfg's kubeconfig
  * (or the in-cluster configuration), loaded on first use (the API server may start after

@@ -3,9 +3,11 @@
  * maas_inventories (server/maas_inventories.c): the per-identity MAAS inventories admission
  * and the controllers share, against a kube-sim (the identity Secrets) and a maas-sim, over
  * real loopback sockets, on a test clock for the idle and recheck times: at most
- * MAAS_INVENTORIES_MAX are kept, the least recently used goes first, one idle for
- * MAAS_INVENTORIES_IDLE_MS is dropped, and a refresh of one is told to the controllers'
- * listener with the identity's namespace and name.
+ * --maas-identity-cache-max (8 by default) are kept, the least recently used goes first, one
+ * idle for MAAS_INVENTORIES_IDLE_MS is dropped, and a refresh of one is told to the
+ * controllers' listener with the identity's namespace and name. With more identities than the
+ * limit each still gets its own MAAS's inventory (a second maas-sim with other zones), and
+ * a limit above their number keeps every one.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -25,6 +28,7 @@
 #include "kube_client.h"
 #include "kubesim.h"
 #include "maas_inventories.h"
+#include "maas_inventory.h"
 #include "maassim.h"
 #include "provider.h"
 #include "testutil.h"
@@ -35,7 +39,8 @@
 
 static struct {
         struct kubesim ks;
-        struct maassim ms;
+        struct maassim ms, ms2; /* ms2: zones site-x1, site-x2 */
+        char inv2[64];
         struct kube_client *kc;
         struct config cfg;
         struct maas_inventories *mi;
@@ -57,12 +62,36 @@ static int64_t fake_wall_s(const struct clock_ops *c)
 
 static const struct clock_ops FAKE = { .now_ms = fake_now_ms, .wall_s = fake_wall_s };
 
+static const char INV2_TEXT[] =
+        "zones:\n  - name: site-x1\n  - name: site-x2\n"
+        "pools:\n  - name: capi\n"
+        "machines:\n"
+        "  - system_id: x1\n    hostname: x1\n    cpu_count: 4\n    memory: 8192\n"
+        "    zone: site-x1\n    pool: capi\n    architecture: amd64/generic\n";
+
+static int start_second_sim(void)
+{
+        FILE *f;
+        int fd;
+
+        snprintf(E.inv2, sizeof(E.inv2), "/tmp/capmaas-inv2-XXXXXX");
+        fd = mkstemp(E.inv2);
+        f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f)
+                return -1;
+        fputs(INV2_TEXT, f);
+        fclose(f);
+        return maassim_start(&E.ms2, KEY, (const char *const[]){ "--inventory", E.inv2, NULL });
+}
+
 static int setup(void **state)
 {
         (void)state;
         if (kubesim_start(&E.ks, NULL) < 0)
                 return -1;
         if (maassim_start(&E.ms, KEY, NULL) < 0)
+                return -1;
+        if (start_second_sim() < 0)
                 return -1;
         if (kube_client_new(&(struct kube_client_opts){ .config = &E.ks.cfg }, &E.kc) < 0)
                 return -1;
@@ -77,14 +106,16 @@ static int teardown(void **state)
         E.mi = maas_inventories_free(E.mi);
         kube_client_free(E.kc);
         maassim_stop(&E.ms);
+        maassim_stop(&E.ms2);
+        unlink(E.inv2);
         kubesim_stop(&E.ks);
         return 0;
 }
 
-/* Secret name in NS with the maas-sim's endpoint and key. */
-static void make_secret(const char *name)
+/* Secret name in NS with sim's endpoint and key. */
+static void make_secret_of(const char *name, const struct maassim *sim)
 {
-        char *ep = base64_encode(E.ms.proc.url, strlen(E.ms.proc.url));
+        char *ep = base64_encode(sim->proc.url, strlen(sim->proc.url));
         char *k = base64_encode(KEY, strlen(KEY));
         cJSON *o = test_json("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
                              "\"%s\"},\"data\":{\"endpoint\":\"%s\",\"apiKey\":\"%s\"}}",
@@ -94,6 +125,11 @@ static void make_secret(const char *name)
         cJSON_Delete(o);
         free(ep);
         free(k);
+}
+
+static void make_secret(const char *name)
+{
+        make_secret_of(name, &E.ms);
 }
 
 /* Acquires (and releases) Secret name's inventory through the controllers' source. */
@@ -127,18 +163,18 @@ static void test_maas_inventories__at_most_eight_the_least_recently_used_goes(vo
         char name[16];
 
         (void)state;
-        for (int i = 0; i <= MAAS_INVENTORIES_MAX; i++) {
+        for (int i = 0; i <= MAAS_INVENTORIES_DEFAULT_MAX; i++) {
                 snprintf(name, sizeof(name), "id%d", i);
                 make_secret(name);
         }
-        for (int i = 0; i < MAAS_INVENTORIES_MAX; i++) {
+        for (int i = 0; i < MAAS_INVENTORIES_DEFAULT_MAX; i++) {
                 snprintf(name, sizeof(name), "id%d", i);
                 use(name);
         }
-        assert_int_equal(maas_inventories_count(E.mi), MAAS_INVENTORIES_MAX);
+        assert_int_equal(maas_inventories_count(E.mi), MAAS_INVENTORIES_DEFAULT_MAX);
         use("id0"); /* id1 is now the least recently used */
         use("id8");
-        assert_int_equal(maas_inventories_count(E.mi), MAAS_INVENTORIES_MAX);
+        assert_int_equal(maas_inventories_count(E.mi), MAAS_INVENTORIES_DEFAULT_MAX);
 
         /* within the 10 s recheck a kept identity is not read again; id1 was dropped */
         kubesim_clear_requests(&E.ks);
@@ -148,7 +184,85 @@ static void test_maas_inventories__at_most_eight_the_least_recently_used_goes(vo
         assert_int_equal(reads_of("id0") + reads_of("id2") + reads_of("id8"), 0);
         use("id1");
         assert_int_equal(reads_of("id1"), 1);
-        assert_int_equal(maas_inventories_count(E.mi), MAAS_INVENTORIES_MAX);
+        assert_int_equal(maas_inventories_count(E.mi), MAAS_INVENTORIES_DEFAULT_MAX);
+}
+
+/* Whether snapshot s is of E.ms2 (its zones) or of E.ms (the sample's az1). */
+static bool of_second(const struct maas_inventory_snapshot *s)
+{
+        bool x1 = maas_inv_find(s, MAAS_INV_ZONE, "site-x1") >= 0;
+        bool az1 = maas_inv_find(s, MAAS_INV_ZONE, "az1") >= 0;
+
+        assert_true(x1 != az1);
+        return x1;
+}
+
+/* Acquires Secret name's inventory, waits (bounded) for its first listing and checks it is
+ * of the MAAS its Secret names: E.ms2 when second, else E.ms. */
+static void use_checked(const char *name, bool second)
+{
+        const struct provider_inventory_source *src = maas_inventories_provider_source(E.mi);
+        struct maas_inventory_snapshot *s = NULL;
+        struct maas_inventory *inv = NULL;
+        enum maas_inv_state st = MAAS_INV_NOT_LOADED;
+        long long until = test_now_ms() + 10000;
+        char *why = NULL;
+        int err = src->acquire(src->ud, NS, name, &inv, &why);
+
+        if (err)
+                fail_msg("acquire %s: %s", name, why ? why : "?");
+        while ((s = maas_inventory_acquire(inv, &st, NULL)) == NULL || st != MAAS_INV_OK) {
+                maas_inventory_snapshot_release(s);
+                if (test_now_ms() > until)
+                        fail_msg("%s: no inventory loaded (%s)", name, maas_inv_state_name(st));
+                nanosleep(&(struct timespec){ .tv_nsec = 20000000 }, NULL);
+        }
+        assert_int_equal(of_second(s), second);
+        maas_inventory_snapshot_release(s);
+        src->release(src->ud, inv);
+        NOW_MS += 1;
+}
+
+/* 9 identities, the odd ones of the second MAAS, used in turn for 3 rounds with the cache
+ * limited to limit; returns the Secret reads of rounds 2 and 3 (within the 10 s recheck:
+ * only an identity that was dropped is read again). */
+static int nine_in_turn(unsigned limit, const char *prefix)
+{
+        char name[16];
+        int reads = 0;
+
+        E.mi = maas_inventories_free(E.mi);
+        E.cfg.maas_identity_cache_max = limit;
+        assert_int_equal(maas_inventories_new_clock(&E.cfg, &FAKE, &E.mi, NULL), 0);
+        for (int i = 0; i < 9; i++) {
+                snprintf(name, sizeof(name), "%s%d", prefix, i);
+                make_secret_of(name, i % 2 ? &E.ms2 : &E.ms);
+        }
+        NOW_MS += MAAS_INVENTORIES_IDLE_MS; /* nothing else is recent */
+        for (int round = 0; round < 3; round++) {
+                if (round == 1)
+                        kubesim_clear_requests(&E.ks);
+                for (int i = 0; i < 9; i++) {
+                        snprintf(name, sizeof(name), "%s%d", prefix, i);
+                        use_checked(name, i % 2);
+                }
+                assert_int_equal(maas_inventories_count(E.mi), limit < 9 ? limit : 9);
+        }
+        for (int i = 0; i < 9; i++) {
+                snprintf(name, sizeof(name), "%s%d", prefix, i);
+                reads += reads_of(name);
+        }
+        return reads;
+}
+
+/* --maas-identity-cache-max 8 with 9 identities in turn: each still gets its own MAAS's
+ * inventory, but the caches take turns (every use a read and a rebuild); 16 keeps all 9. */
+static void test_maas_inventories__the_limit_is_the_flag(void **state)
+{
+        (void)state;
+        assert_int_equal(nine_in_turn(8, "lim8-"), 18);
+        assert_int_equal(nine_in_turn(16, "lim16-"), 0);
+        E.cfg.maas_identity_cache_max = 0; /* the default for the tests after this one */
 }
 
 static void test_maas_inventories__idle_ones_are_dropped(void **state)
@@ -231,6 +345,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_maas_inventories__at_most_eight_the_least_recently_used_goes),
                 cmocka_unit_test(test_maas_inventories__idle_ones_are_dropped),
+                cmocka_unit_test(test_maas_inventories__the_limit_is_the_flag),
                 cmocka_unit_test(test_maas_inventories__refreshes_are_told_with_the_identity),
         };
 

@@ -204,6 +204,7 @@ const struct config_test_opt config_test_opts[] = {
         { "maas-api-qps", "0" },
         { "maas-api-burst", "7" },
         { "maas-inventory-interval", "2m" },
+        { "maas-identity-cache-max", "16" },
         { "admission-maas-checks", "false" },
 };
 

@@ -84,6 +84,7 @@ static const struct field_case fields[] = {
         { F(maas_api_qps, REAL), NULL, NULL, 50.0, 0.0 },
         { F(maas_api_burst, UINT), NULL, NULL, 100, 7 },
         { F(maas_inventory_interval_ms, U64), NULL, NULL, 60000, 120000 },
+        { F(maas_identity_cache_max, UINT), NULL, NULL, 8, 16 },
         { F(admission_maas_checks, FLAG), NULL, NULL, true, false },
 };
 
@@ -571,6 +572,12 @@ static const struct flag_error range_and_enum_errors[] = {
         { { "--webhook-threads=257" },
           "--webhook-threads: invalid value \"257\": expected an integer between 0 "
           "and 256" },
+        { { "--maas-identity-cache-max=0" },
+          "--maas-identity-cache-max: invalid value \"0\": expected an integer between 1 "
+          "and 1024" },
+        { { "--maas-identity-cache-max=1025" },
+          "--maas-identity-cache-max: invalid value \"1025\": expected an integer between "
+          "1 and 1024" },
         { { "--webhook-max-body-bytes=1023" },
           "--webhook-max-body-bytes: invalid value \"1023\": expected a size between "
           "1Ki and 64Mi (bytes, or with a Ki, Mi or Gi suffix)" },

@@ -9,7 +9,10 @@
 # of config/grafana/capmaas.json (Grafana's variables substituted: $job by the scrape's job,
 # the interval variables by 1m) returns at least one series, and the dashboard's job
 # variable lists the job. The reboot-remediation queries may be empty only while no C
-# source exports capmaas_remediations_total; once one does, they are held to it too.
+# source exports capmaas_remediations_total; once one does, they are held to it too. The
+# per-identity budget queries (capmaas_maas_identity_budget_*{identity}) are held too: a
+# MaasCluster naming an identity Secret (the stack's MAAS, its key) makes the identity,
+# and capmaas exports its four series once it is in use.
 set -uo pipefail
 # shellcheck source=tests/scripts/kube_sim_lib.sh
 . "$(dirname "$0")/kube_sim_lib.sh"
@@ -136,6 +139,42 @@ sys.exit(0 if any(x["state"] == "firing" and x["labels"].get(kv[0]) == kv[1] for
 within 20 alert_firing CapmaasDeploysFailing reason=DeployFailed
 check "CapmaasDeploysFailing fires for the failed deploy" 0 'firing\{DeployFailed\}' -- \
   alert_firing CapmaasDeploysFailing reason=DeployFailed
+
+# --- an identity: its budget's series for the per-identity panel ---------------------------
+# A MaasCluster of its own (no Cluster: nothing is allocated for it, and it writes no status
+# while it waits for one) naming a Secret with the stack's MAAS endpoint and key; its pass
+# loads the identity (logged), whose budget capmaas then exports.
+ident_cluster() {
+  stack_kubectl create secret generic maas-e2e-identity \
+    --from-literal=endpoint="$STACK_MAAS_URL" --from-literal=apiKey="$STACK_KEY" &&
+    stack_kubectl apply -f - <<'YAML'
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: MaasCluster
+metadata:
+  name: identity-probe
+  namespace: default
+  labels:
+    cluster.x-k8s.io/cluster-name: identity-probe
+spec:
+  dnsDomain: maas
+  identityRef:
+    kind: Secret
+    name: maas-e2e-identity
+YAML
+}
+check "a MaasCluster naming an identity Secret is accepted" 0 'identity-probe' -- ident_cluster
+ident_loaded() {
+  grep -F 'MAAS identity loaded' "$STACK_DIR/capmaas.log" | grep -F 'default/maas-e2e-identity'
+}
+within 30 ident_loaded
+check "capmaas loads the identity" 0 'maas-e2e-identity' -- ident_loaded
+ident_series() {
+  curl -sS --max-time 5 -G "$PROM/api/v1/query" \
+    --data-urlencode 'query=capmaas_maas_identity_budget_requests_total{identity="default/maas-e2e-identity"}' |
+    $PY -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(len(r)); sys.exit(0 if r else 1)'
+}
+within 30 ident_series
+check "Prometheus has its budget series, labelled by the Secret" 0 '^1$' -- ident_series
 
 # --- every panel's query returns series ----------------------------------------------------
 # Queries that may be empty until the remediation controller exports its series.

@@ -31,6 +31,8 @@ extern char **environ;
 #define KUBE_TIMEOUT_MS  5000u
 #define INV_CALL_TIMEOUT 10000u
 #define CLUSTERS_MAX     4096u /* clusters remembered (a template's label names any) */
+#define MISS_RECHECK_MS  5000u /* a missing or malformed Secret is read again after this */
+#define MISSES_MAX       256u  /* unusable Secrets remembered */
 
 /* One identity's inventory: a Secret at one resourceVersion. */
 struct inv_entry {
@@ -45,6 +47,14 @@ struct inv_entry {
         struct maas_inventories *mi; /* its cache: the refresh listener's */
         struct inv_entry *next;      /* every entry alive, listed or still held (mi->all);
                                       * once out of it, the list of those to free */
+};
+
+/* A Secret that could not be used (missing, malformed): the negative cache. */
+struct miss_entry {
+        char *key; /* "ns/secret" */
+        char *why;
+        int err;
+        uint64_t checked_ms;
 };
 
 /* What a cluster names: "ns/cluster" -> secret name ("" = no identityRef). */
@@ -65,6 +75,8 @@ struct maas_inventories {
         struct inv_entry *all;
         struct cluster_entry *clusters;
         size_t n_clusters, cap_clusters;
+        struct miss_entry misses[MISSES_MAX]; /* lock */
+        size_t n_misses;
         const struct config *cfg;
         const struct clock_ops *clock;
         struct webhooks_inventory_source source;
@@ -255,6 +267,74 @@ out:
         return err;
 }
 
+/* --- the negative cache ----------------------------------------------------------------------- */
+
+static struct miss_entry *miss_find(struct maas_inventories *mi, const char *key)
+{
+        for (size_t i = 0; i < mi->n_misses; i++)
+                if (strcmp(mi->misses[i].key, key) == 0)
+                        return &mi->misses[i];
+        return NULL;
+}
+
+static void miss_drop(struct maas_inventories *mi, struct miss_entry *m)
+{
+        free(m->key);
+        free(m->why);
+        *m = mi->misses[--mi->n_misses];
+}
+
+/* The failure Secret key gave within MISS_RECHECK_MS (its code, and *ret_why), else 0 (and
+ * an older one forgotten). Lock held. */
+static int miss_get(struct maas_inventories *mi, const char *key, uint64_t now, char **ret_why)
+{
+        struct miss_entry *m = miss_find(mi, key);
+
+        if (!m)
+                return 0;
+        if (now - m->checked_ms >= MISS_RECHECK_MS) {
+                miss_drop(mi, m);
+                return 0;
+        }
+        *ret_why = xstrdup(m->why);
+        return m->err;
+}
+
+/* Remembers that Secret key could not be used (err, why: copied), or, with err 0, forgets
+ * it. Lock held. */
+static void miss_set(
+        struct maas_inventories *mi, const char *key, int err, const char *why, uint64_t now)
+{
+        struct miss_entry *m = miss_find(mi, key);
+
+        if (!err) {
+                if (m)
+                        miss_drop(mi, m);
+                return;
+        }
+        if (!m && mi->n_misses == MISSES_MAX) /* the oldest goes */
+                for (size_t i = 0; i < mi->n_misses; i++)
+                        if (!m || mi->misses[i].checked_ms < m->checked_ms)
+                                m = &mi->misses[i];
+        if (!m) {
+                m = &mi->misses[mi->n_misses++];
+                *m = (struct miss_entry){ .key = xstrdup(key) };
+        } else if (strcmp(m->key, key) != 0) {
+                free(m->key);
+                m->key = xstrdup(key);
+        }
+        free(m->why);
+        m->why = xstrdup(why ? why : cm_strerror(err));
+        m->err = err;
+        m->checked_ms = now;
+}
+
+static void misses_clear(struct maas_inventories *mi)
+{
+        while (mi->n_misses)
+                miss_drop(mi, &mi->misses[mi->n_misses - 1]);
+}
+
 /* --- inventories ----------------------------------------------------------------------------- */
 
 static struct inv_entry *inv_find(struct maas_inventories *mi, const char *key)
@@ -418,12 +498,18 @@ static int inv_get(struct maas_inventories *mi,
                 e->used_ms = now;
         } else {
                 e = NULL;
+                err = miss_get(mi, key, now, ret_why);
         }
         pthread_mutex_unlock(&mi->lock);
-        if (e)
+        if (e || err)
                 goto out;
 
         pthread_mutex_lock(&mi->io_lock);
+        pthread_mutex_lock(&mi->lock); /* another lookup may have read it meanwhile */
+        err = miss_get(mi, key, clock_now_ms(mi->clock), ret_why);
+        pthread_mutex_unlock(&mi->lock);
+        if (err)
+                goto unlock;
         err = kube_ready(mi, ret_why);
         if (err)
                 goto unlock;
@@ -435,6 +521,11 @@ static int inv_get(struct maas_inventories *mi,
                                             "does not exist",
                                             key)
                                 : xasprintf("Secret %s cannot be read: %s", key, cm_strerror(err));
+                if (err == CM_ENOTFOUND) { /* the API server failing is not remembered */
+                        pthread_mutex_lock(&mi->lock);
+                        miss_set(mi, key, err, *ret_why, now);
+                        pthread_mutex_unlock(&mi->lock);
+                }
         } else {
                 const char *rv = json_find_str(json, "metadata", "resourceVersion", NULL);
 
@@ -449,6 +540,9 @@ static int inv_get(struct maas_inventories *mi,
                 pthread_mutex_unlock(&mi->lock);
                 if (!e)
                         err = inv_build(mi, key, json, &e, ret_why);
+                pthread_mutex_lock(&mi->lock);
+                miss_set(mi, key, err, err ? *ret_why : NULL, now);
+                pthread_mutex_unlock(&mi->lock);
                 if (!e || err)
                         goto unlock;
                 pthread_mutex_lock(&mi->lock);
@@ -594,6 +688,7 @@ struct maas_inventories *maas_inventories_free(struct maas_inventories *mi)
         clusters_clear(mi);
         free(mi->clusters);
         free(mi->inv);
+        misses_clear(mi);
         kube_client_free(mi->kc);
         kube_config_release(&mi->kube);
         pthread_mutex_destroy(&mi->lock);

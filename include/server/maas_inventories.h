@@ -13,8 +13,9 @@
  * inventory is built once per Secret resourceVersion and kept while it is used. At most
  * cfg->maas_identity_cache_max of them exist (--maas-identity-cache-max; 0 = the default,
  * MAAS_INVENTORIES_DEFAULT_MAX): the least recently used one goes first, and one unused for
- * MAAS_INVENTORIES_IDLE_MS is dropped at the next lookup. The keys are registered with
- * the log redaction; no message here holds one.
+ * MAAS_INVENTORIES_IDLE_MS is dropped at the next lookup. A Secret missing or malformed is
+ * remembered for 5 s (the negative cache: one read per 5 s however many lookups ask). The
+ * keys are registered with the log redaction; no message here holds one.
  *
  * Ownership: the caller owns the struct (maas_inventories_free, after the webhook server has
  * stopped); inventories handed out are referenced until released. Threads: acquire and

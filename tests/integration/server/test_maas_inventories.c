@@ -288,6 +288,62 @@ static void test_maas_inventories__idle_ones_are_dropped(void **state)
         assert_int_equal(maas_inventories_count(E.mi), 1);
 }
 
+/* One lookup of Secret name through the controllers' source that must fail: its message. */
+static char *use_failing(const char *name)
+{
+        const struct provider_inventory_source *src = maas_inventories_provider_source(E.mi);
+        struct maas_inventory *inv = NULL;
+        char *why = NULL;
+
+        assert_int_not_equal(src->acquire(src->ud, NS, name, &inv, &why), 0);
+        assert_null(inv);
+        assert_non_null(why);
+        return why;
+}
+
+/* A missing (then malformed) Secret is read once per 5 s however many lookups ask (each
+ * template pass and labelled admission is one), each answered with why; once it is fixed,
+ * the next read after those 5 s builds its inventory. */
+static void test_maas_inventories__a_missing_secret_is_remembered(void **state)
+{
+        cJSON *o;
+        char *why;
+
+        (void)state;
+        kubesim_clear_requests(&E.ks);
+        for (int i = 0; i < 20; i++) {
+                why = use_failing("absent");
+                assert_non_null(strstr(why, "Secret " NS "/absent"));
+                assert_non_null(strstr(why, "does not exist"));
+                free(why);
+                NOW_MS += 100; /* 2 s in all */
+        }
+        assert_int_equal(reads_of("absent"), 1);
+        NOW_MS += 3000;
+        free(use_failing("absent"));
+        assert_int_equal(reads_of("absent"), 2);
+
+        /* there now, but malformed: remembered as well, with the field */
+        o = test_json("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
+                      "\"absent\"},\"stringData\":{\"endpoint\":\"http://127.0.0.1:9/MAAS\"}}");
+        assert_int_equal(kube_create(E.kc, &KUBE_RES_SECRETS, NS, o, NULL, NULL), 0);
+        cJSON_Delete(o);
+        NOW_MS += 5000;
+        for (int i = 0; i < 5; i++) {
+                why = use_failing("absent");
+                assert_non_null(strstr(why, "apiKey"));
+                free(why);
+        }
+        assert_int_equal(reads_of("absent"), 3);
+
+        /* fixed: read again after the 5 s, and built */
+        assert_int_equal(kube_delete(E.kc, &KUBE_RES_SECRETS, NS, "absent", NULL, NULL), 0);
+        make_secret("absent");
+        NOW_MS += 5000;
+        use("absent");
+        assert_int_equal(reads_of("absent"), 4);
+}
+
 static struct {
         pthread_mutex_t lock;
         char seen[128];
@@ -346,6 +402,7 @@ int main(void)
                 cmocka_unit_test(test_maas_inventories__at_most_eight_the_least_recently_used_goes),
                 cmocka_unit_test(test_maas_inventories__idle_ones_are_dropped),
                 cmocka_unit_test(test_maas_inventories__the_limit_is_the_flag),
+                cmocka_unit_test(test_maas_inventories__a_missing_secret_is_remembered),
                 cmocka_unit_test(test_maas_inventories__refreshes_are_told_with_the_identity),
         };
 

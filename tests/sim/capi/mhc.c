@@ -185,7 +185,7 @@ static void next_check(struct mhc_ctx *c, int64_t in_s)
 static const char *unhealthy(struct mhc_ctx *c, const cJSON *m, char *why, size_t len)
 {
         const char *node = json_find_str(m, "status", "nodeRef", "name", NULL);
-        struct kube_object *n = node ? informer_get(c->w->s->nodes, NULL, node) : NULL;
+        struct kube_object *n = NULL; /* looked up after the failure check (no leak) */
         const cJSON *cond, *conds = NULL;
         const char *out = NULL;
 
@@ -197,6 +197,7 @@ static const char *unhealthy(struct mhc_ctx *c, const cJSON *m, char *why, size_
                                        : "");
                 return "MachineHasFailure";
         }
+        n = node ? informer_get(c->w->s->nodes, NULL, node) : NULL;
         if (node && !n) {
                 (void)snprintf(why, len, "Node %s has been deleted", node);
                 return "NodeDeleted";

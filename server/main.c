@@ -24,6 +24,7 @@
 #include "maas_inventory.h"
 #include "maas_setup.h"
 #include "serving.h"
+#include "tls_alloc.h"
 #include "token_bucket.h"
 #include "xalloc.h"
 
@@ -138,6 +139,7 @@ int main(int argc, char *argv[])
         (void)mallopt(M_ARENA_MAX, 2);
 #endif
         xalloc_install_cjson_hooks();
+        tls_alloc_install();
         if (config_load(argc, argv, environ, &cfg, &err) < 0) {
                 fprintf(stderr, "capmaas: %s\nRun 'capmaas --help' for the options.\n",
                         err ? err : "invalid configuration");

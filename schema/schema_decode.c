@@ -366,6 +366,8 @@ void schema_type_decode(struct json_dec *d,
                                             ? found[i]
                                             : cJSON_GetObjectItemCaseSensitive(obj, f->json);
 
-                decode_ops[f->kind](d, item, f, dst);
+                /* an absent member leaves its field unset, but for a string's default */
+                if (item || (f->kind == SK_STRING && f->absent))
+                        decode_ops[f->kind](d, item, f, dst);
         }
 }

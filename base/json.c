@@ -273,9 +273,21 @@ const char *json_path_str(const struct json_path *p)
 
 /* ---- errors ---- */
 
+cJSON *json_item(const cJSON *obj, const char *key)
+{
+        if (!obj || !key)
+                return NULL;
+        for (cJSON *it = obj->child; it && it->string; it = it->next)
+                if (it->string[0] == key[0] && strcmp(it->string, key) == 0)
+                        return it;
+        return NULL;
+}
+
+/* Only the counts: items past n are never read (json_errors_add writes each before n grows). */
 void json_errors_init(struct json_errors *e)
 {
-        memset(e, 0, sizeof(*e));
+        e->n = 0;
+        e->dropped = 0;
 }
 
 void json_errors_release(struct json_errors *e)
@@ -447,7 +459,7 @@ int json_as_array(struct json_dec *d, const cJSON *item)
  * the item's check name it. */
 static const cJSON *json_member(struct json_dec *d, const cJSON *obj, const char *key)
 {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+        const cJSON *item = json_item(obj, key);
 
         if (!item || cJSON_IsNull(item))
                 return NULL;
@@ -530,7 +542,7 @@ int json_get_array(struct json_dec *d, const cJSON *obj, const char *key, const 
 
 void json_set_item(cJSON *obj, const char *key, cJSON *item)
 {
-        if (cJSON_GetObjectItemCaseSensitive(obj, key)) {
+        if (json_item(obj, key)) {
                 if (!cJSON_ReplaceItemInObjectCaseSensitive(obj, key, item))
                         abort();
                 return;
@@ -556,7 +568,7 @@ void json_set_bool(cJSON *obj, const char *key, bool value)
 
 cJSON *json_child_object(cJSON *obj, const char *key, bool *ret_created)
 {
-        cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+        cJSON *item = json_item(obj, key);
         bool created = false;
 
         if (!cJSON_IsObject(item)) {
@@ -571,7 +583,7 @@ cJSON *json_child_object(cJSON *obj, const char *key, bool *ret_created)
 
 void json_remove_unless_null(cJSON *obj, const char *key)
 {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+        const cJSON *item = json_item(obj, key);
 
         if (item && !cJSON_IsNull(item))
                 cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
@@ -584,7 +596,7 @@ static const cJSON *find_va(const cJSON *obj, va_list ap)
         const char *key;
 
         while (obj && (key = va_arg(ap, const char *)) != NULL)
-                obj = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+                obj = cJSON_IsObject(obj) ? json_item(obj, key) : NULL;
         return obj;
 }
 
@@ -630,7 +642,7 @@ static const cJSON *at_step(const cJSON *obj, const char *seg, size_t n)
                 return NULL;
         memcpy(key, seg, n);
         key[n] = '\0';
-        return cJSON_GetObjectItemCaseSensitive(obj, key);
+        return json_item(obj, key);
 }
 
 const cJSON *json_at(const cJSON *obj, const char *path)

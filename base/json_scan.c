@@ -1162,8 +1162,11 @@ out:
         return item;
 }
 
-static void tree_ws(struct tree *t)
+/* Inlined with a one-compare way out, as skip_ws. */
+static inline __attribute__((always_inline)) void tree_ws(struct tree *t)
 {
+        if (t->pos < t->end && t->s[t->pos] > ' ')
+                return;
         while (t->pos < t->end && is_ws(t->s[t->pos]))
                 t->pos++;
 }

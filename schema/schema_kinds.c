@@ -471,9 +471,9 @@ int schema_kind_encode(const struct schema_kind_desc *k, const void *src, cJSON 
         root = raw ? cJSON_Duplicate(raw, true) : cJSON_CreateObject();
         if (!root)
                 abort();
-        if (!cJSON_GetObjectItemCaseSensitive(root, "apiVersion"))
+        if (!json_item(root, "apiVersion"))
                 json_set_string(root, "apiVersion", SCHEMA_API_VERSION);
-        if (!cJSON_GetObjectItemCaseSensitive(root, "kind"))
+        if (!json_item(root, "kind"))
                 json_set_string(root, "kind", k->kind);
         encode_embedded(root, meta_path, &schema_meta_type, base + k->meta_off);
         encode_embedded(root, k->spec_path, k->spec_type, base + k->spec_off);

@@ -62,7 +62,7 @@ static bool kind_matches(const struct webhook_endpoint *ep,
                          char **reterr)
 {
         const cJSON *obj = req->object ? req->object : req->old_object;
-        const cJSON *k = cJSON_GetObjectItemCaseSensitive(obj, "kind");
+        const cJSON *k = json_item(obj, "kind");
 
         if (strcmp(req->kind, ep->kind) != 0) {
                 *reterr = xasprintf("request.kind.kind: this endpoint admits %s, got \"%s\"",

@@ -71,27 +71,26 @@ static const char *spec_pointer(const struct kind_ops *ops)
 
 static bool has_annotation(const cJSON *obj, const char *key)
 {
-        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-        const cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+        const cJSON *meta = json_item(obj, "metadata");
+        const cJSON *ann = json_item(meta, "annotations");
 
-        return cJSON_IsObject(ann) && cJSON_GetObjectItemCaseSensitive(ann, key) != NULL;
+        return cJSON_IsObject(ann) && json_item(ann, key) != NULL;
 }
 
 /* The spec object of obj (spec, or spec.template.spec for templates), or NULL. */
 static const cJSON *spec_of(const struct kind_ops *ops, const cJSON *obj)
 {
-        const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+        const cJSON *spec = json_item(obj, "spec");
 
         if (ops->is_template)
-                spec = cJSON_GetObjectItemCaseSensitive(
-                        cJSON_GetObjectItemCaseSensitive(spec, "template"), "spec");
+                spec = json_item(json_item(spec, "template"), "spec");
         return cJSON_IsObject(spec) ? spec : NULL;
 }
 
 static const char *object_name(const struct admission_request *req)
 {
-        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(req->object, "metadata");
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(meta, "name");
+        const cJSON *meta = json_item(req->object, "metadata");
+        const cJSON *name = json_item(meta, "name");
 
         return cJSON_IsString(name) ? name->valuestring : req->name;
 }
@@ -109,8 +108,8 @@ static bool spec_unchanged(const struct admission_request *req)
 
         if (req->op != ADMISSION_OP_UPDATE || !req->old_object)
                 return false;
-        a = cJSON_GetObjectItemCaseSensitive(req->old_object, "spec");
-        b = cJSON_GetObjectItemCaseSensitive(req->object, "spec");
+        a = json_item(req->old_object, "spec");
+        b = json_item(req->object, "spec");
         if (!a && !b)
                 return true;
         return a && b && cJSON_Compare(a, b, true);

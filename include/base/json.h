@@ -162,6 +162,11 @@ cJSON *json_merge_patch(cJSON *target, const cJSON *patch);
  * The _str forms return the string value, or NULL when the item is not a string.
  */
 const cJSON *json_find(const cJSON *obj, ...);
+
+/* cJSON_GetObjectItemCaseSensitive with the first byte compared before strcmp: the member
+ * of obj named key (the first of that name; the walk stops at a nameless item, as cJSON's
+ * does), or NULL (obj or key NULL, obj not an object). */
+cJSON *json_item(const cJSON *obj, const char *key);
 const char *json_find_str(const cJSON *obj, ...);
 const cJSON *json_at(const cJSON *obj, const char *path);
 const char *json_at_str(const cJSON *obj, const char *path);

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <cjson/cJSON.h>
 #include <cmocka.h>
@@ -84,10 +85,35 @@ static void test_json_at__walks_nested_arrays_and_odd_roots(void **state)
         cJSON_Delete(o);
 }
 
+/* json_item answers as cJSON_GetObjectItemCaseSensitive: the first member of a name, names
+ * sharing a first byte told apart, an array or a nameless item ends the walk. */
+static void test_json_item__as_cjson_lookup(void **state)
+{
+        cJSON *o = test_json("{\"name\":1,\"namespace\":2,\"n\":3,\"name\":4,\"\":5}");
+        cJSON *arr = test_json("[1,2]");
+        const char *keys[] = { "name", "namespace", "n", "", "na", "x" };
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+                assert_ptr_equal(json_item(o, keys[i]),
+                                 cJSON_GetObjectItemCaseSensitive(o, keys[i]));
+        assert_int_equal(json_item(o, "name")->valueint, 1);
+        assert_null(json_item(arr, "0"));
+        assert_null(json_item(NULL, "name"));
+        assert_null(json_item(o, NULL));
+        free(o->child->next->string); /* a nameless item stops the walk, as in cJSON */
+        o->child->next->string = NULL;
+        assert_null(json_item(o, "n"));
+        assert_null(cJSON_GetObjectItemCaseSensitive(o, "n"));
+        cJSON_Delete(arr);
+        cJSON_Delete(o);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_json_find__keys_with_dots),
+                cmocka_unit_test(test_json_item__as_cjson_lookup),
                 cmocka_unit_test(test_json_find__missing_or_wrong_type_is_null),
                 cmocka_unit_test(test_json_at__dotted_paths_and_indexes),
                 cmocka_unit_test(test_json_at__walks_nested_arrays_and_odd_roots),

@@ -1,8 +1,9 @@
 /*
- * tls_io: see tls_io.h. Reads go into GnuTLS's buffer and a per-thread scratch block in one
- * readv; what lands in the scratch block beyond GnuTLS's request is copied to the connection
- * (exactly its size, freed once consumed), so an idle connection holds nothing. A kept record
- * is copied likewise and freed once it is out.
+ * tls_io: see tls_io.h. A read goes into a per-thread scratch block with one recv; GnuTLS
+ * gets what it asked for and the rest is copied to the connection (exactly its size, freed
+ * once consumed), so an idle connection holds nothing. A kept record is copied likewise and
+ * freed once it is out; it leaves with the next records in one send, from a per-thread send
+ * block when they fit.
  */
 #include "tls_io.h"
 
@@ -33,6 +34,7 @@ struct tls_io {
 };
 
 static _Thread_local unsigned char scratch[TLS_IO_READ_AHEAD];
+static _Thread_local unsigned char send_block[TLS_IO_SEND_BLOCK];
 
 static size_t take_ahead(struct tls_io *io, void *data, size_t len)
 {
@@ -50,25 +52,41 @@ static size_t take_ahead(struct tls_io *io, void *data, size_t len)
         return n;
 }
 
+static ssize_t recv_some(struct tls_io *io, void *buf, size_t len)
+{
+        ssize_t n;
+
+        do
+                n = recv(io->fd, buf, len, 0);
+        while (n < 0 && errno == EINTR);
+        io->stats.reads++;
+        return n;
+}
+
+/* A read GnuTLS asks for: from what is held, else one recv into the thread's scratch block
+ * (a plain recv: readv costs the kernel an iovec import and the file layer), the rest held;
+ * a read as large as the block goes straight into GnuTLS's buffer. */
 static ssize_t io_pull(gnutls_transport_ptr_t p, void *data, size_t len)
 {
         struct tls_io *io = p;
-        struct iovec iov[2] = { { .iov_base = data, .iov_len = len },
-                                { .iov_base = scratch, .iov_len = sizeof(scratch) } };
         ssize_t n;
 
         if (io->ahead)
                 return (ssize_t)take_ahead(io, data, len);
-        do
-                n = readv(io->fd, iov, 2);
-        while (n < 0 && errno == EINTR);
-        io->stats.reads++;
-        if (n <= 0 || (size_t)n <= len)
+        if (len >= sizeof(scratch))
+                return recv_some(io, data, len);
+        n = recv_some(io, scratch, sizeof(scratch));
+        if (n <= 0)
                 return n;
+        if ((size_t)n <= len) {
+                memcpy(data, scratch, (size_t)n);
+                return n;
+        }
+        memcpy(data, scratch, len);
         io->ahead_len = (size_t)n - len;
         io->ahead_pos = 0;
         io->ahead = xmalloc(io->ahead_len);
-        memcpy(io->ahead, scratch, io->ahead_len);
+        memcpy(io->ahead, scratch + len, io->ahead_len);
         return (ssize_t)len;
 }
 
@@ -82,11 +100,37 @@ static int io_pull_timeout(gnutls_transport_ptr_t p, unsigned int ms)
         return poll(&pfd, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
 }
 
+static ssize_t send_bytes(struct tls_io *io, const void *buf, size_t len)
+{
+        ssize_t r;
+
+        do
+                r = send(io->fd, buf, len, MSG_NOSIGNAL);
+        while (r < 0 && errno == EINTR);
+        io->stats.sends++;
+        return r;
+}
+
+/* One send of iov: a plain send for one buffer, or for several that fit the thread's send
+ * block (copied there: sendmsg costs the kernel a msghdr and an iovec import), else sendmsg. */
 static ssize_t send_iov(struct tls_io *io, struct iovec *iov, int n)
 {
         struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+        size_t total = 0;
         ssize_t r;
 
+        if (n == 1)
+                return send_bytes(io, iov[0].iov_base, iov[0].iov_len);
+        for (int i = 0; i < n; i++)
+                total += iov[i].iov_len;
+        if (total <= sizeof(send_block)) {
+                total = 0;
+                for (int i = 0; i < n; i++) {
+                        memcpy(send_block + total, iov[i].iov_base, iov[i].iov_len);
+                        total += iov[i].iov_len;
+                }
+                return send_bytes(io, send_block, total);
+        }
         do
                 r = sendmsg(io->fd, &msg, MSG_NOSIGNAL);
         while (r < 0 && errno == EINTR);

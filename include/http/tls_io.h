@@ -5,15 +5,16 @@
  * server"):
  *
  *   read ahead  GnuTLS reads a record in two calls (its 5-byte header, then the rest); each
- *               read here asks the kernel for up to TLS_IO_READ_AHEAD bytes more than GnuTLS
- *               wants, in the same recv, and serves the next reads from them. A request that
+ *               read here asks the kernel for TLS_IO_READ_AHEAD bytes (GnuTLS asks for a
+ *               record's 5-byte header first), in one recv, and serves the next reads from
+ *               them. A request that
  *               fits in the read-ahead costs one recv instead of two. Bytes held here are
  *               never lost to edge-triggered polling: libmicrohttpd 0.9.75 forgets that a
  *               connection is readable only when a read returns EAGAIN, and a read returns
  *               EAGAIN only when nothing is held here and the socket is empty.
  *   coalesce    libmicrohttpd 0.9.75 sends a response's headers and body as two records, two
  *               sendmsg calls. After tls_io_coalesce_next, the next record (when small) is
- *               kept and goes out with the record after it, in one sendmsg. It is used only
+ *               kept and goes out with the record after it, in one send. It is used only
  *               for a response with a body, whose body libmicrohttpd sends right after the
  *               headers: a kept record is always followed by a send that carries it (a short
  *               or refused write keeps the rest here and makes GnuTLS try again, which calls
@@ -30,6 +31,7 @@
 
 #define TLS_IO_READ_AHEAD 4096 /* bytes read beyond what GnuTLS asks for */
 #define TLS_IO_KEEP_MAX   1024 /* largest record kept to be coalesced with the next */
+#define TLS_IO_SEND_BLOCK 4096 /* records sent together are copied into one buffer up to this */
 
 struct tls_io;
 

@@ -5,10 +5,15 @@
  * way. Paths are rebuilt only when there is an error, from the offsets of the open
  * members' keys kept in the stack, so the valid case pays nothing for them.
  *
- * Duplicate keys: every key of the open objects is in a table of (hash, offset) entries
- * chained per hash bucket, newest first. The keys of the innermost object are the newest
- * entries, so a lookup walks its chain only while the entries belong to that object, and
- * closing the object pops its entries off the top, undoing their chain links in reverse.
+ * Duplicate keys: every key of the open objects is an entry of one table, the innermost
+ * object's keys the newest. An object's first BLOOM_MEMBERS keys without escapes are only
+ * recorded (offset and length) with a bit each in the object's 64-bit filter, from their
+ * length and end bytes; a key compares bytes with the earlier ones only when its bit is
+ * already set, which in objects this small is seldom. Past that, or at a key with an escape
+ * (whose decoded bytes the filter does not see), the object's entries are hashed (seeded)
+ * and chained per bucket, newest first: a lookup walks its chain only while the entries
+ * belong to that object, and closing the object pops its entries off the top, undoing their
+ * chain links in reverse (an unhashed object's are just dropped).
  *
  * Trees (json_scan_tree): accepted text is walked once more without any check, building the
  * nodes cJSON would (its parse_number's strtod and saturated valueint included), through
@@ -62,6 +67,8 @@ struct frame {
         uint32_t keys_base;
         uint32_t key_len; /* objects: the current member's key, raw bytes */
         bool key_escaped;
+        bool hashed;    /* objects: the keys are in the hash chains (see "duplicate keys") */
+        uint64_t bloom; /* objects, until hashed: a bit per key (bloom_bit) */
 };
 
 struct scan {
@@ -602,18 +609,28 @@ static void keys_release(struct keys *k)
         }
 }
 
-/* Doubles the table and rebuilds the chains (in index order, so newest stays first). */
-static void keys_grow(struct keys *k)
+/* Doubles the table and rebuilds the chains of the hashed objects' entries (in index
+ * order, so newest stays first). The open objects' entries are consecutive runs, in the
+ * order of the stack: a frame's run ends where the next frame's begins. */
+static void keys_grow(struct scan *sc)
 {
+        struct keys *k = &sc->keys;
         uint32_t cap = k->cap * 2, nheads = cap / 2;
         struct key_ent *ents = xmalloc(cap * sizeof(*ents));
         uint32_t *heads = xmalloc(nheads * sizeof(*heads));
 
         memcpy(ents, k->ents, k->n * sizeof(*ents));
         memset(heads, 0xFF, nheads * sizeof(*heads));
-        for (uint32_t i = 0; i < k->n; i++) {
-                ents[i].next = heads[ents[i].hash & (nheads - 1)];
-                heads[ents[i].hash & (nheads - 1)] = i;
+        for (unsigned d = 0; d < sc->depth; d++) {
+                const struct frame *f = &sc->stack[d];
+                uint32_t end = d + 1 < sc->depth ? sc->stack[d + 1].keys_base : k->n;
+
+                if (!f->object || !f->hashed)
+                        continue;
+                for (uint32_t i = f->keys_base; i < end; i++) {
+                        ents[i].next = heads[ents[i].hash & (nheads - 1)];
+                        heads[ents[i].hash & (nheads - 1)] = i;
+                }
         }
         keys_release(k);
         k->ents = ents;
@@ -622,28 +639,105 @@ static void keys_grow(struct keys *k)
         k->mask = nheads - 1;
 }
 
-/* Adds the key at off (hash h) to the innermost object; CM_EEXIST when it has it. */
+#define BLOOM_MEMBERS 16 /* keys an object checks by filter before it hashes them */
+
+static int keys_reserve(struct scan *sc)
+{
+        struct keys *k = &sc->keys;
+
+        if (k->n < k->cap)
+                return CM_OK;
+        if (k->cap >= JSON_SCAN_KEYS_MAX)
+                return fail_limit(sc, "more than 65536 object members open at once",
+                                  JSON_SCAN_KEYS_MAX);
+        keys_grow(sc);
+        return CM_OK;
+}
+
+/* Adds the key at off (hash h) to the innermost object, a hashed one; CM_EEXIST when it has
+ * it. */
 static int keys_add(struct scan *sc, uint32_t off, uint32_t h)
 {
         struct keys *k = &sc->keys;
         uint32_t base = sc->stack[sc->depth - 1].keys_base;
+        int r;
 
         for (uint32_t i = k->heads[h & k->mask]; i != NONE && i >= base; i = k->ents[i].next)
                 if (k->ents[i].hash == h && keys_equal(sc->s, k->ents[i].off, off))
                         return CM_EEXIST;
-        if (k->n == k->cap) {
-                if (k->cap >= JSON_SCAN_KEYS_MAX)
-                        return fail_limit(sc, "more than 65536 object members open at once",
-                                          JSON_SCAN_KEYS_MAX);
-                keys_grow(k);
-        }
+        r = keys_reserve(sc);
+        if (r < 0)
+                return r;
         k->ents[k->n] = (struct key_ent){ .hash = h, .off = off, .next = k->heads[h & k->mask] };
         k->heads[h & k->mask] = k->n++;
         return CM_OK;
 }
 
-static void keys_pop(struct keys *k, uint32_t base)
+/* The filter bit of a key without escapes: its length and first and last bytes. */
+static uint64_t bloom_bit(const unsigned char *key, uint32_t len)
 {
+        uint64_t x = len ? (uint64_t)len << 16 | (uint64_t)key[0] << 8 | key[len - 1] : 0;
+
+        return 1ULL << ((x * HASH_MUL) >> 58);
+}
+
+/* Adds the key at off (len raw bytes, no escape) to the innermost object, an unhashed one;
+ * CM_EEXIST when it has it. An unhashed entry keeps the key's length in place of a hash. */
+static int keys_add_filtered(struct scan *sc, struct frame *f, uint32_t off, uint32_t len)
+{
+        struct keys *k = &sc->keys;
+        const unsigned char *key = sc->s + off + 1;
+        uint64_t bit = bloom_bit(key, len);
+        int r;
+
+        if (f->bloom & bit) {
+                for (uint32_t i = f->keys_base; i < k->n; i++)
+                        if (k->ents[i].hash == len &&
+                            memcmp(sc->s + k->ents[i].off + 1, key, len) == 0)
+                                return CM_EEXIST;
+        }
+        r = keys_reserve(sc);
+        if (r < 0)
+                return r;
+        f->bloom |= bit;
+        k->ents[k->n++] = (struct key_ent){ .hash = len, .off = off, .next = NONE };
+        return CM_OK;
+}
+
+/* The innermost object's entries, recorded unhashed, hashed and chained from now on. */
+static void keys_hash_object(struct scan *sc, struct frame *f)
+{
+        struct keys *k = &sc->keys;
+
+        for (uint32_t i = f->keys_base; i < k->n; i++) {
+                uint32_t off = k->ents[i].off;
+                uint32_t h = key_hash(sc->s, sc->len, off, off + 1 + k->ents[i].hash, false);
+
+                k->ents[i].hash = h;
+                k->ents[i].next = k->heads[h & k->mask];
+                k->heads[h & k->mask] = i;
+        }
+        f->hashed = true;
+}
+
+/* The key at off (its closing quote at end) into the innermost object f. */
+static int keys_put(struct scan *sc, struct frame *f, uint32_t off, size_t end, bool escaped)
+{
+        uint32_t len = (uint32_t)(end - off - 1);
+
+        if (!f->hashed && !escaped && sc->keys.n - f->keys_base < BLOOM_MEMBERS)
+                return keys_add_filtered(sc, f, off, len);
+        if (!f->hashed)
+                keys_hash_object(sc, f);
+        return keys_add(sc, off, key_hash(sc->s, sc->len, off, end, escaped));
+}
+
+static void keys_pop(struct keys *k, uint32_t base, bool hashed)
+{
+        if (!hashed) {
+                k->n = base;
+                return;
+        }
         while (k->n > base) {
                 const struct key_ent *e = &k->ents[--k->n];
 
@@ -773,7 +867,7 @@ static int scan_value_start(struct scan *sc)
 static int scan_key(struct scan *sc)
 {
         struct frame *f = &sc->stack[sc->depth - 1];
-        uint32_t off = (uint32_t)sc->pos, h;
+        uint32_t off = (uint32_t)sc->pos;
         bool escaped;
         int r;
 
@@ -783,12 +877,11 @@ static int scan_key(struct scan *sc)
         r = scan_string(sc, &escaped);
         if (r < 0)
                 return r;
-        h = key_hash(sc->s, sc->len, off, sc->pos - 1, escaped);
         sc->stats.members++;
         f->key_off = off;
         f->key_len = (uint32_t)(sc->pos - 2 - off);
         f->key_escaped = escaped;
-        r = keys_add(sc, off, h);
+        r = keys_put(sc, f, off, sc->pos - 1, escaped);
         if (r == CM_EEXIST) {
                 sc->pos = off;
                 return fail(sc, JSON_SCAN_DUPLICATE, "duplicate key");
@@ -863,7 +956,7 @@ static int scan_after_value(struct scan *sc, bool *ret_more)
                         return fail(sc, JSON_SCAN_SYNTAX, "expected ',' or '%c'",
                                     f->object ? '}' : ']');
                 if (f->object)
-                        keys_pop(&sc->keys, f->keys_base);
+                        keys_pop(&sc->keys, f->keys_base, f->hashed);
                 sc->depth--;
                 sc->pos++;
         }

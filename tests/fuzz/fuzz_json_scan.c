@@ -8,9 +8,12 @@
  *    down to depth 3, node for node the tree cJSON builds (cjson_same);
  *  - a document cJSON builds without duplicate keys, NUL or invalid UTF-8, printed back by
  *    cJSON, is accepted by json_scan (the scanner is not stricter than JSON on what it
- *    prints).
+ *    prints);
+ *  - duplicate keys, both ways: an accepted document's tree has no object with two members
+ *    of one name, and a document refused for a duplicate that cJSON parses has one.
  * Limits: the scanner's own (depth 128, 65536 open members).
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,6 +40,37 @@ static size_t count(const cJSON *item, size_t *bytes)
         for (const cJSON *c = item->child; c; c = c->next)
                 n += count(c, bytes);
         return n;
+}
+
+static int by_name(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Whether some object in the tree has two members of one name (sorted, then neighbours). */
+static bool has_duplicate(const cJSON *item)
+{
+        size_t n = 0, i = 0;
+        const char **names;
+        bool dup = false;
+
+        for (const cJSON *c = item->child; c; c = c->next) {
+                if (has_duplicate(c))
+                        return true;
+                n++;
+        }
+        if (!cJSON_IsObject(item) || n < 2)
+                return false;
+        names = malloc(n * sizeof(*names));
+        if (!names)
+                abort();
+        for (const cJSON *c = item->child; c; c = c->next)
+                names[i++] = c->string;
+        qsort(names, n, sizeof(*names), by_name);
+        for (i = 1; i < n && !dup; i++)
+                dup = strcmp(names[i - 1], names[i]) == 0;
+        free(names);
+        return dup;
 }
 
 /* A member's span gives the tree cJSON parses from its bytes. */
@@ -75,6 +109,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         abort(); /* accepted by the scanner, refused by cJSON */
                 if (count(tree, &bytes) != res.stats.values || bytes != res.stats.string_bytes)
                         abort(); /* cJSON built something else than the scan counted */
+                if (has_duplicate(tree))
+                        abort(); /* a duplicate key the scan let through */
                 ours = json_scan_tree(text, 0, size);
                 if (!cjson_same(ours, tree))
                         abort(); /* the scan's tree is not cJSON's */
@@ -88,6 +124,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (printed && json_scan(printed, strlen(printed), NULL, &res) != 0)
                         abort(); /* cJSON's own rendering of an accepted document refused */
                 cJSON_free(printed);
+                cJSON_Delete(tree);
+        } else if (res.fault == JSON_SCAN_DUPLICATE && json_parse(text, size, &tree) == 0) {
+                if (!has_duplicate(tree))
+                        abort(); /* a duplicate the scan reported that is not there */
                 cJSON_Delete(tree);
         }
         free(text);

@@ -309,6 +309,64 @@ static void test_json_scan__duplicates_found_past_the_inline_table(void **state)
         free(s);
 }
 
+/* {"a0":0,...,"a<outer-1>":0,"big":<object of inner members>,"a<dup>":1}: the outer object
+ * checked by filter (few members) or by hash (many), the inner one large enough to move the
+ * table to the heap while the outer is open. */
+static char *nested_of(size_t outer, size_t inner, long dup, size_t *ret_len)
+{
+        size_t in_len, cap = outer * 16 + inner * 16 + 64, len = 0;
+        char *in = object_of(inner, -1, &in_len);
+        char *s = xmalloc(cap);
+
+        s[len++] = '{';
+        for (size_t i = 0; i < outer; i++)
+                len += (size_t)snprintf(s + len, cap - len, "\"a%zu\":0,", i);
+        len += (size_t)snprintf(s + len, cap - len, "\"big\":%.*s", (int)in_len, in);
+        if (dup >= 0)
+                len += (size_t)snprintf(s + len, cap - len, ",\"a%ld\":1", dup);
+        s[len++] = '}';
+        free(in);
+        *ret_len = len;
+        return s;
+}
+
+/* Both ways of checking an object's keys (a filter for the first 16, a hash past them or
+ * at an escape), across a table that grows while the outer object is open. */
+static void test_json_scan__duplicates_by_filter_and_by_hash(void **state)
+{
+        static const struct {
+                size_t outer, inner;
+                long dup;
+                int want;
+        } rows[] = {
+                { 3, 600, -1, CM_OK },     { 3, 600, 1, CM_EPARSE },  { 15, 600, 14, CM_EPARSE },
+                { 16, 600, 0, CM_EPARSE }, { 40, 600, 3, CM_EPARSE }, { 40, 600, 39, CM_EPARSE },
+                { 40, 600, -1, CM_OK },    { 40, 5, 20, CM_EPARSE },  { 2, 20, 1, CM_EPARSE },
+        };
+        struct json_scan_result res;
+        size_t len;
+        char *s;
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+                s = nested_of(rows[i].outer, rows[i].inner, rows[i].dup, &len);
+                assert_int_equal(json_scan(s, len, NULL, &res), rows[i].want);
+                if (rows[i].want != CM_OK)
+                        assert_int_equal(res.fault, JSON_SCAN_DUPLICATE);
+                free(s);
+        }
+        /* an escaped key after filtered ones: hashed from then on, decoded */
+        assert_int_equal(json_scan("{\"ab\":1,\"c\":2,\"\\u0061b\":3}",
+                                   strlen("{\"ab\":1,\"c\":2,\"\\u0061b\":3}"), NULL, &res),
+                         CM_EPARSE);
+        assert_int_equal(json_scan("{\"a\\u0062\":1,\"c\":2,\"ab\":3}",
+                                   strlen("{\"a\\u0062\":1,\"c\":2,\"ab\":3}"), NULL, &res),
+                         CM_EPARSE);
+        assert_int_equal(json_scan("{\"ab\":1,\"ba\":2,\"aab\":3,\"abb\":4}",
+                                   strlen("{\"ab\":1,\"ba\":2,\"aab\":3,\"abb\":4}"), NULL, &res),
+                         CM_OK);
+}
+
 static void test_json_scan__open_members_are_capped(void **state)
 {
         struct json_scan_result res;
@@ -572,6 +630,7 @@ int main(void)
                 cmocka_unit_test(test_json_scan__string_budget),
                 cmocka_unit_test(test_json_scan__depth_budget_names_the_place),
                 cmocka_unit_test(test_json_scan__duplicates_found_past_the_inline_table),
+                cmocka_unit_test(test_json_scan__duplicates_by_filter_and_by_hash),
                 cmocka_unit_test(test_json_scan__open_members_are_capped),
                 cmocka_unit_test(test_json_scan__messages_stay_valid_utf8),
                 cmocka_unit_test(test_json_scan__members_of_the_top_levels),

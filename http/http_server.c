@@ -337,6 +337,15 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
         return NULL;
 }
 
+/* libmicrohttpd's own %HH decoding, for the path and each query argument, only where there
+ * is a '%' to decode (its default walks every byte). */
+static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+        (void)cls;
+        (void)conn;
+        return strchr(s, '%') ? MHD_http_unescape(s) : strlen(s);
+}
+
 static bool is_target_mark(const void *p)
 {
         return p == &target_bad || p == &target_too_long || p == &target_too_many;
@@ -884,6 +893,8 @@ static int start_daemon(struct http_server *s, const struct http_server_opts *o,
         opts[n++] =
                 (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s };
         opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, s };
+        opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)on_unescape,
+                                             NULL };
         opts[n++] = (struct MHD_OptionItem){
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                 (intptr_t)(o->connection_memory_limit ? o->connection_memory_limit : 8192), NULL

@@ -441,6 +441,8 @@ static const struct framing_case framing_cases[] = {
           "HTTP/1.1 400" },
         { "no host", "GET /ok HTTP/1.1\r\n\r\n", "HTTP/1.1 400" },
         { "nul in path", "GET /ok%00/x HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 400" },
+        { "escaped path", "GET /%6Fk HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+          "HTTP/1.1 200" },
         { "404 with a body", "POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
           "HTTP/1.1 404" },
 };

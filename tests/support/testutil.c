@@ -420,7 +420,10 @@ int tls_conn_open(struct tls_conn *c, uint16_t port, const char *priority, const
         gnutls_certificate_allocate_credentials(&c->creds);
         if (ca_file)
                 gnutls_certificate_set_x509_trust_file(c->creds, ca_file, GNUTLS_X509_FMT_PEM);
-        gnutls_init(&c->session, GNUTLS_CLIENT);
+        /* GNUTLS_NO_SIGNAL: GnuTLS's own push otherwise calls send() without MSG_NOSIGNAL, and
+         * a write (or the close_notify) to a connection the server has closed raises SIGPIPE
+         * in this process, which is the server's too. */
+        gnutls_init(&c->session, GNUTLS_CLIENT | GNUTLS_NO_SIGNAL);
         r = gnutls_priority_set_direct(c->session, priority ? priority : "NORMAL", NULL);
         if (r == 0)
                 r = gnutls_credentials_set(c->session, GNUTLS_CRD_CERTIFICATE, c->creds);

@@ -10,7 +10,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,6 +56,23 @@ static void serve_ok(void *ud, const struct http_request *req, struct http_respo
         resp->body_len = 2;
 }
 
+/* Set by a test once its client has reset the connection /late was asked on. */
+static atomic_bool client_gone;
+
+/* Answers once the client is gone (bounded), so the answer is written to a reset socket. */
+static void serve_late(void *ud, const struct http_request *req, struct http_response *resp)
+{
+        long long end = test_now_ms() + 3000;
+
+        (void)ud;
+        (void)req;
+        while (!atomic_load(&client_gone) && test_now_ms() < end)
+                (void)poll(NULL, 0, 5);
+        resp->status = 200;
+        resp->body = xstrdup("late");
+        resp->body_len = 4;
+}
+
 static struct fixture *fixture_new(void)
 {
         struct fixture *f = xcalloc(1, sizeof(*f));
@@ -67,6 +86,10 @@ static struct fixture *fixture_new(void)
         assert_int_equal(
                 router_add(f->router,
                            &(struct route){ .path = "/ok", .method = "POST", .fn = serve_ok }),
+                0);
+        assert_int_equal(
+                router_add(f->router,
+                           &(struct route){ .path = "/late", .method = "GET", .fn = serve_late }),
                 0);
         assert_int_equal(health_new(&f->health), 0);
         assert_int_equal(health_add_check(f->health, HEALTH_LIVE, "ping", health_check_ping, NULL),
@@ -223,6 +246,13 @@ static void test_slow_headers_closed_at_deadline(void **state)
                       HEADER_MS);
         assert_true(closed);
         assert_true(test_now_ms() - start < 3000);
+        /* Writing on to the closed connection meets its reset (ECONNRESET), then EPIPE, and
+         * the close_notify of tls_conn_close meets EPIPE again: errors this client sees, never
+         * a SIGPIPE ending the process (tls_conn asks GnuTLS for MSG_NOSIGNAL; without it this
+         * test died of SIGPIPE whenever a slow machine let the loop above write once more). */
+        wait_open(f, 0);
+        for (int i = 0; i < 3; i++)
+                (void)tls_conn_send(&c, "X", 1);
         tls_conn_close(&c);
         /* A prompt client on a new connection is served. */
         assert_int_equal(tls_conn_open(&c, http_server_port(f->server), NULL, f->ca), 0);
@@ -710,6 +740,77 @@ static void test_bodies_in_flight_budget(void **state)
         fixture_free(f);
 }
 
+/* Resets the connection at close (SO_LINGER 0): the server's next write to it fails. */
+static void close_with_reset(int fd)
+{
+        struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+        assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)), 0);
+        close(fd);
+}
+
+/* GET /late on a new connection, reset at once: its answer is written after the reset. */
+static void get_late_and_reset(struct fixture *f, bool tls)
+{
+        static const char req[] = "GET /late HTTP/1.1\r\nHost: x\r\n\r\n";
+        uint16_t port = http_server_port(f->server);
+        unsigned before = http_server_open_connections(f->server);
+
+        atomic_store(&client_gone, false);
+        if (tls) {
+                struct tls_conn c;
+
+                assert_int_equal(tls_conn_open(&c, port, NULL, f->ca), 0);
+                assert_int_equal(tls_conn_send(&c, req, strlen(req)), 0);
+                wait_open(f, before + 1);
+                close_with_reset(c.fd); /* no close_notify: the socket goes under the session */
+                gnutls_deinit(c.session);
+                gnutls_certificate_free_credentials(c.creds);
+        } else {
+                int fd = connect_from("127.0.0.1", port);
+
+                send_all(fd, req);
+                wait_open(f, before + 1);
+                close_with_reset(fd);
+        }
+        atomic_store(&client_gone, true);
+        wait_open(f, before); /* the server wrote its answer, failed and dropped it */
+}
+
+/* Clients that reset the connection before their answer is written: the server's writes to
+ * it then fail with ECONNRESET and, once that is consumed, EPIPE (strace shows the TLS alert
+ * after the failed read meeting EPIPE). Each must stay an error of that connection: SIGPIPE
+ * keeps its default action here (the process ends), as in any program embedding the server
+ * without ignoring it. The server goes on serving. Plain and TLS. */
+static void test_reset_before_answer_is_survived(void **state)
+{
+        (void)state;
+        (void)signal(SIGPIPE, SIG_DFL);
+        for (int tls = 0; tls < 2; tls++) {
+                struct fixture *f = fixture_new();
+
+                fixture_start(f, tls, 64, 64, 0);
+                for (int i = 0; i < 4; i++)
+                        get_late_and_reset(f, tls);
+                if (tls) {
+                        struct tls_conn c;
+                        char *got = NULL;
+
+                        assert_int_equal(
+                                tls_conn_open(&c, http_server_port(f->server), NULL, f->ca), 0);
+                        assert_int_equal(
+                                tls_conn_send(&c, "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n", 29), 0);
+                        (void)tls_conn_recv_until(&c, "\r\n\r\nok", 3000, &got);
+                        assert_non_null(strstr(got, "HTTP/1.1 200"));
+                        free(got);
+                        tls_conn_close(&c);
+                } else {
+                        get_ok(http_server_port(f->server));
+                }
+                fixture_free(f);
+        }
+}
+
 /* Five requests in one TLS record, the last asking to close: all five are answered (the
  * transport reads ahead of GnuTLS, and what it holds must not wait for another wake-up of
  * the edge-triggered loop); then one request sent as a record per 7 bytes. */
@@ -761,6 +862,7 @@ int main(void)
                 cmocka_unit_test(test_certificate_logs),
                 cmocka_unit_test(test_bodies_in_flight_budget),
                 cmocka_unit_test(test_pipelined_requests_all_answered),
+                cmocka_unit_test(test_reset_before_answer_is_survived),
         };
 
         log_setup(LOG_FORMAT_TEXT, 0, 2);

@@ -30,6 +30,10 @@ struct ident_slot {
         const char *reason;
         char *message;
         uint64_t not_before_ms; /* no new attempt before (the failure's backoff) */
+        /* While non-zero, one pass holds the identity as the probe after a backoff (or has
+         * claimed it and reads the Secret): the others get the failure in force until the
+         * probe's calls tell, or until this time (a probe that made no call). */
+        uint64_t probe_until_ms;
         unsigned failures;
         struct token_bucket_stats spent; /* of the identities it retired (the metrics) */
         char *seen_rv; /* the Secret's resourceVersion at its last read, "" = none; NULL */
@@ -518,6 +522,7 @@ static void slot_fail(struct ident_slot *s, int err, const char *reason, char *m
         s->reason = reason;
         s->message = msg;
         s->not_before_ms = now + backoff_delay_ms(&failure_backoff, s->failures);
+        s->probe_until_ms = 0;
         if (s->failures < 16)
                 s->failures++;
 }
@@ -530,6 +535,7 @@ static void slot_clear(struct ident_slot *s)
         s->err = 0;
         s->reason = NULL;
         s->not_before_ms = 0;
+        s->probe_until_ms = 0;
 }
 
 static void slot_ok(struct ident_slot *s)
@@ -542,7 +548,12 @@ static int slot_failure(const struct ident_slot *s, uint64_t now, struct maas_id
 {
         f->reason = s->reason;
         f->message = xstrdup(s->message ? s->message : "");
-        f->retry_ms = s->not_before_ms > now ? s->not_before_ms - now : failure_backoff.base_ms;
+        if (s->not_before_ms > now)
+                f->retry_ms = s->not_before_ms - now;
+        else if (s->probe_until_ms > now && s->probe_until_ms - now < failure_backoff.base_ms)
+                f->retry_ms = s->probe_until_ms - now;
+        else
+                f->retry_ms = failure_backoff.base_ms;
         return s->err;
 }
 
@@ -690,6 +701,153 @@ static void seen_rv_set(struct ident_slot *s, const cJSON *json, int err)
         s->seen_rv = xstrdup(rv);
 }
 
+/* What the identity's calls said since its flags were last reset: 1 MAAS refused the key or
+ * was not reached, 0 a call succeeded, -1 no call has finished. */
+static int ident_outcome(struct maas_ident *id)
+{
+        if (atomic_load(&id->unauthorized) || atomic_load(&id->unreachable))
+                return 1;
+        return atomic_load(&id->proven) ? 0 : -1;
+}
+
+static void ident_outcome_reset(struct maas_ident *id)
+{
+        atomic_store(&id->unauthorized, false);
+        atomic_store(&id->unreachable, false);
+        atomic_store(&id->proven, false);
+}
+
+/* How long the others wait for a probe: one MAAS request (its timeout) and the pass around
+ * it. A probe whose pass made no call lets the next pass probe after that. */
+static uint64_t probe_lease_ms(const struct maas_ident_pool *pool)
+{
+        uint64_t t = pool->timeout_ms;
+
+        return (t < 1000 ? 1000 : t > 30000 ? 30000 : t) + 1000;
+}
+
+/* One acquire: the pool, the Secret and what the decision before the read found. */
+struct acquire_ctx {
+        struct maas_ident_pool *pool;
+        const char *key;
+        uint64_t now;
+        bool poll;  /* a read during a backoff: only a changed Secret ends it */
+        bool probe; /* the read after a backoff: claimed, the others wait for its outcome */
+};
+
+/* The probe out on s: 0 and *ret when it proved the identity (the backoff is over), a
+ * failure while the others still wait for it, 1 when it is over otherwise (refused, not
+ * reached, or its time passed). Lock held. */
+static int probe_check(struct acquire_ctx *a,
+                       struct ident_slot *s,
+                       int outcome,
+                       struct maas_ident **ret,
+                       struct maas_ident_failure *f)
+{
+        if (s->cur && outcome == 0) {
+                slot_ok(s);
+                return slot_give(s, a->now, ret, f);
+        }
+        if (s->cur && outcome == 1)
+                return 1; /* the caller records the next step of the backoff */
+        if (a->now < s->probe_until_ms)
+                return slot_failure(s, a->now, f);
+        s->probe_until_ms = 0;
+        return 1;
+}
+
+/* The pass reads the Secret: the others do not meanwhile (they go on with what is in force).
+ * Lock held; returns false (acquire_decide's "read"). */
+static bool claim_read(struct acquire_ctx *a, struct ident_slot *s)
+{
+        s->checked_ms = a->now;
+        s->reading = true;
+        return false;
+}
+
+/* Before any read (lock held): true when the pass is answered (*err, *ret or *f), false when
+ * it reads the Secret (claimed: the others go on with what is in force meanwhile). */
+static bool acquire_decide(struct acquire_ctx *a,
+                           struct ident_slot *s,
+                           struct maas_ident **ret,
+                           struct maas_ident_failure *f,
+                           int *err)
+{
+        int outcome = s->cur ? ident_outcome(s->cur) : -1;
+
+        if (s->probe_until_ms) {
+                *err = probe_check(a, s, outcome, ret, f);
+                if (*err <= 0)
+                        return true;
+        }
+        if (s->cur && outcome == 1 && (!s->err || s->probe_until_ms)) {
+                /* MAAS refused the key (or was not reached), in use or as the probe: the
+                 * failure and its next backoff step are in force from now, before the lock
+                 * goes, so no other pass calls MAAS with this identity meanwhile; the Secret
+                 * is read at once (a changed one ends the backoff). */
+                (void)outcome_failed(s, a->key, a->now);
+                a->poll = true;
+                return claim_read(a, s);
+        }
+        if (s->err && s->reading) {
+                /* the negative cache: the failure stands until the read under way says
+                 * otherwise (a missing Secret is one GET per identity, not one per pass) */
+                *err = slot_failure(s, a->now, f);
+                return true;
+        }
+        /* backing off: no MAAS call, and a Secret read only every MAAS_IDENT_POLL_MS */
+        a->poll = s->err && a->now < s->not_before_ms;
+        if (a->poll && a->now - s->checked_ms < MAAS_IDENT_POLL_MS) {
+                *err = slot_failure(s, a->now, f);
+                return true;
+        }
+        if (s->cur && !s->err && a->now - s->checked_ms < MAAS_IDENT_RECHECK_MS) {
+                *err = slot_give(s, a->now, ret, f);
+                return true;
+        }
+        /* the backoff passed: this pass reads the Secret and, unchanged, probes MAAS with
+         * what it refused; the others wait for the outcome (one probe per backoff step) */
+        a->probe = s->err && !a->poll;
+        if (a->probe) {
+                if (s->cur)
+                        ident_outcome_reset(s->cur);
+                s->probe_until_ms = a->now + probe_lease_ms(a->pool);
+        }
+        return claim_read(a, s);
+}
+
+static struct ident_slot *slot_get(struct maas_ident_pool *pool, const char *key)
+{
+        struct reconciler_entry *e = reconciler_table_get(&pool->idents, key);
+
+        if (!e) { /* new, or forgotten meanwhile: no cluster named it */
+                e = reconciler_table_put(&pool->idents, key);
+                e->ptr = xcalloc(1, sizeof(struct ident_slot));
+        }
+        return e->ptr;
+}
+
+/* The probe's read found the Secret unchanged: the pass gets the identity (lock held). */
+static bool probe_grant(struct acquire_ctx *a,
+                        struct ident_slot *s,
+                        const cJSON *json,
+                        int err,
+                        struct maas_ident **ret)
+{
+        const char *rv = json ? json_find_str(json, "metadata", "resourceVersion", NULL) : NULL;
+
+        if (!a->probe || err || !s->cur || !s->err || !s->probe_until_ms || !rv ||
+            strcmp(rv, s->cur->rv) != 0) {
+                if (a->probe)
+                        s->probe_until_ms = 0;
+                return false;
+        }
+        seen_rv_set(s, json, err);
+        s->probe_until_ms = clock_now_ms(a->pool->clock) + probe_lease_ms(a->pool);
+        *ret = maas_ident_ref(s->cur);
+        return true;
+}
+
 int maas_ident_acquire(struct maas_ident_pool *pool,
                        struct kube_client *kc,
                        const char *ns,
@@ -698,78 +856,43 @@ int maas_ident_acquire(struct maas_ident_pool *pool,
                        struct maas_ident_failure *f)
 {
         char *key = xasprintf("%s/%s", ns, secret);
-        struct reconciler_entry *e;
+        struct acquire_ctx a = { .pool = pool, .key = key, .now = clock_now_ms(pool->clock) };
         struct ident_slot *s;
         cJSON *json = NULL;
         const char *reason = NULL;
         char *msg = NULL;
-        uint64_t now = clock_now_ms(pool->clock);
-        bool bad, poll, changed = false;
-        int err;
+        bool changed = false;
+        int err = 0;
 
         *ret = NULL;
         *f = (struct maas_ident_failure){ 0 };
         pthread_mutex_lock(&pool->lock);
-        e = reconciler_table_get(&pool->idents, key);
-        if (!e) {
-                e = reconciler_table_put(&pool->idents, key);
-                e->ptr = xcalloc(1, sizeof(struct ident_slot));
-        }
-        s = e->ptr;
-        bad = s->cur && (atomic_load(&s->cur->unauthorized) || atomic_load(&s->cur->unreachable));
-        /* backing off: no MAAS call, and a Secret read only every MAAS_IDENT_POLL_MS (a
-         * changed Secret ends the backoff) */
-        poll = s->err && now < s->not_before_ms;
-        if (poll && now - s->checked_ms < MAAS_IDENT_POLL_MS) {
-                err = slot_failure(s, now, f);
+        if (acquire_decide(&a, slot_get(pool, key), ret, f, &err))
                 goto unlock;
-        }
-        if (s->cur && !s->err && !bad && now - s->checked_ms < MAAS_IDENT_RECHECK_MS) {
-                err = slot_give(s, now, ret, f);
-                goto unlock;
-        }
-        if (s->err && s->reading) {
-                /* the negative cache: the failure stands until the read under way says
-                 * otherwise (a missing Secret is one GET per identity, not one per pass) */
-                err = slot_failure(s, now, f);
-                goto unlock;
-        }
-        if (s->err && s->cur && !poll) {
-                /* the backoff passed: one more try with what MAAS refused, unless the Secret
-                 * changed meanwhile (read below) */
-                atomic_store(&s->cur->unauthorized, false);
-                atomic_store(&s->cur->unreachable, false);
-                atomic_store(&s->cur->proven, false);
-        }
-        s->checked_ms = now; /* claimed: the others use the current identity meanwhile */
-        s->reading = true;
         pthread_mutex_unlock(&pool->lock);
 
         err = read_secret(kc, ns, secret, &json, &reason, &msg);
 
         pthread_mutex_lock(&pool->lock);
-        e = reconciler_table_get(&pool->idents, key);
-        if (!e) { /* forgotten meanwhile: no cluster names it */
-                e = reconciler_table_put(&pool->idents, key);
-                e->ptr = xcalloc(1, sizeof(struct ident_slot));
-        }
-        s = e->ptr;
+        s = slot_get(pool, key);
         s->checked_ms = clock_now_ms(pool->clock);
         s->reading = false;
-        if (poll && !secret_changed(s, json, err)) { /* still backing off */
+        if (a.poll && !secret_changed(s, json, err)) { /* still backing off */
                 free(msg);
                 err = slot_failure(s, s->checked_ms, f);
                 goto unlock;
         }
-        changed = poll;
-        if (poll && s->cur) { /* a new Secret: the backoff ends, its calls decide */
-                atomic_store(&s->cur->unauthorized, false);
-                atomic_store(&s->cur->unreachable, false);
-                atomic_store(&s->cur->proven, false);
+        if (probe_grant(&a, s, json, err, ret)) {
+                free(msg);
+                err = 0;
+                goto unlock;
         }
-        if (poll)
+        changed = a.poll;
+        if (a.poll && s->cur) /* a new Secret: the backoff ends, its calls decide */
+                ident_outcome_reset(s->cur);
+        if (a.poll)
                 slot_clear(s);
-        if (s->err && s->cur && err == 0) /* the retry after a backoff: let it probe */
+        if (s->err && s->cur && err == 0) /* the retry found another Secret: build it */
                 slot_clear(s);
         seen_rv_set(s, json, err);
         err = slot_update(pool, s, key, json, err, reason, msg, ret, f);

@@ -16,7 +16,11 @@
  *    Secret GET and at most one MAAS probe per backoff step, never a retry storm. The
  *    failure is the identity's negative cache: while one acquire reads the Secret, the
  *    others get the failure in force without a read of their own (the passes of a cluster's
- *    many MaasMachines come back together when a backoff step runs out).
+ *    many MaasMachines come back together when a backoff step runs out). The first refusal
+ *    seen is recorded as the failure before the lock goes (then the Secret is read), and
+ *    when a step runs out one pass gets the identity as the probe while the others get the
+ *    failure until the probe's calls tell (maas_ident_observe) or its lease (the request
+ *    timeout + 1 s) runs out.
  *
  * The Secret is read by name (GET) with the calling worker's kube client: when first needed,
  * again MAAS_IDENT_RECHECK_MS after the last read (one worker re-reads, the others go on

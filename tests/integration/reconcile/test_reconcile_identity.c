@@ -676,6 +676,7 @@ static void test_identity__bad_credentials_are_conditions(void **state)
                         n401 += status_is(e, 401);
                 cJSON_Delete(log);
         }
+        print_message("a wrong key: %d MAAS 401s in 3 s\n", n401);
         assert_true(n401 <= 4);
         key_nowhere(KEY_BAD);
 

@@ -89,10 +89,91 @@ static void test_maas_identity__a_changed_secret_ends_the_backoff(void **state)
         world_free(w);
 }
 
+/* A pass holding ns1/maas-b (0 and *ret), or the failure's code. */
+static int hold(struct world *w, struct maas_ident **ret, uint64_t *retry_ms)
+{
+        struct maas_ident_failure f = { 0 };
+        int err = maas_ident_acquire(w->p->idents, w->w->kube, NS, "maas-b", ret, &f);
+
+        *retry_ms = f.retry_ms;
+        maas_ident_failure_release(&f);
+        return err;
+}
+
+/* After a backoff one pass probes MAAS with the refused key; the passes that come meanwhile
+ * (the cluster's, each machine's, all requeued for the same moment) get the failure until the
+ * probe's call tells, so a wrong key costs one MAAS call per backoff step, not one per pass.
+ * A refused probe is the next step; a proven one lets everyone on. */
+static void test_maas_identity__one_probe_per_backoff_step(void **state)
+{
+        struct provider_settings s = world_settings();
+        struct world *w = world_new(&s);
+        struct maas_ident *probe = NULL, *other = NULL;
+        uint64_t retry = 0, first;
+
+        (void)state;
+        put_secret(w, "ck1:tk1:ts1");
+        assert_int_equal(acquire(w, true, &retry, NULL, 0), 0);
+        assert_int_equal(acquire(w, false, &retry, NULL, 0), CM_EUNAUTHORIZED);
+        first = retry;
+        clock_fake_advance(&w->clock, retry);
+
+        assert_int_equal(hold(w, &probe, &retry), 0); /* the probe, its call under way */
+        for (int i = 0; i < 3; i++) {
+                assert_int_equal(hold(w, &other, &retry), CM_EUNAUTHORIZED);
+                assert_null(other);
+                assert_true(retry > 0 && retry <= 1000);
+        }
+        maas_ident_observe(probe, CM_EUNAUTHORIZED); /* refused again */
+        maas_ident_put(probe);
+        probe = NULL;
+        assert_int_equal(hold(w, &other, &retry), CM_EUNAUTHORIZED);
+        assert_true(retry > first); /* the next step of the backoff, from now */
+        assert_int_equal(hold(w, &other, &retry), CM_EUNAUTHORIZED);
+
+        clock_fake_advance(&w->clock, retry);
+        assert_int_equal(hold(w, &probe, &retry), 0);
+        assert_int_equal(hold(w, &other, &retry), CM_EUNAUTHORIZED);
+        maas_ident_observe(probe, 0); /* MAAS took the key (it was added there meanwhile) */
+        for (int i = 0; i < 3; i++) {
+                assert_int_equal(hold(w, &other, &retry), 0);
+                maas_ident_put(other);
+                other = NULL;
+        }
+        maas_ident_put(probe);
+        world_free(w);
+}
+
+/* A probe whose pass made no MAAS call (it stopped before one) holds the others back only for
+ * its lease: then the next pass probes. */
+static void test_maas_identity__a_probe_without_a_call_expires(void **state)
+{
+        struct provider_settings s = world_settings();
+        struct world *w = world_new(&s);
+        struct maas_ident *probe = NULL, *next = NULL;
+        uint64_t retry = 0;
+
+        (void)state;
+        put_secret(w, "ck1:tk1:ts1");
+        assert_int_equal(acquire(w, true, &retry, NULL, 0), 0);
+        assert_int_equal(acquire(w, false, &retry, NULL, 0), CM_EUNAUTHORIZED);
+        clock_fake_advance(&w->clock, retry);
+        assert_int_equal(hold(w, &probe, &retry), 0);
+        maas_ident_put(probe); /* no call made */
+        assert_int_equal(hold(w, &next, &retry), CM_EUNAUTHORIZED);
+        clock_fake_advance(&w->clock, 31000); /* past any lease (at most 31 s) */
+        assert_int_equal(hold(w, &next, &retry), 0);
+        assert_int_equal(hold(w, &probe, &retry), CM_EUNAUTHORIZED); /* one probe again */
+        maas_ident_put(next);
+        world_free(w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_maas_identity__a_changed_secret_ends_the_backoff),
+                cmocka_unit_test(test_maas_identity__one_probe_per_backoff_step),
+                cmocka_unit_test(test_maas_identity__a_probe_without_a_call_expires),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -619,6 +619,7 @@ static void fleet_refresh(struct reconciler_worker *w, enum fleet_kind kind)
         }
         /* after a failure too: the next attempt waits an interval, lookups fall back to a
          * GET per machine meanwhile only if no list was ever fetched */
+        f->err = err;
         f->fetched_ms = clock_now_ms(p->clock);
         f->refreshing = false;
         pthread_cond_broadcast(&p->fleet_cond);
@@ -800,6 +801,12 @@ int fleet_snapshot_none_stamped(struct reconciler_worker *w,
         }
         fleet_fresh(w, FLEET_UNPLACED);
         pthread_mutex_lock(&p->fleet_lock);
+        if (!f->valid && f->err == CM_EUNAUTHORIZED) {
+                /* MAAS refused the key for the list: a GET of this MaasMachine's own would be
+                 * refused too (one more 401 per pass, and per probe of a refused identity) */
+                pthread_mutex_unlock(&p->fleet_lock);
+                return CM_EUNAUTHORIZED;
+        }
         none = f->valid && fleet_asked(f, uid);
         for (size_t i = 0; none && i < f->nodes.n; i++)
                 none = stamped_for_other(&f->nodes.items[i], ns, name);

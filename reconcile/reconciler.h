@@ -78,6 +78,7 @@ struct reconciler_fleet {
         uint64_t every_ms;   /* due this long after fetched_ms; 0 = the kind's default */
         bool valid;
         bool refreshing; /* a worker is fetching the next list (without the lock) */
+        int err;         /* the last attempt's error; 0 after a success */
 };
 
 /* The four MAAS lists of one MAAS (fleet_snapshot.h): the process-wide one's in struct

@@ -391,6 +391,20 @@ static void check_503(struct world *w)
         assert_string_equal(json_at_str(mm(w), "spec.providerID"), "maas:///az1/abc123");
 }
 
+/* MAAS refuses the key: the shared list of MaasMachines without a machine is refused, and
+ * the pass stops there rather than asking MAAS again by its own UID (one 401 a pass) */
+static void arrange_refused(struct world *w)
+{
+        maas_route(&w->maas, "GET", "machines/?agent_name=uid-m1", 401, "Invalid access token");
+}
+
+static void check_refused_once(struct world *w)
+{
+        assert_int_equal(w->rc, CM_EUNAUTHORIZED);
+        assert_int_equal(w->maas.n_reqs, 1);
+        assert_null(json_at(mm(w), "spec.providerID"));
+}
+
 /* a timed-out allocate is never repeated: the next pass finds the machine by its stamp */
 static void arrange_timeout(struct world *w)
 {
@@ -920,6 +934,10 @@ static const struct row rows[] = {
           .objects = { .finalizer = true },
           .arrange = arrange_503,
           .check = check_503 },
+        { .name = "refused_key_costs_one_request",
+          .objects = { .finalizer = true },
+          .arrange = arrange_refused,
+          .check = check_refused_once },
         { .name = "allocate_timeout_never_repeated",
           .objects = { .finalizer = true },
           .arrange = arrange_timeout,

@@ -32,8 +32,44 @@
 STACK_KEY=capmaas:demo:secret
 STACK_PIDS=()
 
-stack_free_port() {
-  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+# stack_reserve_port VAR: a loopback port for a listener started later (capmaas's webhook,
+# health and diagnostics ports, Prometheus), in VAR. A port that bind(port 0) handed out and
+# freed again was, under load, given to the next --port 0 or the source port of the next
+# outgoing connection before capmaas bound it, and the stack failed at capmaas's start. So
+# the port comes from below the kernel's ephemeral range (ip_local_port_range), where neither
+# ever lands; a lock file per port (flock, held by this shell and what it starts until they
+# exit; STACK_PORT_LOCKS) keeps parallel stacks (other scripts, other checkouts) off each
+# other's ports, and a port another program listens on is skipped.
+STACK_PORT_LOCKS=${STACK_PORT_LOCKS:-${TMPDIR:-/tmp}/capmaas-ports}
+STACK_PORT_FDS=()
+stack_reserve_port() {
+  local var=$1 eph lo span port fd try
+  read -r eph _ </proc/sys/net/ipv4/ip_local_port_range
+  lo=$((eph > 12000 ? 10000 : 1024))
+  span=$((eph - lo))
+  mkdir -p "$STACK_PORT_LOCKS" || return 1
+  for try in $(seq 1 100); do
+    port=$((lo + (RANDOM * 32768 + RANDOM) % span))
+    exec {fd}>>"$STACK_PORT_LOCKS/$port" || continue
+    if flock -n "$fd" && /usr/bin/python3 -c 'import socket, sys
+socket.socket().bind(("127.0.0.1", int(sys.argv[1])))' "$port" 2>/dev/null; then
+      STACK_PORT_FDS+=("$fd")
+      printf -v "$var" %s "$port"
+      return 0
+    fi
+    exec {fd}>&-
+  done
+  echo "stack: no free port in $lo-$((eph - 1)) after $try tries" >&2
+  return 1
+}
+
+# stack_release_ports: the reservations go (stack_down; the processes holding them are gone).
+stack_release_ports() {
+  local fd
+  for fd in "${STACK_PORT_FDS[@]}"; do
+    exec {fd}>&-
+  done
+  STACK_PORT_FDS=()
 }
 
 # stack_wait_line FILE REGEX SECONDS PID: waits for a line in FILE; the sed group 1 of REGEX
@@ -121,7 +157,26 @@ stack_maas() { # METHOD PATH [curl args]
   curl -sS --max-time 10 -X "$m" "${STACK_MAAS_URL%/MAAS}/_sim/$p" "$@"
 }
 
+# stack_capmaas_start: starts capmaas and waits for its controllers. Should one of its ports
+# be taken meanwhile all the same (a program outside the reservations), that is said; the
+# health and diagnostics ports are then chosen again and capmaas started once more (the
+# webhook port stays: the management kube-sim routes the webhook Service to it).
 stack_capmaas_start() {
+  local try taken from
+  for try in 1 2 3; do
+    from=$(($({ wc -l <"$STACK_DIR/capmaas.log"; } 2>/dev/null || echo 0) + 1))
+    stack_capmaas_run && return 0
+    taken=$(sed -n "$from,\$ s/.*cannot listen on [^ ]*:\([0-9]*\): Address already in use.*/\1/p" \
+      "$STACK_DIR/capmaas.log" | tail -1)
+    [ -n "$taken" ] || return 1
+    echo "stack: capmaas could not listen on port $taken: another program took it" >&2
+    [ "$taken" != "$STACK_WEBHOOK_PORT" ] || return 1
+    stack_reserve_port STACK_HEALTH_PORT && stack_reserve_port STACK_METRICS_PORT || return 1
+  done
+  return 1
+}
+
+stack_capmaas_run() {
   # shellcheck disable=SC2086 # STACK_CAPMAAS_ARGS is a list of flags
   MAAS_ENDPOINT=$STACK_MAAS_ENDPOINT MAAS_API_KEY=$STACK_MAAS_API_KEY "${STACK_PDEATH[@]}" "$BUILD/capmaas" \
     --kubeconfig "$STACK_KUBECONFIG" --webhook-port "$STACK_WEBHOOK_PORT" \
@@ -354,9 +409,9 @@ stack_up() {
     echo "stack: cannot make certificates" >&2
     return 1
   }
-  STACK_WEBHOOK_PORT=$(stack_free_port)
-  STACK_HEALTH_PORT=$(stack_free_port)
-  STACK_METRICS_PORT=$(stack_free_port)
+  stack_reserve_port STACK_WEBHOOK_PORT || return 1
+  stack_reserve_port STACK_HEALTH_PORT || return 1
+  stack_reserve_port STACK_METRICS_PORT || return 1
   stack_start_sim kube-sim --port 0 --dir "$STACK_DIR/mgmt" \
     --service-override "$STACK_WEBHOOK_SERVICE=127.0.0.1:$STACK_WEBHOOK_PORT" ||
     return 1
@@ -390,12 +445,11 @@ stack_up_target() {
   STACK_DIR=$1
   mkdir -p "$STACK_DIR" && rm -f "$STACK_DIR"/*.out "$STACK_DIR"/*.log
   if bash "$SRC/certs/gen-dev-certs.sh" "$STACK_DIR/certs" >/dev/null 2>&1; then
-    STACK_WEBHOOK_PORT=$(stack_free_port)
-    STACK_HEALTH_PORT=$(stack_free_port)
-    STACK_METRICS_PORT=$(stack_free_port)
     STACK_KUBECONFIG=$STACK_DIR/mgmt/kubeconfig
-    stack_start_sim kube-sim --port 0 --dir "$STACK_DIR/mgmt" \
-      --service-override "$STACK_WEBHOOK_SERVICE=127.0.0.1:$STACK_WEBHOOK_PORT" &&
+    stack_reserve_port STACK_WEBHOOK_PORT && stack_reserve_port STACK_HEALTH_PORT &&
+      stack_reserve_port STACK_METRICS_PORT &&
+      stack_start_sim kube-sim --port 0 --dir "$STACK_DIR/mgmt" \
+        --service-override "$STACK_WEBHOOK_SERVICE=127.0.0.1:$STACK_WEBHOOK_PORT" &&
       stack_install && stack_capmaas_start &&
       stack_start_sim capi-sim --port 0 --kubeconfig "$STACK_KUBECONFIG" \
         --workload-kubeconfig "$STACK_WORKLOAD_KUBECONFIG" \
@@ -424,4 +478,5 @@ stack_down() {
     wait "$p" 2>/dev/null
   done
   STACK_PIDS=()
+  stack_release_ports
 }

@@ -66,7 +66,7 @@ within() { # SECONDS CMD...: polls CMD every 0.2 s until it succeeds, for SECOND
     sleep 0.2
   done
 }
-PROM_PORT=$(stack_free_port)
+stack_reserve_port PROM_PORT || exit 1
 PROM=http://127.0.0.1:$PROM_PORT
 (cd "$P" && exec prometheus --config.file="$P/prometheus.yml" --storage.tsdb.path="$P/data" \
   --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >"$P/prometheus.log" 2>&1) &

@@ -51,9 +51,9 @@ bash "$SRC/certs/gen-dev-certs.sh" "$STACK_DIR/certs" >/dev/null 2>&1 || {
   echo "not ok - cannot make certificates"
   exit 1
 }
-STACK_WEBHOOK_PORT=$(stack_free_port)
-STACK_HEALTH_PORT=$(stack_free_port)
-STACK_METRICS_PORT=$(stack_free_port)
+stack_reserve_port STACK_WEBHOOK_PORT || exit 1
+stack_reserve_port STACK_HEALTH_PORT || exit 1
+stack_reserve_port STACK_METRICS_PORT || exit 1
 stack_start_sim kube-sim --port 0 --dir "$STACK_DIR/mgmt" \
   --service-override "$STACK_WEBHOOK_SERVICE=127.0.0.1:$STACK_WEBHOOK_PORT" || exit 1
 STACK_KUBECONFIG=$STACK_DIR/mgmt/kubeconfig

@@ -113,8 +113,8 @@ struct ks {
         uint64_t compacted_rv; /* events at or below this RV are gone */
         bool stopping;
         char *token;
-        char *host;           /* "127.0.0.1:port" */
-        const char *dir;      /* --dir (argv, not owned) */
+        char *host;           /* "127.0.0.1:port"; set before the server's threads start */
+        const char *dir;      /* --dir (argv, not owned); set before the threads start */
         uint64_t bookmark_ms; /* --bookmark-interval */
         struct kfaults faults;
         struct ks_override *overrides;

@@ -418,14 +418,38 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
         return (size_t)(w - s);
 }
 
-static struct MHD_Daemon *start_daemon(const struct opts *o, const char *cert, const char *key)
+/* The listening socket on 127.0.0.1:port (0 = any), bound before libmicrohttpd starts its
+ * threads, so the port it got is known first: ks.host and ks.dir are then set once, before
+ * any thread that reads them exists (setting them after the start raced with the
+ * connection threads, which TSan reported in admission's ca_file). -1 on failure. */
+static int listen_socket(unsigned port, unsigned *ret_port)
 {
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)o->port) };
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+        socklen_t len = sizeof(sa);
+        int one = 1;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (fd < 0)
+                return -1;
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0 ||
+            getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+                fprintf(stderr, "kube-sim: cannot listen on 127.0.0.1:%u: %s\n", port,
+                        strerrordesc_np(errno));
+                close(fd);
+                return -1;
+        }
+        *ret_port = ntohs(sa.sin_port);
+        return fd;
+}
+
+/* Serves on fd (libmicrohttpd owns it from here: it closes it when it stops). */
+static struct MHD_Daemon *start_daemon(int fd, const char *cert, const char *key)
+{
         return MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                                         MHD_USE_POLL | MHD_USE_TLS,
-                                0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, &sa,
+                                0, NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
                                 MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_MEM_KEY, key,
                                 MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
                                 MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
@@ -463,21 +487,25 @@ static int serve(const struct opts *o)
 {
         char *cert = read_file(o->dir, "tls.crt"), *key = read_file(o->dir, "tls.key");
         struct MHD_Daemon *d = NULL;
-        const union MHD_DaemonInfo *info;
+        unsigned port = 0;
         sigset_t set;
-        int sig = 0, err = CM_EIO;
+        int sig = 0, err = CM_EIO, fd = -1;
 
         if (!cert || !key)
                 goto out;
-        d = start_daemon(o, cert, key);
-        if (!d)
+        fd = listen_socket(o->port, &port);
+        if (fd < 0)
                 goto out;
-        info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-        ks.host = xasprintf("127.0.0.1:%u", (unsigned)info->port);
+        ks.host = xasprintf("127.0.0.1:%u", port);
         ks.dir = o->dir;
-        if (write_kubeconfig(o->dir, info->port) < 0)
+        d = start_daemon(fd, cert, key);
+        if (!d) {
+                close(fd);
                 goto out;
-        printf("listening on https://127.0.0.1:%u\n", (unsigned)info->port);
+        }
+        if (write_kubeconfig(o->dir, port) < 0)
+                goto out;
+        printf("listening on https://127.0.0.1:%u\n", port);
         fflush(stdout);
         sigemptyset(&set);
         sigaddset(&set, SIGTERM);

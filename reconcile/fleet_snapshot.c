@@ -658,19 +658,32 @@ uint64_t fleet_snapshot_unplaced_next_ms(struct reconciler_worker *w)
 
 /* Refreshes the list when due, or waits for a due list another worker is fetching, so
  * every pass of an interval sees that interval's list. Lock not held. */
-static void fleet_fresh(struct reconciler_worker *w, enum fleet_kind kind)
+/* Refreshes the list of kind when due (or waits for the refresh under way). Returns the
+ * error of that refresh, 0 when it succeeded or none was due: news of this call, never an
+ * older failure (a pass that found the list not due still asks MAAS itself). */
+static int fleet_fresh(struct reconciler_worker *w, enum fleet_kind kind)
 {
         struct provider *p = w->p;
         uint64_t now = clock_now_ms(p->clock);
-        bool fetch;
+        bool fetch, waited = false;
+        int err = 0;
 
         pthread_mutex_lock(&p->fleet_lock);
         fetch = fleet_claim(w, kind, now);
-        while (!fetch && fleet_of(w->fleets, kind)->refreshing && fleet_due(w, kind, now))
+        while (!fetch && fleet_of(w->fleets, kind)->refreshing && fleet_due(w, kind, now)) {
                 pthread_cond_wait(&p->fleet_cond, &p->fleet_lock);
+                waited = true;
+        }
+        if (waited)
+                err = fleet_of(w->fleets, kind)->err;
         pthread_mutex_unlock(&p->fleet_lock);
-        if (fetch)
+        if (fetch) {
                 fleet_refresh(w, kind);
+                pthread_mutex_lock(&p->fleet_lock);
+                err = fleet_of(w->fleets, kind)->err;
+                pthread_mutex_unlock(&p->fleet_lock);
+        }
+        return err;
 }
 
 /* Copies system_id's entry of f into *ret. Lock held. */
@@ -704,7 +717,7 @@ int fleet_snapshot_lookup(struct reconciler_worker *w, const char *system_id, st
         uint64_t now;
         bool hit;
 
-        fleet_fresh(w, FLEET_DEPLOYED);
+        (void)fleet_fresh(w, FLEET_DEPLOYED);
         pthread_mutex_lock(&p->fleet_lock);
         hit = fleet_find(&w->fleets->fleet, system_id, ret);
         /* Just Deployed, after the last Deployed list: the in-flight list saw it, and is
@@ -730,7 +743,7 @@ static int lookup_listed(struct reconciler_worker *w,
         bool hit, asked;
 
         *ret_later = false;
-        fleet_fresh(w, kind);
+        (void)fleet_fresh(w, kind);
         pthread_mutex_lock(&p->fleet_lock);
         hit = fleet_find(f, system_id, ret);
         asked = fleet_asked(f, system_id);
@@ -799,14 +812,11 @@ int fleet_snapshot_none_stamped(struct reconciler_worker *w,
                 *ret_none = true;
                 return 0;
         }
-        fleet_fresh(w, FLEET_UNPLACED);
-        pthread_mutex_lock(&p->fleet_lock);
-        if (!f->valid && f->err == CM_EUNAUTHORIZED) {
-                /* MAAS refused the key for the list: a GET of this MaasMachine's own would be
-                 * refused too (one more 401 per pass, and per probe of a refused identity) */
-                pthread_mutex_unlock(&p->fleet_lock);
+        if (fleet_fresh(w, FLEET_UNPLACED) == CM_EUNAUTHORIZED)
+                /* MAAS just refused the key for the list: a GET of this MaasMachine's own
+                 * would be refused too (a second 401 in the pass) */
                 return CM_EUNAUTHORIZED;
-        }
+        pthread_mutex_lock(&p->fleet_lock);
         none = f->valid && fleet_asked(f, uid);
         for (size_t i = 0; none && i < f->nodes.n; i++)
                 none = stamped_for_other(&f->nodes.items[i], ns, name);

@@ -68,8 +68,8 @@ uint64_t fleet_snapshot_deleting_next_ms(struct reconciler_worker *w);
  * per-MaasMachine list is needed. *ret_later when that list was fetched before the
  * MaasMachine appeared: the caller waits fleet_snapshot_unplaced_next_ms for the next.
  * Both false (the caller lists by its UID) otherwise: a machine that may be its own, no
- * list read, or an allocate for uid sent by this process. CM_EUNAUTHORIZED when there is no
- * list because MAAS refused the key for it (the caller's own list would be refused too). */
+ * list read, or an allocate for uid sent by this process. CM_EUNAUTHORIZED when the refresh
+ * of that list this call made (or waited for) was refused: the caller's own list would be. */
 MUST_CHECK int fleet_snapshot_none_stamped(struct reconciler_worker *w,
                                            const char *uid,
                                            const char *ns,

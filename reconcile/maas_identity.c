@@ -723,7 +723,7 @@ static uint64_t probe_lease_ms(const struct maas_ident_pool *pool)
 {
         uint64_t t = pool->timeout_ms;
 
-        return (t < 1000 ? 1000 : t > 30000 ? 30000 : t) + 1000;
+        return (t < 1000 ? 1000 : t > 10000 ? 10000 : t) + 1000;
 }
 
 /* One acquire: the pool, the Secret and what the decision before the read found. */
@@ -777,6 +777,14 @@ static bool acquire_decide(struct acquire_ctx *a,
 
         if (s->probe_until_ms) {
                 *err = probe_check(a, s, outcome, ret, f);
+                if (*err < 0 && a->now - s->checked_ms >= MAAS_IDENT_POLL_MS) {
+                        /* still waiting for the probe: the Secret is read as in a backoff
+                         * (a changed one ends it) */
+                        maas_ident_failure_release(f);
+                        *err = 0;
+                        a->poll = true;
+                        return claim_read(a, s);
+                }
                 if (*err <= 0)
                         return true;
         }

@@ -20,7 +20,8 @@
  *    seen is recorded as the failure before the lock goes (then the Secret is read), and
  *    when a step runs out one pass gets the identity as the probe while the others get the
  *    failure until the probe's calls tell (maas_ident_observe) or its lease (the request
- *    timeout + 1 s) runs out.
+ *    timeout, at most 10 s, + 1 s) runs out; the Secret is still read every
+ *    MAAS_IDENT_POLL_MS meanwhile.
  *
  * The Secret is read by name (GET) with the calling worker's kube client: when first needed,
  * again MAAS_IDENT_RECHECK_MS after the last read (one worker re-reads, the others go on

@@ -161,10 +161,38 @@ static void test_maas_identity__a_probe_without_a_call_expires(void **state)
         assert_int_equal(hold(w, &probe, &retry), 0);
         maas_ident_put(probe); /* no call made */
         assert_int_equal(hold(w, &next, &retry), CM_EUNAUTHORIZED);
-        clock_fake_advance(&w->clock, 31000); /* past any lease (at most 31 s) */
+        clock_fake_advance(&w->clock, 11000); /* past any lease (at most 11 s) */
         assert_int_equal(hold(w, &next, &retry), 0);
         assert_int_equal(hold(w, &probe, &retry), CM_EUNAUTHORIZED); /* one probe again */
         maas_ident_put(next);
+        world_free(w);
+}
+
+/* While a probe is out and silent, the Secret is still read every MAAS_IDENT_POLL_MS: a key
+ * fixed meanwhile is used at once, not after the probe's lease. */
+static void test_maas_identity__a_fixed_secret_ends_a_probe_wait(void **state)
+{
+        struct provider_settings s = world_settings();
+        struct world *w;
+        struct maas_ident *probe = NULL, *next = NULL;
+        uint64_t retry = 0;
+        char first_rv[16];
+
+        (void)state;
+        s.maas_timeout_ms = 10000; /* a lease of 11 s */
+        w = world_new(&s);
+        put_secret(w, "ck1:tk1:ts1");
+        assert_int_equal(acquire(w, true, &retry, first_rv, sizeof(first_rv)), 0);
+        assert_int_equal(acquire(w, false, &retry, NULL, 0), CM_EUNAUTHORIZED);
+        clock_fake_advance(&w->clock, retry);
+        assert_int_equal(hold(w, &probe, &retry), 0); /* its call hangs */
+        put_secret(w, "ck2:tk2:ts2");
+        assert_int_equal(hold(w, &next, &retry), CM_EUNAUTHORIZED);
+        clock_fake_advance(&w->clock, MAAS_IDENT_POLL_MS);
+        assert_int_equal(hold(w, &next, &retry), 0);
+        assert_string_not_equal(next->rv, first_rv);
+        maas_ident_put(next);
+        maas_ident_put(probe);
         world_free(w);
 }
 
@@ -174,6 +202,7 @@ int main(void)
                 cmocka_unit_test(test_maas_identity__a_changed_secret_ends_the_backoff),
                 cmocka_unit_test(test_maas_identity__one_probe_per_backoff_step),
                 cmocka_unit_test(test_maas_identity__a_probe_without_a_call_expires),
+                cmocka_unit_test(test_maas_identity__a_fixed_secret_ends_a_probe_wait),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

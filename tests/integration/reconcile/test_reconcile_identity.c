@@ -760,7 +760,9 @@ static void test_identity__a_missing_secret_is_read_once(void **state)
         cl_sleep_ms(8000);
         reads = secret_reads("later");
         print_message("reads of the missing Secret in 8 s: %d\n", reads);
-        assert_in_range(reads, 1, 5);
+        /* at most 5 (11 before); none is possible under load, two reads being up to about
+         * 10 s apart by design; that the Secret is still read shows below */
+        assert_in_range(reads, 0, 5);
 
         t0 = test_now_ms();
         make_identity_secret("later", SIM_B.proc.url, KEY_B);

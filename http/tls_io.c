@@ -11,11 +11,14 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "xalloc.h"
 
@@ -202,10 +205,51 @@ static ssize_t io_push(gnutls_transport_ptr_t p, const giovec_t *iov, int iovcnt
         return send_iov(io, v, n);
 }
 
+/*
+ * libmicrohttpd's cork and push (see tls_io.h, "no cork"): the sockets of attached
+ * connections, marked by descriptor. A mark is set when a connection is attached and cleared
+ * when it is freed, which libmicrohttpd does (its connection-closed notice) before it closes
+ * the descriptor, so a number the kernel hands out again is never marked for its new owner.
+ */
+static _Atomic unsigned char marked[TLS_IO_FD_MAX];
+
+static bool is_marked(int fd)
+{
+        return fd >= 0 && fd < TLS_IO_FD_MAX &&
+               atomic_load_explicit(&marked[fd], memory_order_relaxed);
+}
+
+static void mark(int fd, bool on)
+{
+        if (fd >= 0 && fd < TLS_IO_FD_MAX)
+                atomic_store_explicit(&marked[fd], on, memory_order_relaxed);
+}
+
+static int raw_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+        return (int)syscall(SYS_setsockopt, fd, level, name, val, len);
+}
+
+/* The process's setsockopt (it takes libc's place for every caller): TCP_CORK, either way,
+ * and TCP_NODELAY on, asked for a marked socket, are already what the socket has and are
+ * answered without a system call; anything else goes to the kernel. */
+int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+        if (level == IPPROTO_TCP && len == sizeof(int) && is_marked(fd) &&
+            (name == TCP_CORK || (name == TCP_NODELAY && *(const int *)val == 1)))
+                return 0;
+        return raw_setsockopt(fd, level, name, val, len);
+}
+
 struct tls_io *tls_io_attach(gnutls_session_t session, int fd)
 {
+        static const int on = 1;
         struct tls_io *io = xcalloc(1, sizeof(*io));
 
+        /* never corked, always pushed: each send leaves at once (a response's records are
+         * already one send, see coalesce) */
+        if (fd >= 0 && raw_setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) == 0)
+                mark(fd, true);
         io->fd = fd;
         gnutls_transport_set_ptr(session, io);
         gnutls_transport_set_pull_function(session, io_pull);
@@ -218,6 +262,7 @@ struct tls_io *tls_io_free(struct tls_io *io)
 {
         if (!io)
                 return NULL;
+        mark(io->fd, false);
         free(io->kept);
         free(io->ahead);
         free(io);

@@ -19,6 +19,14 @@
  *               headers: a kept record is always followed by a send that carries it (a short
  *               or refused write keeps the rest here and makes GnuTLS try again, which calls
  *               back here). tls_io_flush sends whatever is still kept, as a backstop.
+ *   no cork     libmicrohttpd 0.9.75 corks a connection's socket (TCP_CORK) at its first
+ *               response and then, after every response, pushes it with a setsockopt of
+ *               TCP_NODELAY (no option turns this off; it does not know the socket's state).
+ *               That system call was 3 % of a webhook request's CPU (docs/performance.md).
+ *               An attached socket has TCP_NODELAY set once and is never corked: this
+ *               module defines the process's setsockopt, which answers TCP_CORK and
+ *               TCP_NODELAY on for an attached socket without a system call and passes
+ *               everything else, and every other socket, to the kernel.
  *
  * Threads: attach from the thread that sets up the connection; everything else from the
  * thread serving it (libmicrohttpd's, for this connection), which is also the only caller of
@@ -29,9 +37,10 @@
 
 #include <gnutls/gnutls.h>
 
-#define TLS_IO_READ_AHEAD 4096 /* bytes read beyond what GnuTLS asks for */
-#define TLS_IO_KEEP_MAX   1024 /* largest record kept to be coalesced with the next */
-#define TLS_IO_SEND_BLOCK 4096 /* records sent together are copied into one buffer up to this */
+#define TLS_IO_READ_AHEAD 4096  /* bytes read beyond what GnuTLS asks for */
+#define TLS_IO_KEEP_MAX   1024  /* largest record kept to be coalesced with the next */
+#define TLS_IO_FD_MAX     65536 /* sockets past this number keep libmicrohttpd's cork */
+#define TLS_IO_SEND_BLOCK 4096  /* records sent together are copied into one buffer up to this */
 
 struct tls_io;
 

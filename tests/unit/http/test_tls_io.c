@@ -2,8 +2,11 @@
  * over a non-blocking socket pair, the client side plain GnuTLS: records coalesced into one
  * send, read-ahead serving pipelined records in order, short writes that keep the order,
  * and the flush backstop. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -246,6 +249,66 @@ static void test_tls_io__flush_sends_a_kept_record(void **state)
         client_expect(p, "alone", 5);
 }
 
+static int tcp_opt(int fd, int name)
+{
+        int v = -1;
+        socklen_t n = sizeof(v);
+
+        assert_int_equal(getsockopt(fd, IPPROTO_TCP, name, &v, &n), 0);
+        return v;
+}
+
+/* A TCP connection over loopback: fd[0] the accepted end, fd[1] the client's. */
+static void tcp_pair(int fd[2])
+{
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t n = sizeof(a);
+        int l = socket(AF_INET, SOCK_STREAM, 0);
+
+        assert_true(l >= 0);
+        assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+        assert_int_equal(listen(l, 1), 0);
+        assert_int_equal(getsockname(l, (struct sockaddr *)&a, &n), 0);
+        fd[1] = socket(AF_INET, SOCK_STREAM, 0);
+        assert_int_equal(connect(fd[1], (struct sockaddr *)&a, sizeof(a)), 0);
+        fd[0] = accept(l, NULL, NULL);
+        assert_true(fd[0] >= 0);
+        close(l);
+}
+
+/* libmicrohttpd's cork and push on an attached socket are answered here: the socket has
+ * TCP_NODELAY and is never corked; another socket, or the same one once freed, is the
+ * kernel's as before. */
+static void test_tls_io__attached_socket_is_never_corked(void **state)
+{
+        static const int on = 1, off = 0;
+        gnutls_session_t session;
+        struct tls_io *io;
+        int fd[2];
+
+        (void)state;
+        tcp_pair(fd);
+        assert_int_equal(gnutls_init(&session, GNUTLS_SERVER), 0);
+        io = tls_io_attach(session, fd[0]);
+        assert_int_equal(tcp_opt(fd[0], TCP_NODELAY), 1);
+        assert_int_equal(setsockopt(fd[0], IPPROTO_TCP, TCP_CORK, &on, sizeof(on)), 0);
+        assert_int_equal(tcp_opt(fd[0], TCP_CORK), 0);
+        assert_int_equal(setsockopt(fd[0], IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)), 0);
+        assert_int_equal(setsockopt(fd[0], IPPROTO_TCP, TCP_NODELAY, &off, sizeof(off)), 0);
+        assert_int_equal(tcp_opt(fd[0], TCP_NODELAY), 0); /* only "on" is answered here */
+        assert_int_equal(setsockopt(fd[1], IPPROTO_TCP, TCP_CORK, &on, sizeof(on)), 0);
+        assert_int_equal(tcp_opt(fd[1], TCP_CORK), 1);
+        io = tls_io_free(io);
+        assert_int_equal(setsockopt(fd[0], IPPROTO_TCP, TCP_CORK, &on, sizeof(on)), 0);
+        assert_int_equal(tcp_opt(fd[0], TCP_CORK), 1);
+        errno = 0;
+        assert_int_equal(setsockopt(-1, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)), -1);
+        assert_int_equal(errno, EBADF);
+        gnutls_deinit(session);
+        close(fd[0]);
+        close(fd[1]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -257,6 +320,7 @@ int main(void)
                         test_tls_io__record_larger_than_read_ahead_arrives_whole, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_tls_io__short_writes_keep_the_order, setup,
                                                 teardown),
+                cmocka_unit_test(test_tls_io__attached_socket_is_never_corked),
                 cmocka_unit_test_setup_teardown(test_tls_io__flush_sends_a_kept_record, setup,
                                                 teardown),
         };

@@ -216,13 +216,13 @@ static _Atomic unsigned char marked[TLS_IO_FD_MAX];
 static bool is_marked(int fd)
 {
         return fd >= 0 && fd < TLS_IO_FD_MAX &&
-               atomic_load_explicit(&marked[fd], memory_order_relaxed);
+               atomic_load_explicit(&marked[fd], memory_order_acquire);
 }
 
 static void mark(int fd, bool on)
 {
-        if (fd >= 0 && fd < TLS_IO_FD_MAX)
-                atomic_store_explicit(&marked[fd], on, memory_order_relaxed);
+        if (fd >= 0 && fd < TLS_IO_FD_MAX) /* cleared before the descriptor is closed */
+                atomic_store_explicit(&marked[fd], on, memory_order_release);
 }
 
 static int raw_setsockopt(int fd, int level, int name, const void *val, socklen_t len)

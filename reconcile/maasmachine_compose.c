@@ -168,7 +168,17 @@ struct count_ctx {
         const struct maas_pod_list *hosts;
         size_t *counts;
         const char *self_uid;
+        char **counted; /* names of the MaasMachines whose annotation was counted; owned */
+        size_t n_counted, cap_counted;
 };
+
+static bool was_counted(const struct count_ctx *cc, const char *name)
+{
+        for (size_t i = 0; name && i < cc->n_counted; i++)
+                if (strcmp(cc->counted[i], name) == 0)
+                        return true;
+        return false;
+}
 
 static void count_host(const struct maas_pod_list *hosts, size_t *counts, const char *name)
 {
@@ -183,10 +193,16 @@ static void count_sibling(void *arg, struct kube_object *obj)
         const cJSON *o = kube_object_json(obj);
         const char *uid = json_find_str(o, "metadata", "uid", NULL);
 
-        if (uid && cc->self_uid && strcmp(uid, cc->self_uid) == 0)
+        const char *host = json_find_str(o, "metadata", "annotations", ANNOTATION_VM_HOST, NULL);
+
+        if ((uid && cc->self_uid && strcmp(uid, cc->self_uid) == 0) || !host)
                 return;
-        count_host(cc->hosts, cc->counts,
-                   json_find_str(o, "metadata", "annotations", ANNOTATION_VM_HOST, NULL));
+        count_host(cc->hosts, cc->counts, host);
+        if (cc->n_counted == cc->cap_counted) {
+                cc->cap_counted = cc->cap_counted ? 2 * cc->cap_counted : 8;
+                cc->counted = xrealloc(cc->counted, cc->cap_counted * sizeof(*cc->counted));
+        }
+        cc->counted[cc->n_counted++] = xstrdup(kube_object_name(obj));
 }
 
 static char *placement_prefix(const struct maasmachine_ctx *c)
@@ -195,8 +211,9 @@ static char *placement_prefix(const struct maasmachine_ctx *c)
 }
 
 /* Counts of the cluster's VMs per host: the annotations in the cache, then this process's
- * choices (p->vm_hosts: "ns/cluster/uid" → a: host id) the cache may not show yet. Caller
- * holds p->lock; the informer pass takes only the informer's own lock. */
+ * choices (p->vm_hosts: "ns/cluster/uid" → a: host id) whose MaasMachines that pass did not
+ * count (the cache may not show the annotation yet, or not list the MaasMachine under the
+ * cluster yet). Caller holds p->lock; the informer pass takes only the informer's own lock. */
 static void count_cluster_vms(struct maasmachine_ctx *c,
                               const struct maas_pod_list *hosts,
                               size_t *counts)
@@ -211,25 +228,20 @@ static void count_cluster_vms(struct maasmachine_ctx *c,
         for (size_t i = 0; i < c->p->vm_hosts.n; i++) {
                 const struct reconciler_entry *e = &c->p->vm_hosts.items[i];
                 const char *uid = e->key + plen;
-                struct kube_object *o;
-                const char *seen;
 
                 if (strncmp(e->key, prefix, plen) != 0 ||
-                    (c->mm.meta.uid && strcmp(uid, c->mm.meta.uid) == 0))
+                    (c->mm.meta.uid && strcmp(uid, c->mm.meta.uid) == 0) ||
+                    was_counted(&cc, e->ptr))
                         continue;
-                /* counted above when the cache already shows its annotation */
-                o = e->ptr ? informer_get(c->p->maasmachines, c->ns, e->ptr) : NULL;
-                seen = o ? json_find_str(kube_object_json(o), "metadata", "annotations",
-                                         ANNOTATION_VM_HOST, NULL)
-                         : NULL;
-                if (!seen)
-                        for (size_t h = 0; h < hosts->n; h++)
-                                if (hosts->items[h].id == e->a)
-                                        cached[h]++;
-                kube_object_unref(o);
+                for (size_t h = 0; h < hosts->n; h++)
+                        if (hosts->items[h].id == e->a)
+                                cached[h]++;
         }
         for (size_t h = 0; h < hosts->n; h++)
                 counts[h] += cached[h];
+        for (size_t i = 0; i < cc.n_counted; i++)
+                free(cc.counted[i]);
+        free(cc.counted);
         free(cached);
         free(prefix);
 }

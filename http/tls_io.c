@@ -230,13 +230,14 @@ static int raw_setsockopt(int fd, int level, int name, const void *val, socklen_
         return (int)syscall(SYS_setsockopt, fd, level, name, val, len);
 }
 
-/* The process's setsockopt (it takes libc's place for every caller): TCP_CORK, either way,
- * and TCP_NODELAY on, asked for a marked socket, are already what the socket has and are
- * answered without a system call; anything else goes to the kernel. */
+/* The process's setsockopt (it takes libc's place for every caller): TCP_CORK and
+ * TCP_NODELAY asked for a marked socket are answered without a system call, so the socket
+ * stays as attached left it (uncorked, TCP_NODELAY on: a send goes out at once, and turning
+ * TCP_NODELAY off would hold it back, as nothing would turn it on again); anything else goes
+ * to the kernel. */
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
-        if (level == IPPROTO_TCP && len == sizeof(int) && is_marked(fd) &&
-            (name == TCP_CORK || (name == TCP_NODELAY && *(const int *)val == 1)))
+        if (level == IPPROTO_TCP && (name == TCP_CORK || name == TCP_NODELAY) && is_marked(fd))
                 return 0;
         return raw_setsockopt(fd, level, name, val, len);
 }

@@ -25,7 +25,7 @@
  *               That system call was 3 % of a webhook request's CPU (docs/performance.md).
  *               An attached socket has TCP_NODELAY set once and is never corked: this
  *               module defines the process's setsockopt, which answers TCP_CORK and
- *               TCP_NODELAY on for an attached socket without a system call and passes
+ *               TCP_NODELAY for an attached socket without a system call and passes
  *               everything else, and every other socket, to the kernel.
  *
  * Threads: attach from the thread that sets up the connection; everything else from the

@@ -24,9 +24,11 @@ static cJSON *json_must(cJSON *item)
         return item;
 }
 
+/* Whether d is a whole number: every double of magnitude 2^52 or more is one; below that a
+ * conversion to int64_t drops any fraction (no libm: see CMakeLists.txt, base). */
 static bool json_is_integral(double d)
 {
-        return isfinite(d) && floor(d) == d;
+        return isfinite(d) && (fabs(d) >= 4503599627370496.0 || (double)(int64_t)d == d);
 }
 
 const char *json_type_name(const cJSON *item)

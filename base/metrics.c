@@ -689,7 +689,7 @@ void metrics_format_double(double v, char out[METRICS_DOUBLE_LEN])
                 memcpy(out, v > 0 ? "+Inf" : "-Inf", 5);
         } else if (v == 0) {
                 memcpy(out, "0", 2); /* also -0, as the Go client prints it */
-        } else if (fabs(v) <= 9007199254740992.0 && v == trunc(v)) {
+        } else if (fabs(v) <= 9007199254740992.0 && v == (double)(int64_t)v) {
                 (void)snprintf(out, METRICS_DOUBLE_LEN, "%.0f", v);
         } else {
                 /* %.15g is exact for most short decimals; widen only when needed. */

@@ -61,6 +61,19 @@ struct token_bucket *token_bucket_free(struct token_bucket *tb)
 }
 
 /* Called with mu held: adds the tokens earned since last_ms, up to the burst. */
+/* ceil(ms) for a positive wait, saturated (no libm: see CMakeLists.txt, base). */
+static uint64_t ceil_ms(double ms)
+{
+        uint64_t w;
+
+        if (!(ms > 0))
+                return 0;
+        if (ms >= 18446744073709549568.0) /* the largest double below 2^64 */
+                return UINT64_MAX;
+        w = (uint64_t)ms;
+        return (double)w < ms ? w + 1 : w;
+}
+
 static void refill(struct token_bucket *tb, uint64_t now)
 {
         if (now <= tb->last_ms)
@@ -83,7 +96,7 @@ uint64_t token_bucket_reserve(struct token_bucket *tb)
                 refill(tb, now);
                 tb->tokens -= 1.0;
                 if (tb->tokens < 0)
-                        wait = (uint64_t)ceil(-tb->tokens * 1000.0 / tb->qps);
+                        wait = ceil_ms(-tb->tokens * 1000.0 / tb->qps);
         }
         held = tb->hold_until > now ? tb->hold_until - now : 0;
         if (held > wait)

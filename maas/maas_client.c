@@ -1083,6 +1083,25 @@ int maas_create_tag(struct maas_client *mc,
         return r && tag_exists_error(err) ? CM_EEXIST : r;
 }
 
+/* A call on tags/<name>/ (op may be NULL); CM_EINVAL, nothing set up, for a name that
+ * cannot go into a path. */
+static int tag_call(struct call *c,
+                    struct maas_client *mc,
+                    const char *method,
+                    const char *name,
+                    const char *op,
+                    struct maas_error *err)
+{
+        char *path;
+
+        if (!id_ok(name))
+                return bad_id(err);
+        path = xasprintf("tags/%s/", name);
+        call_init(c, mc, method, path, op, true);
+        free(path);
+        return CM_OK;
+}
+
 int maas_tag_update_nodes(struct maas_client *mc,
                           const char *name,
                           const char *const *add,
@@ -1092,13 +1111,10 @@ int maas_tag_update_nodes(struct maas_client *mc,
                           struct maas_error *err)
 {
         struct call c;
-        char *path;
+        int r = tag_call(&c, mc, "POST", name, "update_nodes", err); /* adding twice adds once */
 
-        if (!id_ok(name))
-                return bad_id(err);
-        path = xasprintf("tags/%s/", name);
-        call_init(&c, mc, "POST", path, "update_nodes", true); /* adding twice adds once */
-        free(path);
+        if (r < 0)
+                return r;
         form_add_all(&c, "add", add, n_add);
         form_add_all(&c, "remove", remove, n_remove);
         return run(mc, &c, NULL, NULL, err);
@@ -1110,13 +1126,10 @@ int maas_update_tag_comment(struct maas_client *mc,
                             struct maas_error *err)
 {
         struct call c;
-        char *path;
+        int r = tag_call(&c, mc, "PUT", name, NULL, err);
 
-        if (!id_ok(name))
-                return bad_id(err);
-        path = xasprintf("tags/%s/", name);
-        call_init(&c, mc, "PUT", path, NULL, true);
-        free(path);
+        if (r < 0)
+                return r;
         form_add(&c, "comment", comment ? comment : "");
         return run(mc, &c, NULL, NULL, err);
 }
@@ -1124,14 +1137,9 @@ int maas_update_tag_comment(struct maas_client *mc,
 int maas_delete_tag(struct maas_client *mc, const char *name, struct maas_error *err)
 {
         struct call c;
-        char *path;
+        int r = tag_call(&c, mc, "DELETE", name, NULL, err);
 
-        if (!id_ok(name))
-                return bad_id(err);
-        path = xasprintf("tags/%s/", name);
-        call_init(&c, mc, "DELETE", path, NULL, true);
-        free(path);
-        return run(mc, &c, NULL, NULL, err);
+        return r < 0 ? r : run(mc, &c, NULL, NULL, err);
 }
 
 /* --- network: subnets and interface links ----------------------------------------------------- */

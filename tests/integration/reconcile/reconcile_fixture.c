@@ -280,6 +280,24 @@ void make_machine(const char *cluster, const char *name, const struct machine_sp
 }
 
 /* Number of MAAS machines not Ready (allocated, deploying, deployed, ...). */
+bool sim_machine_tagged(struct maassim *sim, const char *sid, const char *tag)
+{
+        cJSON *st = maassim_call(sim, "GET", "state", NULL);
+        const cJSON *m, *t;
+        bool found = false;
+
+        cJSON_ArrayForEach (m, json_at(st, "machines")) {
+                const char *id = json_at_str(m, "system_id");
+
+                if (id && strcmp(id, sid) == 0)
+                        cJSON_ArrayForEach (t, json_at(m, "tag_names"))
+                                found = found ||
+                                        (t->valuestring && strcmp(t->valuestring, tag) == 0);
+        }
+        cJSON_Delete(st);
+        return found;
+}
+
 int maas_in_use(void)
 {
         cJSON *st = maassim_call(&RF.sim, "GET", "state", NULL);

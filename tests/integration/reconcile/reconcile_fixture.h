@@ -84,6 +84,8 @@ char *ready_machine(const char *cluster, const char *name, const struct machine_
 
 /* Number of MAAS machines not Ready (allocated, deploying, deployed, ...). */
 int maas_in_use(void);
+/* Whether machine sid of sim carries tag (sim's /_sim/state). */
+bool sim_machine_tagged(struct maassim *sim, const char *sid, const char *tag);
 /* How often needle occurs in maas-sim's request log. */
 int maas_count_requests(const char *needle);
 /* Events in the test namespace with this reason. */

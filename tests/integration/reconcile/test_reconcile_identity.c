@@ -995,21 +995,7 @@ static void test_identity__zones_and_capacity_from_its_own_maas(void **state)
         cJSON_Delete(o);
 }
 
-/* SIM_B's view: whether machine sid carries tag, and whether tag exists. */
-static bool b_tagged(const char *sid, const char *tag)
-{
-        cJSON *st = maassim_call(&SIM_B, "GET", "state", NULL);
-        const cJSON *m, *t;
-        bool found = false;
-
-        cJSON_ArrayForEach (m, json_at(st, "machines"))
-                if (strcmp(OR(json_at_str(m, "system_id"), ""), sid) == 0)
-                        cJSON_ArrayForEach (t, json_at(m, "tag_names"))
-                                found = found || strcmp(OR(t->valuestring, ""), tag) == 0;
-        cJSON_Delete(st);
-        return found;
-}
-
+/* SIM_B's view: whether tag exists. */
 static bool b_has_tag(const char *tag)
 {
         cJSON *st = maassim_call(&SIM_B, "GET", "state", NULL);
@@ -1025,7 +1011,7 @@ static bool b_has_tag(const char *tag)
 static bool b_swept(const void *arg)
 {
         (void)arg;
-        return !b_tagged("b-big1", "capmaas-reuse-bbbbbbbbbbbb") &&
+        return !sim_machine_tagged(&SIM_B, "b-big1", "capmaas-reuse-bbbbbbbbbbbb") &&
                !b_has_tag("capmaas-reuse-bbbbbbbbbbbb") && !b_has_tag("capmaas-reuse-dddddddddddd");
 }
 
@@ -1041,7 +1027,7 @@ static void test_identity__kept_hosts_swept_in_its_own_maas(void **state)
         make_ident_cluster("cb", "maas-b");
         make_template("tb", "cb");
         assert_true(cl_eventually(b_swept, NULL));
-        assert_true(b_tagged("b-big2", "capmaas-reuse-cccccccccccc"));
+        assert_true(sim_machine_tagged(&SIM_B, "b-big2", "capmaas-reuse-cccccccccccc"));
         assert_true(b_has_tag("capmaas-reuse-cccccccccccc"));
         assert_int_equal(maas_count_requests("capmaas-reuse-"), 0);
 }

@@ -68,16 +68,7 @@ static char *tag_comment(const char *name)
 
 static bool host_tagged(const char *sid, const char *tag)
 {
-        cJSON *st = maassim_call(&RF.sim, "GET", "state", NULL);
-        const cJSON *m, *t;
-        bool found = false;
-
-        cJSON_ArrayForEach (m, json_at(st, "machines"))
-                if (strcmp(OR(json_at_str(m, "system_id"), ""), sid) == 0)
-                        cJSON_ArrayForEach (t, json_at(m, "tag_names"))
-                                found = found || strcmp(OR(t->valuestring, ""), tag) == 0;
-        cJSON_Delete(st);
-        return found;
+        return sim_machine_tagged(&RF.sim, sid, tag);
 }
 
 /* A Ready machine of maas-sim (its system ID, malloc'd). */

@@ -22,14 +22,6 @@ STACK_RELEASE_SECONDS=0.5
 HOLD_S=10
 STACK_CAPMAAS_ARGS="--machine-refresh-interval 2s --maas-inventory-interval 2s --host-reuse-hold ${HOLD_S}s"
 
-within() { # SECONDS CMD...
-  local end=$(($(date +%s) + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$end" ] || return 1
-    sleep 0.25
-  done
-}
 ready_n() {
   k get maasmachines -o json | $PY -c 'import json,sys; print(sum(1 for i in json.load(sys.stdin)["items"] if i.get("status",{}).get("ready")))'
 }

@@ -169,6 +169,16 @@ static void tag_create(struct sim *s, const struct sim_req *rq, struct sim_resp 
         sim_reply_json(rp, sim_tag_json(s, (size_t)i));
 }
 
+/* The tag the request's path names, or -1 after answering 404 as MAAS does. */
+static ssize_t tag_of(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
+{
+        ssize_t i = sim_find_tag(s, rq->arg);
+
+        if (i < 0)
+                sim_reply_text(rp, 404, "No Tag matches the given query.");
+        return i;
+}
+
 /* POST tags/<name>/?op=update_nodes (admin): add=<sid> / remove=<sid>, repeated; unknown
  * system ids are skipped, as MAAS's filter skips them. */
 static void tag_update_nodes(struct sim *s, const struct sim_req *rq, struct sim_resp *rp)
@@ -178,10 +188,8 @@ static void tag_update_nodes(struct sim *s, const struct sim_req *rq, struct sim
 
         if (!admin_only(rq, rp))
                 return;
-        if (sim_find_tag(s, rq->arg) < 0) {
-                sim_reply_text(rp, 404, "No Tag matches the given query.");
+        if (tag_of(s, rq, rp) < 0)
                 return;
-        }
         for (size_t i = 0; i < rq->form.n; i++) {
                 bool add = strcmp(rq->form.keys[i], "add") == 0;
                 struct sim_machine *m;
@@ -216,11 +224,9 @@ static void tag_update(struct sim *s, const struct sim_req *rq, struct sim_resp 
 
         if (!admin_only(rq, rp))
                 return;
-        i = sim_find_tag(s, rq->arg);
-        if (i < 0) {
-                sim_reply_text(rp, 404, "No Tag matches the given query.");
+        i = tag_of(s, rq, rp);
+        if (i < 0)
                 return;
-        }
         if (name && strcmp(name, rq->arg) != 0) {
                 sim_reply_field_error(rp, "name", "maas-sim does not model renaming a tag.");
                 return;
@@ -243,11 +249,9 @@ static void tag_delete(struct sim *s, const struct sim_req *rq, struct sim_resp 
 
         if (!admin_only(rq, rp))
                 return;
-        i = sim_find_tag(s, rq->arg);
-        if (i < 0) {
-                sim_reply_text(rp, 404, "No Tag matches the given query.");
+        i = tag_of(s, rq, rp);
+        if (i < 0)
                 return;
-        }
         for (size_t m = 0; m < s->n_machines; m++)
                 (void)sim_strv_remove(&s->machines[m].tags, rq->arg);
         free(s->tags[i].name);
@@ -263,10 +267,8 @@ static void tag_machines(struct sim *s, const struct sim_req *rq, struct sim_res
 {
         cJSON *arr;
 
-        if (sim_find_tag(s, rq->arg) < 0) {
-                sim_reply_text(rp, 404, "No Tag matches the given query.");
+        if (tag_of(s, rq, rp) < 0)
                 return;
-        }
         arr = cJSON_CreateArray();
         for (size_t i = 0; i < s->n_machines; i++) {
                 sim_machine_tick(s, &s->machines[i]);

@@ -330,8 +330,8 @@ static int reconcile_normal(struct maasmachine_ctx *c, struct reconcile_result *
         if (c->have_node && named)
                 return drive_held(c, res);
         if (!c->have_node) {
-                if (maasmachine_static_ip_backoff(c, res))
-                        return 0; /* a refused static address: not before its backoff */
+                if (maasmachine_static_ip_backoff(c, res) || maasmachine_deploy_backoff(c, res))
+                        return 0; /* a refused static address or deploy: not before its backoff */
                 err = maasmachine_is_vm(c) ? maasmachine_compose(c, res, &got)
                                            : maasmachine_allocate(c, res, &got);
                 if (err || !got)

@@ -160,7 +160,7 @@ static void describe(const struct maas_vm_request *rq, char *out, size_t len)
 
 /* The backoff of a VM no host fits (or a MAAS without VM hosts). */
 #define VM_BACKOFF(c) \
-        (&(const struct maasmachine_backoff){ ANNOTATION_VM_RETRY, &(c)->p->vm_retry })
+        (&(const struct maasmachine_backoff){ ANNOTATION_VM_RETRY, &(c)->p->vm_retry, 0 })
 
 /* --- spreading ------------------------------------------------------------------------------ */
 

@@ -196,7 +196,7 @@ bool maasmachine_backoff_wait(struct maasmachine_ctx *c,
 
 unsigned maasmachine_backoff_fail(struct maasmachine_ctx *c, const struct maasmachine_backoff *b)
 {
-        unsigned failures, delay = BACKOFF_BASE_S;
+        unsigned failures, delay = b->base_s ? b->base_s : BACKOFF_BASE_S;
         int64_t at;
         char v[48];
 

@@ -60,8 +60,9 @@ void maasmachine_requeue(struct reconcile_result *res, uint64_t ms);
 void maasmachine_ctx_release(struct maasmachine_ctx *c);
 
 /*
- * The backoff of a step MAAS refused (a static address, a VM no host fits): the failures and
- * a not-before time in an annotation ("<failures> <unix s>"), 10 s doubling to 5 min, and
+ * The backoff of a step MAAS refused (a static address, a VM no host fits, a deploy): the
+ * failures and a not-before time in an annotation ("<failures> <unix s>"), base_s (10 s when
+ * 0) doubling to 5 min, and
  * the same kept in a provider table by the MaasMachine's UID (under c->p->lock), so a pass on
  * a cache that does not hold the annotation yet (an event queued during the failing pass)
  * waits all the same.
@@ -69,6 +70,7 @@ void maasmachine_ctx_release(struct maasmachine_ctx *c);
 struct maasmachine_backoff {
         const char *annotation;
         struct reconciler_table *mem; /* a table of c->p */
+        unsigned base_s;              /* the first delay; 0: 10 s */
 };
 
 /* Whether the backoff still runs; then a requeue for its end is set in res. */

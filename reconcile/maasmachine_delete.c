@@ -49,6 +49,7 @@ static int finish(struct maasmachine_ctx *c)
                 reconciler_table_del(&p->allocate_tried, c->mm.meta.uid);
                 reconciler_table_del(&p->unplaced_none, c->mm.meta.uid);
                 reconciler_table_del(&p->static_ip_retry, c->mm.meta.uid);
+                reconciler_table_del(&p->deploy_retry, c->mm.meta.uid);
         }
         pthread_mutex_unlock(&p->lock);
         return maasmachine_flush(c, true);

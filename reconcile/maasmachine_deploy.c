@@ -1,8 +1,12 @@
 /*
  * maasmachine_deploy: deploying an allocated MAAS machine: the bootstrap cloud-init from the
  * Machine's data secret, swap off, deploy; on a failed call the machine is released and
- * forgotten, so the next pass allocates anew (upstream-capmaas.md §3.5), except for a 409
- * on a machine already deploying for this MaasMachine, which is followed.
+ * forgotten, so a later pass allocates anew (upstream-capmaas.md §3.5), except for a 409
+ * on a machine already deploying for this MaasMachine, which is followed. That later pass
+ * waits out a backoff (5 s doubling to 5 min, in the deploy-retry annotation): the reference
+ * allocates again at once, and as every pass writes status, which brings the next pass, a
+ * deploy MAAS always refuses (a kernel or image it lacks) took and released machines in a
+ * tight loop until none was free.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +46,15 @@ out:
         return err;
 }
 
+#define DEPLOY_BACKOFF(c)                                                                   \
+        (&(const struct maasmachine_backoff){ RECONCILER_ANNOTATION_DEPLOY_RETRY,           \
+                                              &(c)->p->deploy_retry, 5 })
+
+bool maasmachine_deploy_backoff(struct maasmachine_ctx *c, struct reconcile_result *res)
+{
+        return maasmachine_backoff_wait(c, DEPLOY_BACKOFF(c), res);
+}
+
 static void rollback(struct maasmachine_ctx *c,
                      const char *sid,
                      const char *what,
@@ -49,15 +62,19 @@ static void rollback(struct maasmachine_ctx *c,
                      const struct maas_error *me)
 {
         char *id = xstrdup(sid);
+        unsigned delay;
 
         (void)!maasmachine_release(c, id);
         maasmachine_set_ids(c, NULL, NULL);
         maasmachine_drop_node(c);
+        delay = maasmachine_backoff_fail(c, DEPLOY_BACKOFF(c));
         reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
-                        SCHEMA_REASON_MACHINE_DEPLOY_FAILED, "%s on MAAS machine %s failed: %s",
-                        what, id, me && me->message ? me->message : maas_strerror(err));
+                        SCHEMA_REASON_MACHINE_DEPLOY_FAILED,
+                        "%s on MAAS machine %s failed: %s; released it, next try in %u s", what,
+                        id, me && me->message ? me->message : maas_strerror(err), delay);
         reconciler_event(c->p, c->cur, "Warning", "MachineDeployFailed",
-                         "%s on MAAS machine %s failed; released it", what, id);
+                         "%s on MAAS machine %s failed; released it, next try in %u s", what, id,
+                         delay);
         reconciler_deploy_failed(c->p, RECONCILER_DEPLOY_REFUSED);
         free(id);
 }
@@ -118,6 +135,7 @@ static int deploy_calls(struct maasmachine_ctx *c, const char *sid, const char *
                 rollback(c, sid, "Deploy", err, &me);
                 goto out;
         }
+        maasmachine_backoff_clear(c, DEPLOY_BACKOFF(c));
         reconciler_event(
                 c->p, c->cur, "Normal", "MachineDeploying", "Deploying %s on MAAS machine %s (%s)",
                 c->mm.spec.image ? c->mm.spec.image : "", sid, n.hostname ? n.hostname : "");

@@ -152,7 +152,7 @@ static const char *message_of(int err, const struct maas_error *me)
 
 /* The backoff of a refused static address. */
 #define STATIC_IP_BACKOFF(c) \
-        (&(const struct maasmachine_backoff){ ANNOTATION_RETRY, &(c)->p->static_ip_retry })
+        (&(const struct maasmachine_backoff){ ANNOTATION_RETRY, &(c)->p->static_ip_retry, 0 })
 
 bool maasmachine_static_ip_backoff(struct maasmachine_ctx *c, struct reconcile_result *res)
 {

@@ -56,8 +56,12 @@ MUST_CHECK int maasmachine_network_undo(struct maasmachine_ctx *c,
                                         bool *ret_release);
 
 /* maasmachine_deploy.c: swap off, then deploy c->node with the Machine's bootstrap data; on
- * failure the machine is released and the ids cleared. */
+ * failure the machine is released, the ids cleared and the deploy backoff started. */
 MUST_CHECK int maasmachine_deploy(struct maasmachine_ctx *c);
+/* Before allocating: true (and a requeue set) while the backoff after a refused deploy runs:
+ * each pass would otherwise allocate, be refused and release again, as fast as its own
+ * status writes bring it back. */
+bool maasmachine_deploy_backoff(struct maasmachine_ctx *c, struct reconcile_result *res);
 
 /* maasmachine_owner.c: whether c->node is still held for this MaasMachine: unowned (released)
  * is not; owner data naming another MaasMachine is not; else the agent_name stamp decides

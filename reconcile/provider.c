@@ -825,6 +825,7 @@ struct provider *provider_free(struct provider *p)
                 free(p->vm_hosts.items[i].ptr);
         reconciler_table_release(&p->vm_hosts);
         reconciler_table_release(&p->vm_retry);
+        reconciler_table_release(&p->deploy_retry);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->fleet_cond);
         pthread_mutex_destroy(&p->fleet_lock);

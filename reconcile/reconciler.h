@@ -47,6 +47,9 @@ struct metric_family;
  * static address's backoff: "<failures> <not before, unix s>" (maasmachine_network.c). */
 #define RECONCILER_ANNOTATION_STATIC_IP_HOST  "maas.infrastructure.cluster.x-k8s.io/static-ip-host"
 #define RECONCILER_ANNOTATION_STATIC_IP_RETRY "maas.infrastructure.cluster.x-k8s.io/static-ip-retry"
+/* A deploy MAAS refused (the machine released): "<failures> <not before, unix s>"; no new
+ * allocation before then (maasmachine_deploy.c). */
+#define RECONCILER_ANNOTATION_DEPLOY_RETRY    "maas.infrastructure.cluster.x-k8s.io/deploy-retry"
 /* Ready's reason while an object waits for what it owns to go (CAPI's Deleting). */
 #define RECONCILER_REASON_DELETING            "Deleting"
 
@@ -176,6 +179,9 @@ struct provider {
         /* MaasMachine UID → a: no-fit failures, b: not before (wall s), as last written to the
          * vm-compose-retry annotation (maasmachine_compose.c) */
         struct reconciler_table vm_retry;
+        /* MaasMachine UID → a: refused deploys in a row, b: not before (wall s), as last
+         * written to the deploy-retry annotation (maasmachine_deploy.c) */
+        struct reconciler_table deploy_retry;
 
         pthread_mutex_t fleet_lock;
         pthread_cond_t fleet_cond; /* a refresh finished (with fleet_lock) */

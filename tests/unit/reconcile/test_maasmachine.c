@@ -374,6 +374,71 @@ static void check_deploy_409_other(struct world *w)
         assert_int_equal(requests(&w->maas, "POST", "op=release", NULL), 1);
 }
 
+/* MAAS refuses every deploy (a kernel it lacks): released, and no machine is allocated again
+ * before the backoff (5 s, then 10 s), however many passes come in between */
+#define DEPLOY_RETRY "maas.infrastructure.cluster.x-k8s.io/deploy-retry"
+
+static void arrange_deploy_refused(struct world *w)
+{
+        maas_allocates(w);
+        maas_route(&w->maas, "POST", "machines/abc123/?op=deploy", 400,
+                   "{\"hwe_kernel\": [\"hwe-99.04 is not available for ubuntu/jammy.\"]}");
+        maas_route(&w->maas, "POST", "machines/abc123/?op=release", 200, "%s",
+                   node_json("abc123", "Releasing", "off"));
+}
+
+static void assert_deploy_backoff(struct world *w, unsigned tries, unsigned next_s)
+{
+        const char *msg = condition(mm(w), SCHEMA_COND_MACHINE_DEPLOYED, "message");
+        const char *ann = json_find_str(mm(w), "metadata", "annotations", DEPLOY_RETRY, NULL);
+        char want[64];
+
+        assert_int_equal(requests(&w->maas, "POST", "op=allocate", NULL), tries);
+        assert_int_equal(requests(&w->maas, "POST", "op=deploy", NULL), tries);
+        assert_int_equal(requests(&w->maas, "POST", "op=release", NULL), tries);
+        assert_null(json_at(mm(w), "spec.providerID"));
+        assert_deployed_reason(w, SCHEMA_REASON_MACHINE_DEPLOY_FAILED);
+        assert_non_null(msg);
+        assert_non_null(strstr(msg, "hwe-99.04 is not available for ubuntu/jammy"));
+        (void)snprintf(want, sizeof(want), "next try in %u s", next_s);
+        assert_non_null(strstr(msg, want));
+        assert_non_null(ann);
+        assert_int_equal(atoi(ann), (int)tries);
+}
+
+/* two more passes 2 s apart (the status writes' own events): no MAAS call, a requeue for the
+ * end of the backoff */
+static void check_deploy_refused_waits(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_deploy_backoff(w, 1, 5);
+        assert_int_equal(w->res.outcome, RECONCILE_REQUEUE_AFTER);
+        assert_true(w->res.after_ms > 0 && w->res.after_ms <= 1000);
+}
+
+static void check_deploy_refused_again(struct world *w)
+{
+        assert_deploy_backoff(w, 2, 10);
+}
+
+/* deployed after a refusal: the backoff goes */
+static void deploy_refused_between(struct world *w, unsigned pass)
+{
+        (void)pass;
+        maas_route(&w->maas, "POST", "machines/abc123/?op=deploy", 200, "%s",
+                   node_json("abc123", "Deploying", "on"));
+}
+
+static void check_deploy_after_refusal(struct world *w)
+{
+        assert_int_equal(w->rc, 0);
+        assert_int_equal(requests(&w->maas, "POST", "op=allocate", NULL), 2);
+        assert_int_equal(requests(&w->maas, "POST", "op=release", NULL), 1);
+        assert_string_equal(json_at_str(mm(w), "spec.providerID"), "maas:///az1/abc123");
+        assert_null(cJSON_GetObjectItemCaseSensitive(json_at(mm(w), "metadata.annotations"),
+                                                     DEPLOY_RETRY));
+}
+
 /* 503 + Retry-After: MAAS did not act; the allocate is sent again after the wait it asked */
 static void arrange_503(struct world *w)
 {
@@ -930,6 +995,25 @@ static const struct row rows[] = {
           .objects = { .finalizer = true, .system_id = "abc123" },
           .arrange = arrange_deploy_409_other,
           .check = check_deploy_409_other },
+        { .name = "deploy_refused_backs_off",
+          .objects = { .finalizer = true },
+          .arrange = arrange_deploy_refused,
+          .passes = 3,
+          .advance_ms = 2000,
+          .check = check_deploy_refused_waits },
+        { .name = "deploy_refused_tried_again_after_backoff",
+          .objects = { .finalizer = true },
+          .arrange = arrange_deploy_refused,
+          .passes = 2,
+          .advance_ms = 5000,
+          .check = check_deploy_refused_again },
+        { .name = "deploy_after_refusal_clears_backoff",
+          .objects = { .finalizer = true },
+          .arrange = arrange_deploy_refused,
+          .passes = 2,
+          .advance_ms = 5000,
+          .between = deploy_refused_between,
+          .check = check_deploy_after_refusal },
         { .name = "allocate_503_retry_after",
           .objects = { .finalizer = true },
           .arrange = arrange_503,

@@ -46,8 +46,8 @@ out:
         return err;
 }
 
-#define DEPLOY_BACKOFF(c)                                                                   \
-        (&(const struct maasmachine_backoff){ RECONCILER_ANNOTATION_DEPLOY_RETRY,           \
+#define DEPLOY_BACKOFF(c)                                                         \
+        (&(const struct maasmachine_backoff){ RECONCILER_ANNOTATION_DEPLOY_RETRY, \
                                               &(c)->p->deploy_retry, 5 })
 
 bool maasmachine_deploy_backoff(struct maasmachine_ctx *c, struct reconcile_result *res)
@@ -70,8 +70,8 @@ static void rollback(struct maasmachine_ctx *c,
         delay = maasmachine_backoff_fail(c, DEPLOY_BACKOFF(c));
         reconciler_cond(&c->conds, SCHEMA_COND_MACHINE_DEPLOYED, SCHEMA_CONDITION_FALSE,
                         SCHEMA_REASON_MACHINE_DEPLOY_FAILED,
-                        "%s on MAAS machine %s failed: %s; released it, next try in %u s", what,
-                        id, me && me->message ? me->message : maas_strerror(err), delay);
+                        "%s on MAAS machine %s failed: %s; released it, next try in %u s", what, id,
+                        me && me->message ? me->message : maas_strerror(err), delay);
         reconciler_event(c->p, c->cur, "Warning", "MachineDeployFailed",
                          "%s on MAAS machine %s failed; released it, next try in %u s", what, id,
                          delay);

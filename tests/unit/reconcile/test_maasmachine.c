@@ -403,7 +403,7 @@ static void assert_deploy_backoff(struct world *w, unsigned tries, unsigned next
         (void)snprintf(want, sizeof(want), "next try in %u s", next_s);
         assert_non_null(strstr(msg, want));
         assert_non_null(ann);
-        assert_int_equal(atoi(ann), (int)tries);
+        assert_int_equal(strtoul(ann, NULL, 10), tries);
 }
 
 /* two more passes 2 s apart (the status writes' own events): no MAAS call, a requeue for the

@@ -36,15 +36,28 @@ struct conn_entry {
         _Atomic bool later;           /* a request has completed on this connection */
 };
 
+/* A descriptor admitted and handed to libmicrohttpd that it has not started yet. */
+struct handed {
+        int fd;
+        unsigned char addr[16];
+        uint64_t at_ms;
+};
+
 struct conn_guard {
         char *name;
         struct conn_guard_opts o;
         uint64_t evict_ms; /* how long a connection receives before it may be evicted */
 
-        pthread_mutex_t lock; /* guards the list, live and every entry's shut */
+        pthread_mutex_t lock; /* guards the list, live, every entry's shut and handed */
         struct conn_entry *head;
         struct conn_entry *tail;
-        unsigned live; /* entries not yet shut */
+        unsigned live;         /* entries not yet shut */
+        struct handed *handed; /* unordered; owned */
+        size_t n_handed, cap_handed;
+
+        pthread_mutex_t stall_lock; /* held while on_stall runs, and to change it */
+        conn_guard_stall_fn *on_stall;
+        void *stall_ud;
 
         pthread_t thread;
         pthread_mutex_t stop_lock;
@@ -56,6 +69,7 @@ struct conn_guard {
         _Atomic uint64_t n_evicted;
         _Atomic uint64_t n_refused;
         _Atomic uint64_t n_per_addr;
+        _Atomic uint64_t n_stalled;
 };
 
 static void addr_key(const struct sockaddr *sa, socklen_t len, unsigned char out[16])
@@ -118,6 +132,39 @@ static unsigned count_address(const struct conn_guard *g, const unsigned char *a
         return n;
 }
 
+/* Admitted connections from addr that libmicrohttpd has not started yet. Under the lock. */
+static unsigned count_handed(const struct conn_guard *g, const unsigned char *addr)
+{
+        unsigned n = 0;
+
+        for (size_t i = 0; i < g->n_handed; i++)
+                n += memcmp(g->handed[i].addr, addr, 16) == 0;
+        return n;
+}
+
+/* Drops fd's record, if any. Under the lock. */
+static void drop_handed(struct conn_guard *g, int fd)
+{
+        for (size_t i = 0; i < g->n_handed; i++)
+                if (g->handed[i].fd == fd) {
+                        g->handed[i] = g->handed[--g->n_handed];
+                        return;
+                }
+}
+
+/* Records fd as handed to libmicrohttpd. Under the lock. */
+static void add_handed(struct conn_guard *g, int fd, const unsigned char *addr)
+{
+        drop_handed(g, fd); /* a descriptor libmicrohttpd closed unstarted, used again */
+        if (g->n_handed == g->cap_handed) {
+                g->cap_handed = g->cap_handed ? 2 * g->cap_handed : 8;
+                g->handed = xrealloc(g->handed, g->cap_handed * sizeof(*g->handed));
+        }
+        g->handed[g->n_handed] = (struct handed){ .fd = fd, .at_ms = clock_now_ms(NULL) };
+        memcpy(g->handed[g->n_handed].addr, addr, 16);
+        g->n_handed++;
+}
+
 /* Makes room for e (already counted in live): closes the oldest unfinished connection, or e
  * itself when there is none. Under the lock. Returns false when e was closed. */
 static bool make_room(struct conn_guard *g, struct conn_entry *e, bool per_address)
@@ -136,21 +183,41 @@ static bool make_room(struct conn_guard *g, struct conn_entry *e, bool per_addre
         return false;
 }
 
-bool conn_guard_admit(struct conn_guard *g, const struct sockaddr *addr, socklen_t addr_len)
+bool conn_guard_admit(struct conn_guard *g, int fd, const struct sockaddr *addr, socklen_t addr_len)
 {
         unsigned char key[16];
         bool ok = true;
 
         addr_key(addr, addr_len, key);
         pthread_mutex_lock(&g->lock);
-        if (count_address(g, key) >= g->o.per_address && !oldest_unfinished(g, key, NULL))
+        /* the admitted ones libmicrohttpd has not started count: a crowd arrives faster
+         * than it starts them */
+        if (count_address(g, key) + count_handed(g, key) >= g->o.per_address &&
+            !oldest_unfinished(g, key, NULL))
                 ok = false;
-        else if (g->live >= g->o.max_connections && !oldest_unfinished(g, NULL, NULL))
+        else if (g->live + g->n_handed >= g->o.max_connections && !oldest_unfinished(g, NULL, NULL))
                 ok = false;
+        if (ok)
+                add_handed(g, fd, key);
         pthread_mutex_unlock(&g->lock);
         if (!ok)
                 atomic_fetch_add_explicit(&g->n_refused, 1, memory_order_relaxed);
         return ok;
+}
+
+void conn_guard_unhanded(struct conn_guard *g, int fd)
+{
+        pthread_mutex_lock(&g->lock);
+        drop_handed(g, fd);
+        pthread_mutex_unlock(&g->lock);
+}
+
+void conn_guard_on_stall(struct conn_guard *g, conn_guard_stall_fn *fn, void *ud)
+{
+        pthread_mutex_lock(&g->stall_lock);
+        g->on_stall = fn;
+        g->stall_ud = ud;
+        pthread_mutex_unlock(&g->stall_lock);
 }
 
 struct conn_entry *conn_guard_open(struct conn_guard *g,
@@ -170,6 +237,7 @@ struct conn_entry *conn_guard_open(struct conn_guard *g,
         atomic_init(&e->later, false);
 
         pthread_mutex_lock(&g->lock);
+        drop_handed(g, fd);
         e->prev = g->tail;
         if (g->tail)
                 g->tail->next = e;
@@ -232,6 +300,35 @@ void conn_guard_idle(struct conn_guard *g, struct conn_entry *e)
         atomic_store_explicit(&e->state, CONN_IDLE, memory_order_relaxed);
 }
 
+/* Reports the descriptors handed CONN_GUARD_STALL_MS ago or more and not started, each
+ * once. */
+static void report_stalled(struct conn_guard *g, uint64_t now)
+{
+        int *fds = NULL;
+        size_t n = 0;
+
+        pthread_mutex_lock(&g->lock);
+        for (size_t i = 0; i < g->n_handed;) {
+                if (now - g->handed[i].at_ms < CONN_GUARD_STALL_MS) {
+                        i++;
+                        continue;
+                }
+                if (!fds)
+                        fds = xmalloc(g->n_handed * sizeof(*fds));
+                fds[n++] = g->handed[i].fd;
+                g->handed[i] = g->handed[--g->n_handed];
+        }
+        pthread_mutex_unlock(&g->lock);
+        if (n) {
+                atomic_fetch_add_explicit(&g->n_stalled, n, memory_order_relaxed);
+                pthread_mutex_lock(&g->stall_lock);
+                if (g->on_stall)
+                        g->on_stall(g->stall_ud, fds, n);
+                pthread_mutex_unlock(&g->stall_lock);
+        }
+        free(fds);
+}
+
 /* Closes every connection past its deadline. */
 static void sweep(struct conn_guard *g)
 {
@@ -251,6 +348,7 @@ static void sweep(struct conn_guard *g)
                 log_debug("http", "connections closed at their deadline", "server=%s count=%u",
                           g->name, closed);
         }
+        report_stalled(g, now);
 }
 
 static uint64_t tick_ms(const struct conn_guard *g)
@@ -291,6 +389,7 @@ int conn_guard_new(const struct conn_guard_opts *opts, struct conn_guard **ret)
         g->o.name = g->name;
         g->evict_ms = g->o.header_ms / 5 < 1000 ? g->o.header_ms / 5 : 1000;
         pthread_mutex_init(&g->lock, NULL);
+        pthread_mutex_init(&g->stall_lock, NULL);
         pthread_mutex_init(&g->stop_lock, NULL);
         pthread_condattr_init(&attr);
         pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -328,7 +427,9 @@ struct conn_guard *conn_guard_free(struct conn_guard *g)
         }
         pthread_cond_destroy(&g->stop_cond);
         pthread_mutex_destroy(&g->stop_lock);
+        pthread_mutex_destroy(&g->stall_lock);
         pthread_mutex_destroy(&g->lock);
+        free(g->handed);
         free(g->name);
         free(g);
         return NULL;
@@ -342,5 +443,6 @@ void conn_guard_stats(const struct conn_guard *g, struct conn_guard_stats *ret)
                 .evicted = atomic_load(&g->n_evicted),
                 .refused = atomic_load(&g->n_refused),
                 .per_addr = atomic_load(&g->n_per_addr),
+                .stalled = atomic_load(&g->n_stalled),
         };
 }

@@ -35,12 +35,20 @@
  *
  * A sweeper thread closes connections past their deadline (it wakes every tick_ms).
  *
+ * It also reports connections handed to libmicrohttpd (conn_guard_admit) that it has not
+ * started (conn_guard_open) CONN_GUARD_STALL_MS later. libmicrohttpd 0.9.75's epoll loop
+ * can leave an added connection unstarted until its next timeout (up to the idle timeout,
+ * 10 s): when one epoll_wait returns a full batch (128 events, a crowd of connections) that
+ * includes the wake-up for the addition, it waits again, with the full timeout, before it
+ * looks at the added connections, and nothing wakes it. The owner's on_stall wakes it.
+ *
  * Threads: new/free from the owner; conn_guard_open/close from libmicrohttpd's threads
  * (any); the state functions from the thread serving the connection. One mutex guards the
  * list; the hot path (state changes) uses atomics only.
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -64,22 +72,41 @@ struct conn_guard_stats {
         uint64_t evicted;  /* closed to make room for a newcomer */
         uint64_t refused;  /* newcomers closed because every slot was busy */
         uint64_t per_addr; /* of evicted + refused, because of the per-address limit */
+        uint64_t stalled;  /* handed to libmicrohttpd and not started CONN_GUARD_STALL_MS later */
 };
+
+/* How long after conn_guard_admit a connection not started is reported as stalled. */
+#define CONN_GUARD_STALL_MS 100
+
+/* Called on the sweeper's thread with descriptors (n >= 1) handed to libmicrohttpd more than
+ * CONN_GUARD_STALL_MS ago and not started since; each is reported once, and may have been
+ * closed or reused meanwhile (the numbers only say which worker to wake). */
+typedef void conn_guard_stall_fn(void *ud, const int *fds, size_t n);
 
 /* Starts the sweeper. */
 MUST_CHECK int conn_guard_new(const struct conn_guard_opts *opts, struct conn_guard **ret);
 /* Stops the sweeper and frees the table (entries still in it are freed too). NULL is fine. */
 struct conn_guard *conn_guard_free(struct conn_guard *g);
-/* Whether a connection just accepted from addr may start: false when its address, or the
- * listener, is full and nothing could be evicted for it (the caller closes it at once,
- * before any TLS work). */
-bool conn_guard_admit(struct conn_guard *g, const struct sockaddr *addr, socklen_t addr_len);
+/* Whether connection fd just accepted from addr may start: false when its address, or the
+ * listener, is full (counting the admitted ones not started yet) and nothing could be
+ * evicted for it (the caller closes it at once, before any TLS work). On true, fd is
+ * recorded as handed to libmicrohttpd: its conn_guard_open is due (the acceptor's thread,
+ * before MHD_add_connection). */
+bool conn_guard_admit(struct conn_guard *g,
+                      int fd,
+                      const struct sockaddr *addr,
+                      socklen_t addr_len);
 /* A new connection on fd from addr (copied); applies the limits. Returns the entry, owned by
  * the guard until conn_guard_close. */
 struct conn_entry *conn_guard_open(struct conn_guard *g,
                                    int fd,
                                    const struct sockaddr *addr,
                                    socklen_t addr_len);
+/* libmicrohttpd refused fd (and closed it): no start is due. */
+void conn_guard_unhanded(struct conn_guard *g, int fd);
+/* Sets what the sweeper calls for stalled connections (fn NULL: nothing). When it returns, a
+ * previous fn is no longer running and is not called again. */
+void conn_guard_on_stall(struct conn_guard *g, conn_guard_stall_fn *fn, void *ud);
 /* The connection closed: removes and frees e. NULL is fine. */
 void conn_guard_close(struct conn_guard *g, struct conn_entry *e);
 /* The headers of the current request are in. */

@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,6 +55,7 @@ struct http_server {
         size_t max_in_flight;    /* the bodies' budget */
         atomic_size_t in_flight; /* bytes of bodies held against it */
         uint16_t port;
+        unsigned threads; /* libmicrohttpd's workers */
         char *priorities;
         atomic_uint active; /* requests between their first handler call and completion */
 };
@@ -643,6 +646,10 @@ static void on_connection(void *cls,
         }
         fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         addr = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (addr && addr->client_addr && addr->client_addr->sa_family == AF_UNIX) {
+                *socket_ctx = NULL; /* a wake-up (wake_worker): no slot, not counted */
+                return;
+        }
         if (addr && addr->client_addr)
                 len = addr->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                                                : sizeof(struct sockaddr_in);
@@ -664,12 +671,63 @@ static void on_accepted(void *ud, int fd, const struct sockaddr *addr, socklen_t
 {
         struct http_server *s = ud;
 
-        if (!conn_guard_admit(s->guard, addr, addr_len)) {
+        if (!conn_guard_admit(s->guard, fd, addr, addr_len)) {
                 close(fd);
                 return;
         }
         /* On failure libmicrohttpd has closed the socket (and said why in its log). */
-        (void)MHD_add_connection(s->mhd, fd, addr, addr_len);
+        if (MHD_add_connection(s->mhd, fd, addr, addr_len) != MHD_YES)
+                conn_guard_unhanded(s->guard, fd);
+}
+
+/* A descriptor for socket sk that libmicrohttpd's pool of n workers gives to the worker it
+ * gave like to (the first with room, from descriptor mod n): sk, or a duplicate of it with
+ * the same remainder (sk closed); sk when none comes within a few tries. */
+static int same_worker_fd(int sk, int like, unsigned n)
+{
+        for (int tries = 0; n > 1 && tries < 8 && (unsigned)sk % n != (unsigned)like % n; tries++) {
+                unsigned gap = ((unsigned)like % n + n - (unsigned)sk % n) % n;
+                int d = fcntl(sk, F_DUPFD_CLOEXEC, sk + (int)gap);
+
+                if (d < 0)
+                        break;
+                close(sk);
+                sk = d;
+        }
+        return sk;
+}
+
+/* Wakes the worker that holds like (conn_guard.h says why): a connection added to it wakes
+ * it, and it starts the ones waiting too. This one is a socket pair's end whose peer is
+ * already closed, so it ends at its first read; on_connection gives it no slot. */
+static void wake_worker(struct http_server *s, int like)
+{
+        struct sockaddr_un un = { .sun_family = AF_UNIX };
+        int sp[2];
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sp) < 0)
+                return;
+        close(sp[1]);
+        (void)MHD_add_connection(s->mhd, same_worker_fd(sp[0], like, s->threads),
+                                 (struct sockaddr *)&un, sizeof(un));
+}
+
+/* The sweeper's thread: one wake-up for each worker that holds a stalled connection. */
+static void on_stall(void *ud, const int *fds, size_t n)
+{
+        struct http_server *s = ud;
+        unsigned workers = s->threads ? s->threads : 1;
+
+        for (size_t i = 0; i < n; i++) {
+                size_t j = 0;
+
+                while (j < i && (unsigned)fds[j] % workers != (unsigned)fds[i] % workers)
+                        j++;
+                if (j == i) /* the first for its worker */
+                        wake_worker(s, fds[i]);
+        }
+        log_debug("http", "libmicrohttpd woken for connections it had not started",
+                  "server=%s count=%zu", s->name, n);
 }
 
 static enum MHD_Result on_request(void *cls,
@@ -952,6 +1010,7 @@ int http_server_start(const struct http_server_opts *o, struct http_server **ret
         int r;
 
         s->name = xstrdup(o->name ? o->name : "http");
+        s->threads = o->threads ? o->threads : 1;
         s->router = o->router;
         s->observer = o->observer;
         s->certs = o->certs;
@@ -972,6 +1031,8 @@ int http_server_start(const struct http_server_opts *o, struct http_server **ret
                 goto fail;
         }
         r = start_daemon(s, o, reterr);
+        if (r == 0)
+                conn_guard_on_stall(s->guard, on_stall, s);
         if (r == 0 && acceptor_start(s->acceptor, on_accepted, s) < 0) {
                 *reterr = xasprintf("%s server: cannot start the accept thread", s->name);
                 r = CM_EIO;
@@ -998,6 +1059,14 @@ unsigned http_server_open_connections(const struct http_server *s)
         return (unsigned)st.open;
 }
 
+uint64_t http_server_stalled_connections(const struct http_server *s)
+{
+        struct conn_guard_stats st;
+
+        conn_guard_stats(s->guard, &st);
+        return st.stalled;
+}
+
 void http_server_quiesce(struct http_server *s)
 {
         if (s->acceptor)
@@ -1022,6 +1091,8 @@ struct http_server *http_server_free(struct http_server *s)
         if (!s)
                 return NULL;
         s->acceptor = acceptor_free(s->acceptor);
+        if (s->guard)
+                conn_guard_on_stall(s->guard, NULL, NULL); /* no wake-up past this */
         if (s->mhd)
                 MHD_stop_daemon(s->mhd);
         s->guard = conn_guard_free(s->guard);

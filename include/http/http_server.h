@@ -100,6 +100,9 @@ uint16_t http_server_port(const struct http_server *s);
 /* Connections open now (including those closed at a deadline that libmicrohttpd has not
  * finished closing). Any thread. */
 unsigned http_server_open_connections(const struct http_server *s);
+/* Connections libmicrohttpd had not started CONN_GUARD_STALL_MS (100 ms) after they were
+ * handed to it; each time, its worker was woken (http/conn_guard.h says why). Any thread. */
+uint64_t http_server_stalled_connections(const struct http_server *s);
 /* Stops accepting new connections; requests in flight continue. */
 void http_server_quiesce(struct http_server *s);
 /* Waits until no request is in flight or timeout_ms passes; true when idle. Idle keep-alive

@@ -777,6 +777,24 @@ static void get_late_and_reset(struct fixture *f, bool tls)
         wait_open(f, before); /* the server wrote its answer, failed and dropped it */
 }
 
+/* GET /ok answered 200, over TLS when tls. */
+static void get_ok_any(struct fixture *f, bool tls)
+{
+        struct tls_conn c;
+        char *got = NULL;
+
+        if (!tls) {
+                get_ok(http_server_port(f->server));
+                return;
+        }
+        assert_int_equal(tls_conn_open(&c, http_server_port(f->server), NULL, f->ca), 0);
+        assert_int_equal(tls_conn_send(&c, "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n", 29), 0);
+        (void)tls_conn_recv_until(&c, "\r\n\r\nok", 3000, &got);
+        assert_non_null(strstr(got, "HTTP/1.1 200"));
+        free(got);
+        tls_conn_close(&c);
+}
+
 /* Clients that reset the connection before their answer is written: the server's writes to
  * it then fail with ECONNRESET and, once that is consumed, EPIPE (strace shows the TLS alert
  * after the failed read meeting EPIPE). Each must stay an error of that connection: SIGPIPE
@@ -807,6 +825,66 @@ static void test_reset_before_answer_is_survived(void **state)
                 } else {
                         get_ok(http_server_port(f->server));
                 }
+                fixture_free(f);
+        }
+}
+
+/* A connection the server's one worker cannot start for a while (it is busy in a handler):
+ * the sweeper reports it after CONN_GUARD_STALL_MS and wakes the worker with a connection of
+ * its own (what ends libmicrohttpd 0.9.75's wait when a full epoll batch swallowed the
+ * wake-up for an added connection; conn_guard.h). That wake-up is harmless: never counted
+ * as a client's connection, closed by the worker at once, plain or TLS; the stalled
+ * connection is served once the worker is free, and the server goes on serving. */
+static void test_unstarted_connection_wakes_worker(void **state)
+{
+        static const char late[] = "GET /late HTTP/1.1\r\nHost: x\r\n\r\n";
+        static const char ok[] = "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+        (void)state;
+        for (int tls = 0; tls < 2; tls++) {
+                struct fixture *f = fixture_new();
+                uint16_t port;
+                struct tls_conn c = { .fd = -1 };
+                char *got = NULL;
+                int busy = -1, other;
+
+                fixture_start(f, tls, 64, 64, 0);
+                port = http_server_port(f->server);
+                atomic_store(&client_gone, false);
+                if (tls) {
+                        assert_int_equal(tls_conn_open(&c, port, NULL, f->ca), 0);
+                        assert_int_equal(tls_conn_send(&c, late, strlen(late)), 0);
+                } else {
+                        busy = connect_from("127.0.0.1", port);
+                        send_all(busy, late);
+                }
+                wait_open(f, 1);
+                (void)poll(NULL, 0, 50); /* its handler runs */
+                other = connect_from("127.0.0.2", port);
+                if (!tls)
+                        send_all(other, ok);
+                for (int i = 0; i < 100 && http_server_stalled_connections(f->server) == 0; i++)
+                        (void)poll(NULL, 0, 10);
+                assert_true(http_server_stalled_connections(f->server) >= 1);
+                assert_int_equal(http_server_open_connections(f->server), 1);
+                atomic_store(&client_gone, true);
+                if (!tls) {
+                        assert_true(read_to_close(other, 3000, &got));
+                        assert_non_null(strstr(got, "HTTP/1.1 200"));
+                        free(got);
+                        (void)read_to_close(busy, 200, &got); /* kept alive: its answer */
+                        assert_non_null(strstr(got, "late"));
+                        free(got);
+                        close(busy);
+                } else {
+                        (void)tls_conn_recv_until(&c, "late", 3000, &got);
+                        assert_non_null(strstr(got, "late"));
+                        free(got);
+                        tls_conn_close(&c);
+                }
+                close(other);
+                wait_open(f, 0);
+                get_ok_any(f, tls);
                 fixture_free(f);
         }
 }
@@ -863,6 +941,7 @@ int main(void)
                 cmocka_unit_test(test_bodies_in_flight_budget),
                 cmocka_unit_test(test_pipelined_requests_all_answered),
                 cmocka_unit_test(test_reset_before_answer_is_survived),
+                cmocka_unit_test(test_unstarted_connection_wakes_worker),
         };
 
         log_setup(LOG_FORMAT_TEXT, 0, 2);

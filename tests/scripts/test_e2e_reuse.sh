@@ -147,10 +147,13 @@ T0=$(date +%s)
 workers_rolled() { from_template "$WORKERS" demo-md-0-v2 3 && n_ready_is 6; }
 check "3 new worker Machines from demo-md-0-v2, all Ready" 0 '' -- within 180 workers_rolled
 echo "# workers rolled out in $(($(date +%s) - T0)) s"
-W1=$(hosts_of workers)
-check "... on the same 3 hosts, never erased, the data markers intact" 0 '' -- test "$W1" = "$W0"
-echo "# workers now: $(echo "$W1" | tr '\n' ';')"
+# the reuse tag leaves a host at the first pass whose view of it shows the tag (a fleet list
+# may be a few seconds older than the tag); the hosts are compared without it
 check "no reuse tag is left on any host" 0 '' -- within 20 no_reuse_tag
+W1=$(hosts_of workers)
+check "... on the same 3 hosts, never erased, the data markers intact" 0 '' -- \
+  diff <(echo "$W0") <(echo "$W1")
+echo "# workers now: $(echo "$W1" | tr '\n' ';')"
 reused_events() { k get events --field-selector reason=HostReused -o jsonpath='{range .items[*]}{.message}{"\n"}{end}'; }
 check "a HostReused event names each reused host" 0 '' -- \
   test "$(reused_events | grep -o 'MAAS machine [a-z0-9]*' | sort -u | awk '{print $3}')" = "$(echo "$W0" | awk '{print $1}')"
@@ -187,12 +190,13 @@ check "3 new control planes from demo-control-plane-v2, all Ready" 0 '' -- withi
 echo "# control planes rolled out in $(($(date +%s) - T0)) s"
 rm -f "$POLL_ON"
 wait "$POLLER"
+check "no reuse tag is left" 0 '' -- within 20 no_reuse_tag
 C1=$(hosts_of cps)
-check "... on the same 3 hosts, never erased, the data markers intact" 0 '' -- test "$C1" = "$C0"
+check "... on the same 3 hosts, never erased, the data markers intact" 0 '' -- \
+  diff <(echo "$C0") <(echo "$C1")
 check "the endpoint record was never empty during it" 0 '^samples=[1-9][0-9]* empty=0$' -- \
   cat "$KS_WORK/dns-samples"
 check "every Machine is new" 0 '' -- test -z "$(comm -12 <(echo "$OLD") <(machine_names))"
-check "no reuse tag is left" 0 '' -- within 20 no_reuse_tag
 check "6 Nodes Ready" 0 '' -- within 30 nodes_ready 6
 check "nothing leaked" 0 '' -- within 20 audit
 

@@ -42,9 +42,10 @@
  * includes the wake-up for the addition, it waits again, with the full timeout, before it
  * looks at the added connections, and nothing wakes it. The owner's on_stall wakes it.
  *
- * Threads: new/free from the owner; conn_guard_open/close from libmicrohttpd's threads
- * (any); the state functions from the thread serving the connection. One mutex guards the
- * list; the hot path (state changes) uses atomics only.
+ * Threads: new/free/on_stall from the owner; admit/unhanded from the acceptor's thread;
+ * conn_guard_open/close from libmicrohttpd's threads (any); the state functions from the
+ * thread serving the connection; the stall callback runs on the sweeper's thread. One mutex guards
+ * the list; the hot path (state changes) uses atomics only.
  */
 
 #include <stdbool.h>

@@ -55,7 +55,7 @@ struct http_server {
         size_t max_in_flight;    /* the bodies' budget */
         atomic_size_t in_flight; /* bytes of bodies held against it */
         uint16_t port;
-        unsigned threads; /* libmicrohttpd's workers */
+        unsigned threads; /* libmicrohttpd's workers, >= 1 */
         char *priorities;
         atomic_uint active; /* requests between their first handler call and completion */
 };
@@ -716,12 +716,10 @@ static void wake_worker(struct http_server *s, int like)
 static void on_stall(void *ud, const int *fds, size_t n)
 {
         struct http_server *s = ud;
-        unsigned workers = s->threads ? s->threads : 1;
-
         for (size_t i = 0; i < n; i++) {
                 size_t j = 0;
 
-                while (j < i && (unsigned)fds[j] % workers != (unsigned)fds[i] % workers)
+                while (j < i && (unsigned)fds[j] % s->threads != (unsigned)fds[i] % s->threads)
                         j++;
                 if (j == i) /* the first for its worker */
                         wake_worker(s, fds[i]);
@@ -936,7 +934,7 @@ static int open_listener(struct http_server *s, const struct http_server_opts *o
 
 static int start_daemon(struct http_server *s, const struct http_server_opts *o, char **reterr)
 {
-        unsigned threads = o->threads ? o->threads : 1;
+        unsigned threads = s->threads;
         unsigned max_conn = o->max_connections ? o->max_connections : 1024;
         struct MHD_OptionItem opts[20];
         size_t n = 0;
